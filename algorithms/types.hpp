@@ -1,0 +1,64 @@
+// Vocabulary shared by every layer above algorithms/: collectives, element types, reduction ops.
+// Plain enums so that the C adapter can map MPI handles onto them through the engine API.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace hccl {
+
+enum class Collective : std::uint8_t {
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  Broadcast,
+  Reduce,
+  Scatter,
+  AllToAll,
+};
+inline constexpr int kNumCollectives = 7;
+
+// Names as HCCL_ALGO spells its op keys (lower case, no separators).
+std::string_view name(Collective c);
+std::optional<Collective> parseCollective(std::string_view s);
+// True when the collective combines data with a reduction operator.
+bool reduces(Collective c);
+
+enum class DataType : std::uint8_t {
+  Int8,
+  Int16,
+  Int32,
+  Int64,
+  UInt8,
+  UInt16,
+  UInt32,
+  UInt64,
+  Float16,
+  BFloat16,
+  Float32,
+  Float64,
+  LongDouble,     // x87 80-bit extended, stored in 16 bytes (MPI_LONG_DOUBLE on x86_64)
+  ComplexFloat,   // two float32 (MPI_C_FLOAT_COMPLEX): sum and prod only
+  ComplexDouble,  // two float64 (MPI_C_DOUBLE_COMPLEX): sum and prod only
+  Bool,        // C _Bool / C++ bool (MPI_C_BOOL, MPI_CXX_BOOL): logical ops only
+  Byte,        // opaque bytes (MPI_BYTE, MPI_PACKED): no reduction
+};
+inline constexpr int kNumDataTypes = 17;
+
+std::string_view name(DataType t);
+std::optional<DataType> parseDataType(std::string_view s);
+std::size_t sizeOf(DataType t);
+bool isFloating(DataType t);
+bool isInteger(DataType t);
+
+enum class ReduceOp : std::uint8_t { Sum, Prod, Max, Min, LAnd, LOr, LXor, BAnd, BOr, BXor };
+inline constexpr int kNumReduceOps = 10;
+
+std::string_view name(ReduceOp op);
+std::optional<ReduceOp> parseReduceOp(std::string_view s);
+// MPI's table of which predefined op is defined on which type group.
+bool defined(ReduceOp op, DataType t);
+
+}  // namespace hccl

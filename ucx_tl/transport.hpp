@@ -1,0 +1,75 @@
+// The link layer's contract (HCCL's HCOMM role): nonblocking, tagged, point-to-point transfers of
+// byte ranges between the ranks of one group, plus progress. It knows nothing of algorithms or
+// MPI. The UCX transport implements it for the product; the in-process transport implements it for
+// unit tests, so the same engine runs the same schedule on both.
+//
+// Completion model: the caller owns a Completion record per transfer and passes its address; the
+// transport sets `state` exactly once (Done or Failed) from inside post or progress(), on the
+// calling thread, and never touches the record afterwards. A send is Done when its buffer may be
+// reused; a receive when the data is in place.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace hccl::tl {
+
+struct IoVec {
+  void* base;
+  std::size_t length;
+};
+
+// Which links carry a peer's traffic, after HCCL's link classes.
+enum class LinkClass : std::uint8_t {
+  Self,  // the rank itself
+  Hccs,  // same server: shared memory
+  Roce,  // another server: RDMA verbs, or TCP when there is no RDMA device
+};
+const char* name(LinkClass c);
+
+// Keeps transfers of different communicators, different collectives on one communicator, and
+// different messages of one collective apart. Two transfers between the same ordered pair of
+// ranks with equal tags match in posting order.
+struct Tag {
+  std::uint32_t comm = 0;  // communicator id (wraps at the transport's width)
+  std::uint32_t seq = 0;   // collective sequence number on that communicator
+  std::uint32_t msg = 0;   // message index between the pair within the collective
+  bool operator==(const Tag&) const = default;
+};
+
+struct Completion {
+  enum class State : std::uint8_t { Pending, Done, Failed };
+  State state = State::Pending;
+  std::size_t bytes = 0;  // bytes moved, set on Done
+  std::string error;      // set on Failed: names the peer, the link class and the cause
+
+  bool pending() const { return state == State::Pending; }
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  Transport() = default;
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual LinkClass linkClass(int peer) const = 0;
+
+  // Post a transfer. The iov describes the bytes (total may be zero); the memory must stay valid
+  // until *done leaves Pending. The receive's total length must equal the matching send's.
+  virtual void send(int peer, std::span<const IoVec> iov, Tag tag, Completion* done) = 0;
+  virtual void recv(int peer, std::span<const IoVec> iov, Tag tag, Completion* done) = 0;
+
+  // Advance every pending transfer; returns how many completions it delivered.
+  virtual int progress() = 0;
+
+  // Give up on a pending transfer (after a failure elsewhere): the transport stops touching its
+  // memory and marks it Failed. Safe to call on a completed record (no effect).
+  virtual void cancel(Completion* done) = 0;
+};
+
+}  // namespace hccl::tl
