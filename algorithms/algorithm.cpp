@@ -1,0 +1,21 @@
+#include "algorithms/algorithm.hpp"
+
+#include <array>
+
+namespace hccl::algo {
+namespace {
+constexpr std::array<std::string_view, kNumAlgorithms> kNames = {
+    "ring",     "H-D_R",     "fullmesh", "NHR",      "NHR_V1", "NB",
+    "AHC",      "AHC_BROKE", "pipeline", "pairwise", "star",
+};
+}  // namespace
+
+std::string_view hcclName(Algorithm a) { return kNames[static_cast<std::size_t>(a)]; }
+
+std::optional<Algorithm> parseAlgorithm(std::string_view s) {
+  for (std::size_t i = 0; i < kNames.size(); ++i)
+    if (kNames[i] == s) return static_cast<Algorithm>(i);
+  return std::nullopt;
+}
+
+}  // namespace hccl::algo

@@ -1,0 +1,32 @@
+// HCCL's algorithm names, as HCCL_ALGO spells them, and the hierarchy levels they run on.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace hccl::algo {
+
+enum class Algorithm : std::uint8_t {
+  Ring,             // "ring"
+  HalvingDoubling,  // "H-D_R": recursive halving-doubling (RHD)
+  Mesh,             // "fullmesh": one step, every pair
+  NHR,              // "NHR": nonuniform hierarchical ring
+  NHR_V1,           // "NHR_V1": legacy NHR
+  NB,               // "NB": nonuniform Bruck
+  AHC,              // "AHC": asymmetric hierarchical concatenate
+  AHC_Broke,        // "AHC_BROKE": AHC when all groups are equal
+  Pipeline,         // "pipeline": inter-server ring overlapped with intra-server transfers
+  Pairwise,         // "pairwise": AlltoAll one peer per step
+  Star,             // "star": rooted ops in one step (level0)
+};
+inline constexpr int kNumAlgorithms = 11;
+
+// The HCCL_ALGO spelling ("ring", "H-D_R", "fullmesh", ...); case-sensitive.
+std::string_view hcclName(Algorithm a);
+std::optional<Algorithm> parseAlgorithm(std::string_view s);
+
+// level0 = inside a server, level1 = between servers, level2 = between supernodes.
+inline constexpr int kNumLevels = 3;
+
+}  // namespace hccl::algo
