@@ -5,12 +5,14 @@
 namespace hccl::algo {
 namespace {
 constexpr std::array<std::string_view, kNumAlgorithms> kNames = {
-    "ring",     "H-D_R",     "fullmesh", "NHR",      "NHR_V1", "NB",
-    "AHC",      "AHC_BROKE", "pipeline", "pairwise", "star",
+    "ring", "H-D_R",     "fullmesh", "NHR",      "NHR_V1", "NB",
+    "AHC",  "AHC_BROKE", "pipeline", "pairwise", "star",
 };
 }  // namespace
 
-std::string_view hcclName(Algorithm a) { return kNames[static_cast<std::size_t>(a)]; }
+std::string_view hcclName(Algorithm a) {
+  return kNames[static_cast<std::size_t>(a)];
+}
 
 std::optional<Algorithm> parseAlgorithm(std::string_view s) {
   for (std::size_t i = 0; i < kNames.size(); ++i)

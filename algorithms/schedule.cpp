@@ -111,6 +111,10 @@ std::uint64_t scratchCount(const RankSchedule& s) {
   return top;
 }
 
+void prune(RankSchedule& s) {
+  std::erase_if(s.steps, [](const Step& st) { return st.xfers.empty() && st.ops.empty(); });
+}
+
 namespace {
 
 Slice remap(const Slice& s, const Embedding& e) {
@@ -123,8 +127,8 @@ Step remap(const Step& s, const Embedding& e) {
   out.xfers.reserve(s.xfers.size());
   for (const Transfer& t : s.xfers) {
     if (t.peer >= e.members.size())
-      throw std::out_of_range(fmt::format("embed: peer {} outside a group of {}", t.peer,
-                                          e.members.size()));
+      throw std::out_of_range(
+          fmt::format("embed: peer {} outside a group of {}", t.peer, e.members.size()));
     out.xfers.push_back({t.dir, e.members[t.peer], remap(t.slice, e),
                          static_cast<std::uint8_t>(std::max(t.level, e.level))});
   }
@@ -185,8 +189,8 @@ std::string toString(const Problem& p) {
       p.coll == Collective::Scatter)
     s += fmt::format(" root={}", p.root);
   if (p.inPlace && p.coll != Collective::Broadcast) s += " in-place";
-  if (!p.blocks.isUniform() && (p.coll == Collective::ReduceScatter ||
-                                p.coll == Collective::AllGather))
+  if (!p.blocks.isUniform() &&
+      (p.coll == Collective::ReduceScatter || p.coll == Collective::AllGather))
     s += " (uneven blocks)";
   return s;
 }

@@ -47,9 +47,15 @@ struct Slice {
   bool operator==(const Slice&) const = default;
 };
 
-inline Slice in(std::uint64_t off, std::uint64_t n) { return {Buf::Input, off, n}; }
-inline Slice out(std::uint64_t off, std::uint64_t n) { return {Buf::Output, off, n}; }
-inline Slice scratch(std::uint64_t off, std::uint64_t n) { return {Buf::Scratch, off, n}; }
+inline Slice in(std::uint64_t off, std::uint64_t n) {
+  return {Buf::Input, off, n};
+}
+inline Slice out(std::uint64_t off, std::uint64_t n) {
+  return {Buf::Output, off, n};
+}
+inline Slice scratch(std::uint64_t off, std::uint64_t n) {
+  return {Buf::Scratch, off, n};
+}
 
 enum class Dir : std::uint8_t { Send, Recv };
 
@@ -84,16 +90,25 @@ struct RankSchedule {
   std::vector<Step> steps;
   bool operator==(const RankSchedule&) const = default;
 
-  // Builders used by generators. Each returns *this so a step reads as one expression.
   Step& newStep() { return steps.emplace_back(); }
 };
 
-inline void send(Step& s, std::uint32_t peer, Slice sl) { s.xfers.push_back({Dir::Send, peer, sl, 0}); }
-inline void recv(Step& s, std::uint32_t peer, Slice sl) { s.xfers.push_back({Dir::Recv, peer, sl, 0}); }
-inline void copy(Step& s, Slice dst, Slice src) { s.ops.push_back({OpKind::Copy, dst, src, {}}); }
-inline void reduce(Step& s, Slice dst, Slice a, Slice b) {
-  s.ops.push_back({OpKind::Reduce, dst, a, b});
+// Step builders used by generators. Empty slices are dropped (both ends of a transfer derive its
+// size from the same Problem, so they drop it alike), and so are copies of a slice onto itself.
+inline void send(Step& s, std::uint32_t peer, Slice sl) {
+  if (sl.count) s.xfers.push_back({Dir::Send, peer, sl, 0});
 }
+inline void recv(Step& s, std::uint32_t peer, Slice sl) {
+  if (sl.count) s.xfers.push_back({Dir::Recv, peer, sl, 0});
+}
+inline void copy(Step& s, Slice dst, Slice src) {
+  if (dst.count && !(dst == src)) s.ops.push_back({OpKind::Copy, dst, src, {}});
+}
+inline void reduce(Step& s, Slice dst, Slice a, Slice b) {
+  if (dst.count) s.ops.push_back({OpKind::Reduce, dst, a, b});
+}
+// Drops steps left empty by the builders above.
+void prune(RankSchedule& s);
 
 // How a collective's elements are split into one block per rank: block i is
 // [offset(i), offset(i+1)). ReduceScatter and AllGather use the caller's per-rank counts (equal
@@ -129,9 +144,11 @@ class Blocks {
 //                                                           block r holds the input
 //   Broadcast      Output[total] on every rank; the root's holds the data (always "in place")
 //   Reduce         Input[total] -> Output[total] on the root only; non-roots have no Output;
-//                                                           in place: the root's Output holds its input
+//                                                           in place: the root's Output holds its
+//                                                           input
 //   Scatter        root's Input[total] -> Output[count(r)]; in place: the root keeps its block in
-//                                                           Output's block root of a total-sized Output
+//                                                           Output's block root of a total-sized
+//                                                           Output
 struct Problem {
   Collective coll = Collective::AllReduce;
   std::uint32_t ranks = 1;
@@ -172,8 +189,8 @@ struct BufferRegion {
 
 struct Embedding {
   std::vector<std::uint32_t> members;  // group rank -> parent rank
-  std::array<BufferRegion, kNumBufs> to{
-      BufferRegion{Buf::Input, 0}, BufferRegion{Buf::Output, 0}, BufferRegion{Buf::Scratch, 0}};
+  std::array<BufferRegion, kNumBufs> to{BufferRegion{Buf::Input, 0}, BufferRegion{Buf::Output, 0},
+                                        BufferRegion{Buf::Scratch, 0}};
   std::uint8_t level = 0;
 };
 
@@ -181,7 +198,8 @@ struct Embedding {
 void embed(RankSchedule& dst, const RankSchedule& part, const Embedding& e);
 // Merges `part` into `dst` step by step starting at dst.steps[firstStep], so both run
 // concurrently (transfers of step i of both are posted together); extends dst as needed.
-void overlay(RankSchedule& dst, const RankSchedule& part, const Embedding& e, std::size_t firstStep);
+void overlay(RankSchedule& dst, const RankSchedule& part, const Embedding& e,
+             std::size_t firstStep);
 
 // ---- printing ---------------------------------------------------------------------------------
 

@@ -45,7 +45,9 @@ std::optional<E> lookup(const std::array<std::string_view, N>& names, std::strin
 
 }  // namespace
 
-std::string_view name(Collective c) { return kCollNames[static_cast<std::size_t>(c)]; }
+std::string_view name(Collective c) {
+  return kCollNames[static_cast<std::size_t>(c)];
+}
 std::optional<Collective> parseCollective(std::string_view s) {
   return lookup<Collective>(kCollNames, s);
 }
@@ -53,13 +55,17 @@ bool reduces(Collective c) {
   return c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce;
 }
 
-std::string_view name(DataType t) { return kTypes[static_cast<std::size_t>(t)].name; }
+std::string_view name(DataType t) {
+  return kTypes[static_cast<std::size_t>(t)].name;
+}
 std::optional<DataType> parseDataType(std::string_view s) {
   for (std::size_t i = 0; i < kTypes.size(); ++i)
     if (kTypes[i].name == s) return static_cast<DataType>(i);
   return std::nullopt;
 }
-std::size_t sizeOf(DataType t) { return kTypes[static_cast<std::size_t>(t)].size; }
+std::size_t sizeOf(DataType t) {
+  return kTypes[static_cast<std::size_t>(t)].size;
+}
 
 bool isFloating(DataType t) {
   switch (t) {
@@ -77,7 +83,9 @@ bool isInteger(DataType t) {
   return t <= DataType::UInt64;  // the eight fixed-width integers come first
 }
 
-std::string_view name(ReduceOp op) { return kOpNames[static_cast<std::size_t>(op)]; }
+std::string_view name(ReduceOp op) {
+  return kOpNames[static_cast<std::size_t>(op)];
+}
 std::optional<ReduceOp> parseReduceOp(std::string_view s) {
   return lookup<ReduceOp>(kOpNames, s);
 }

@@ -42,8 +42,8 @@ enum class DataType : std::uint8_t {
   LongDouble,     // x87 80-bit extended, stored in 16 bytes (MPI_LONG_DOUBLE on x86_64)
   ComplexFloat,   // two float32 (MPI_C_FLOAT_COMPLEX): sum and prod only
   ComplexDouble,  // two float64 (MPI_C_DOUBLE_COMPLEX): sum and prod only
-  Bool,        // C _Bool / C++ bool (MPI_C_BOOL, MPI_CXX_BOOL): logical ops only
-  Byte,        // opaque bytes (MPI_BYTE, MPI_PACKED): no reduction
+  Bool,           // C _Bool / C++ bool (MPI_C_BOOL, MPI_CXX_BOOL): logical ops only
+  Byte,           // opaque bytes (MPI_BYTE, MPI_PACKED): no reduction
 };
 inline constexpr int kNumDataTypes = 17;
 

@@ -1,0 +1,53 @@
+// Schedule generators: one function per (algorithm, collective), one file per algorithm, and the
+// registry that says what each can do. A generator builds one rank's schedule from the Problem
+// alone, so every rank computes its own part independently and identically.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "algorithms/algorithm.hpp"
+#include "algorithms/schedule.hpp"
+
+namespace hccl::algo {
+
+using Generator = RankSchedule (*)(const Problem&, std::uint32_t rank);
+
+// ring.cpp
+RankSchedule ringAllReduce(const Problem& pb, std::uint32_t rank);
+RankSchedule ringReduceScatter(const Problem& pb, std::uint32_t rank);
+RankSchedule ringAllGather(const Problem& pb, std::uint32_t rank);
+RankSchedule ringBroadcast(const Problem& pb, std::uint32_t rank);
+RankSchedule ringReduce(const Problem& pb, std::uint32_t rank);
+
+// rhd.cpp
+RankSchedule rhdAllReduce(const Problem& pb, std::uint32_t rank);
+RankSchedule rhdReduceScatter(const Problem& pb, std::uint32_t rank);
+RankSchedule rhdAllGather(const Problem& pb, std::uint32_t rank);
+RankSchedule rhdBroadcast(const Problem& pb, std::uint32_t rank);
+RankSchedule rhdReduce(const Problem& pb, std::uint32_t rank);
+
+// mesh.cpp
+RankSchedule meshAllReduce(const Problem& pb, std::uint32_t rank);
+RankSchedule meshReduceScatter(const Problem& pb, std::uint32_t rank);
+RankSchedule meshAllGather(const Problem& pb, std::uint32_t rank);
+
+// What a generator can serve. The selector filters on these before costing anything.
+struct GeneratorSpec {
+  Algorithm algorithm;
+  Collective coll;
+  Generator generate;
+  // Every reduction combines lower ranks on the left: safe for non-commutative user ops, and
+  // the same bits on every run for a given rank count.
+  bool rankOrdered;
+  // Handles ReduceScatter/AllGather blocks of unequal size (the V variants).
+  bool unevenBlocks;
+};
+
+std::span<const GeneratorSpec> generatorSpecs();
+const GeneratorSpec* findGenerator(Algorithm a, Collective c);
+
+// Every rank's schedule for the problem.
+Schedule buildSchedule(Generator g, const Problem& pb);
+
+}  // namespace hccl::algo

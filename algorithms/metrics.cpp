@@ -1,0 +1,128 @@
+#include "algorithms/metrics.hpp"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "algorithms/replay.hpp"
+
+namespace hccl::algo {
+
+CostParams CostParams::uniform(double alpha, double beta, double gamma) {
+  CostParams p;
+  p.alpha.fill(alpha);
+  p.beta.fill(beta);
+  p.gamma = gamma;
+  return p;
+}
+
+std::uint64_t Metrics::steps() const {
+  std::uint64_t s = 0;
+  for (const LevelCost& l : level) s += l.steps;
+  return s;
+}
+
+std::uint64_t Metrics::bytes() const {
+  std::uint64_t b = 0;
+  for (const LevelCost& l : level) b += l.bytes;
+  return b;
+}
+
+namespace {
+
+// A point in simulated time and the path of steps that led to it.
+struct Timed {
+  double t = 0;
+  Metrics path;
+};
+
+const Timed& later(const Timed& a, const Timed& b) {
+  return b.t > a.t ? b : a;
+}
+
+class CriticalPath final : public ReplayObserver {
+ public:
+  CriticalPath(const Schedule& s, std::size_t elemSize, const CostParams& params)
+      : s_(s),
+        elem_(elemSize),
+        params_(params),
+        clock_(s.ranks.size()),
+        start_(s.ranks.size()),
+        posted_(s.ranks.size()) {}
+
+  Metrics run() {
+    replay(s_.ranks, *this);
+    const Timed* last = &clock_.front();
+    for (const Timed& c : clock_) last = &later(*last, c);
+    Metrics m = last->path;
+    m.time = last->t;
+    return m;
+  }
+
+  void posted(std::uint32_t r, std::uint32_t) override {
+    posted_[r] = clock_[r];
+    start_[r] = clock_[r];
+  }
+
+  void matched(const XferRef& snd, const XferRef& rcv) override {
+    // A transfer starts once both ends are posted.
+    start_[snd.rank] = later(start_[snd.rank], posted_[rcv.rank]);
+    start_[rcv.rank] = later(start_[rcv.rank], posted_[snd.rank]);
+  }
+
+  void completed(std::uint32_t r, std::uint32_t stepIndex) override {
+    const Step& step = s_.ranks[r].steps[stepIndex];
+    Timed now = start_[r];
+    // Bytes per (level, peer, direction); a level's cost is set by its busiest peer-direction.
+    std::map<std::tuple<std::uint8_t, std::uint32_t, Dir>, std::uint64_t> load;
+    for (const Transfer& t : step.xfers) load[{t.level, t.peer, t.dir}] += t.slice.count * elem_;
+    std::array<std::uint64_t, kNumLevels> busiest{};
+    std::array<bool, kNumLevels> used{};
+    for (const auto& [key, bytes] : load) {
+      const std::uint8_t l = std::min<std::uint8_t>(std::get<0>(key), kNumLevels - 1);
+      used[l] = true;
+      busiest[l] = std::max(busiest[l], bytes);
+    }
+    int dominant = -1;
+    double comm = 0;
+    for (int l = 0; l < kNumLevels; ++l) {
+      if (!used[static_cast<std::size_t>(l)]) continue;
+      const auto i = static_cast<std::size_t>(l);
+      const double c = params_.alpha[i] + params_.beta[i] * static_cast<double>(busiest[i]);
+      if (dominant < 0 || c > comm) {
+        comm = c;
+        dominant = l;
+      }
+    }
+    if (dominant >= 0) {
+      LevelCost& lc = now.path.level[static_cast<std::size_t>(dominant)];
+      lc.steps += 1;
+      lc.bytes += busiest[static_cast<std::size_t>(dominant)];
+      now.t += comm;
+    }
+    std::uint64_t reduced = 0;
+    for (const LocalOp& op : step.ops)
+      if (op.kind == OpKind::Reduce) reduced += op.dst.count * elem_;
+    now.path.reducedBytes += reduced;
+    now.t += params_.gamma * static_cast<double>(reduced);
+    clock_[r] = std::move(now);
+  }
+
+ private:
+  const Schedule& s_;
+  std::size_t elem_;
+  CostParams params_;
+  std::vector<Timed> clock_;   // when each rank finished its last completed step
+  std::vector<Timed> start_;   // when the current step can start
+  std::vector<Timed> posted_;  // when the current step was posted
+};
+
+}  // namespace
+
+Metrics criticalPath(const Schedule& s, std::size_t elemSize, const CostParams& params) {
+  if (s.ranks.empty()) return {};
+  return CriticalPath(s, elemSize, params).run();
+}
+
+}  // namespace hccl::algo

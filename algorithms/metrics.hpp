@@ -1,0 +1,51 @@
+// Schedule metrics, computed from the schedule itself by replaying it: the critical path's
+// sequential steps (alpha count), bytes (beta volume) and reduced bytes (gamma volume), per
+// hierarchy level, and its predicted time under an alpha-beta-gamma model.
+//
+// Timing rules of the replay (Hockney, as HCCL's cost formulas assume):
+//  - a step starts when its rank posts it and every partner has posted the matching transfer;
+//  - transfers of one step run concurrently; on each level the step moves the largest amount any
+//    single peer-direction carries (links are full duplex, peers are reached over separate links),
+//    and costs alpha_l + beta_l * bytes_l; levels overlap, so the step costs the largest of them;
+//  - the step's reductions then cost gamma per byte reduced; copies are free.
+// The critical path is the chain of steps that determines the last rank's finish time.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "algorithms/algorithm.hpp"
+#include "algorithms/schedule.hpp"
+
+namespace hccl::algo {
+
+struct CostParams {
+  std::array<double, kNumLevels> alpha{};  // seconds per step
+  std::array<double, kNumLevels> beta{};   // seconds per byte
+  double gamma = 0;                        // seconds per byte reduced
+
+  // Same link everywhere: alpha = 1 us, beta = 0.1 ns/B (10 GB/s), gamma = 0.1 ns/B. Used to pick
+  // the critical path when only the metrics are wanted.
+  static CostParams uniform(double alpha = 1e-6, double beta = 1e-10, double gamma = 1e-10);
+};
+
+struct LevelCost {
+  std::uint64_t steps = 0;
+  std::uint64_t bytes = 0;
+  bool operator==(const LevelCost&) const = default;
+};
+
+struct Metrics {
+  std::array<LevelCost, kNumLevels> level{};
+  std::uint64_t reducedBytes = 0;
+  double time = 0;  // predicted seconds under the parameters used
+
+  std::uint64_t steps() const;
+  std::uint64_t bytes() const;
+};
+
+Metrics criticalPath(const Schedule& s, std::size_t elemSize,
+                     const CostParams& params = CostParams::uniform());
+
+}  // namespace hccl::algo

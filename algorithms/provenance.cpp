@@ -1,0 +1,175 @@
+#include "algorithms/provenance.hpp"
+
+#include <bit>
+#include <stdexcept>
+
+namespace hccl::algo::prov {
+
+RankSets::RankSets(std::uint32_t ranks) : n_(ranks), words_((ranks + 63) / 64) {
+  intern(Bits(words_, 0));  // id 0: the empty set
+  singles_.resize(n_);
+  for (std::uint32_t r = 0; r < n_; ++r) {
+    Bits b(words_, 0);
+    b[r / 64] |= std::uint64_t{1} << (r % 64);
+    singles_[r] = intern(std::move(b));
+  }
+  Bits every(words_, 0);
+  for (std::uint32_t r = 0; r < n_; ++r) every[r / 64] |= std::uint64_t{1} << (r % 64);
+  all_ = intern(std::move(every));
+}
+
+std::size_t RankSets::BitsHash::operator()(const Bits& b) const {
+  std::size_t h = 0x9e3779b97f4a7c15ULL;
+  for (std::uint64_t w : b) h = (h ^ w) * 0x100000001b3ULL + (h >> 29);
+  return h;
+}
+
+std::uint32_t RankSets::intern(Bits bits) {
+  auto it = ids_.find(bits);
+  if (it != ids_.end()) return it->second;
+  Info info{~0u, 0};
+  for (std::uint32_t w = 0; w < words_; ++w) {
+    if (!bits[w]) continue;
+    const std::uint32_t lo = w * 64 + static_cast<std::uint32_t>(std::countr_zero(bits[w]));
+    const std::uint32_t hi = w * 64 + 63 - static_cast<std::uint32_t>(std::countl_zero(bits[w]));
+    if (info.min == ~0u) info.min = lo;
+    info.max = hi;
+  }
+  const auto id = static_cast<std::uint32_t>(sets_.size());
+  ids_.emplace(bits, id);
+  sets_.push_back(std::move(bits));
+  info_.push_back(info);
+  return id;
+}
+
+std::uint32_t RankSets::single(std::uint32_t rank) {
+  if (rank >= n_) throw std::out_of_range("RankSets::single: rank outside the group");
+  return singles_[rank];
+}
+
+std::uint32_t RankSets::unite(std::uint32_t a, std::uint32_t b) {
+  if (a > b) std::swap(a, b);
+  const std::uint64_t key = (std::uint64_t{a} << 32) | b;
+  auto it = unions_.find(key);
+  if (it != unions_.end()) return it->second;
+  Bits u = sets_[a];
+  for (std::uint32_t w = 0; w < words_; ++w) u[w] |= sets_[b][w];
+  const std::uint32_t id = intern(std::move(u));
+  unions_.emplace(key, id);
+  return id;
+}
+
+bool RankSets::intersects(std::uint32_t a, std::uint32_t b) const {
+  for (std::uint32_t w = 0; w < words_; ++w)
+    if (sets_[a][w] & sets_[b][w]) return true;
+  return false;
+}
+
+std::string RankSets::format(const Bits& bits, std::uint32_t n) {
+  std::string out;
+  std::uint32_t r = 0;
+  auto has = [&](std::uint32_t x) { return (bits[x / 64] >> (x % 64)) & 1; };
+  while (r < n) {
+    if (!has(r)) {
+      ++r;
+      continue;
+    }
+    std::uint32_t e = r;
+    while (e + 1 < n && has(e + 1)) ++e;
+    if (!out.empty()) out += ',';
+    out += e == r ? std::to_string(r) : std::to_string(r) + "-" + std::to_string(e);
+    r = e + 1;
+  }
+  return out.empty() ? "none" : out;
+}
+
+std::string RankSets::difference(std::uint32_t a, std::uint32_t b) const {
+  Bits d = sets_[a];
+  for (std::uint32_t w = 0; w < words_; ++w) d[w] &= ~sets_[b][w];
+  return format(d, n_);
+}
+
+std::string RankSets::common(std::uint32_t a, std::uint32_t b) const {
+  Bits d = sets_[a];
+  for (std::uint32_t w = 0; w < words_; ++w) d[w] &= sets_[b][w];
+  return format(d, n_);
+}
+
+std::string RankSets::toString(std::uint32_t s) const {
+  return format(sets_[s], n_);
+}
+
+IntervalMap::IntervalMap(std::uint64_t size, Value init) : size_(size) {
+  if (size > 0) segs_.emplace(0, Seg{size, init});
+}
+
+void IntervalMap::split(std::uint64_t pos) {
+  if (pos == 0 || pos >= size_) return;
+  auto it = segs_.upper_bound(pos);
+  --it;  // the segment containing pos
+  if (it->first == pos) return;
+  Seg tail = it->second;
+  it->second.end = pos;
+  segs_.emplace_hint(std::next(it), pos, tail);
+}
+
+std::vector<Piece> IntervalMap::read(std::uint64_t off, std::uint64_t count) const {
+  std::vector<Piece> out;
+  if (count == 0) return out;
+  auto it = segs_.upper_bound(off);
+  --it;
+  const std::uint64_t end = off + count;
+  for (; it != segs_.end() && it->first < end; ++it) {
+    const std::uint64_t b = std::max(it->first, off), e = std::min(it->second.end, end);
+    Value v = it->second.v;
+    if (!v.uninit()) v.delta += static_cast<std::int64_t>(off);
+    out.push_back({b - off, e - off, v});
+  }
+  return out;
+}
+
+void IntervalMap::write(std::uint64_t off, const std::vector<Piece>& pieces) {
+  if (pieces.empty()) return;
+  const std::uint64_t end = off + pieces.back().end;
+  split(off);
+  split(end);
+  segs_.erase(segs_.lower_bound(off), segs_.lower_bound(end));
+  for (const Piece& p : pieces) {
+    Value v = p.v;
+    if (!v.uninit()) v.delta -= static_cast<std::int64_t>(off);
+    segs_.emplace(off + p.begin, Seg{off + p.end, v});
+  }
+  coalesceAround(off);
+  coalesceAround(end);
+}
+
+void IntervalMap::fill(std::uint64_t off, std::uint64_t count, Value v) {
+  if (count == 0) return;
+  if (!v.uninit()) v.delta += static_cast<std::int64_t>(off);
+  write(off, {Piece{0, count, v}});
+}
+
+// Merge the segment starting at pos with its left neighbour when they hold the same value, and
+// merge equal runs inside written ranges too (pieces from one read often are).
+void IntervalMap::coalesceAround(std::uint64_t pos) {
+  auto it = segs_.lower_bound(pos);
+  if (it == segs_.begin()) return;
+  auto prev = std::prev(it);
+  // Walk left over equal neighbours written by the same write.
+  while (prev != segs_.begin()) {
+    auto pp = std::prev(prev);
+    if (pp->second.end == prev->first && pp->second.v == prev->second.v) {
+      pp->second.end = prev->second.end;
+      segs_.erase(prev);
+      prev = pp;
+    } else {
+      break;
+    }
+  }
+  if (it != segs_.end() && prev->second.end == it->first && prev->second.v == it->second.v) {
+    prev->second.end = it->second.end;
+    segs_.erase(it);
+  }
+}
+
+}  // namespace hccl::algo::prov

@@ -1,0 +1,94 @@
+// Provenance values and interval maps used by the verifier (internal to algorithms/).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace hccl::algo::prov {
+
+// Interned sets of ranks, so a provenance value is a few words and set union is cached.
+class RankSets {
+ public:
+  explicit RankSets(std::uint32_t ranks);
+
+  static constexpr std::uint32_t kEmpty = 0;
+  std::uint32_t single(std::uint32_t rank);
+  std::uint32_t all() const { return all_; }
+  std::uint32_t unite(std::uint32_t a, std::uint32_t b);
+  bool intersects(std::uint32_t a, std::uint32_t b) const;
+  std::uint32_t min(std::uint32_t s) const { return info_[s].min; }
+  std::uint32_t max(std::uint32_t s) const { return info_[s].max; }
+  // Ranks in a but not in b, as "0-3,7".
+  std::string difference(std::uint32_t a, std::uint32_t b) const;
+  // Ranks in both, as "0-3,7".
+  std::string common(std::uint32_t a, std::uint32_t b) const;
+  std::string toString(std::uint32_t s) const;
+
+ private:
+  using Bits = std::vector<std::uint64_t>;
+  struct Info {
+    std::uint32_t min, max;
+  };
+  struct BitsHash {
+    std::size_t operator()(const Bits& b) const;
+  };
+  std::uint32_t intern(Bits bits);
+  static std::string format(const Bits& bits, std::uint32_t n);
+
+  std::uint32_t n_, words_;
+  std::vector<Bits> sets_;
+  std::vector<Info> info_;
+  std::unordered_map<Bits, std::uint32_t, BitsHash> ids_;
+  std::unordered_map<std::uint64_t, std::uint32_t> unions_;
+  std::vector<std::uint32_t> singles_;
+  std::uint32_t all_ = 0;
+};
+
+// What one run of elements holds. Element at position x holds input index x + delta (in an
+// interval map) or i + delta (in a piece, i counted from the start of the slice read).
+struct Value {
+  enum Flags : std::uint8_t {
+    kUninit = 1,   // never written
+    kOrdered = 2,  // combined lower ranks on the left at every reduction
+    kDup = 4,      // some rank counted twice
+    kMixed = 8,    // combined elements of different input positions
+  };
+  std::uint32_t set = RankSets::kEmpty;
+  std::int64_t delta = 0;
+  std::uint8_t flags = kUninit;
+
+  bool uninit() const { return flags & kUninit; }
+  bool operator==(const Value&) const = default;
+};
+
+struct Piece {
+  std::uint64_t begin, end;  // relative to the slice read
+  Value v;
+};
+
+// A buffer's content as runs [begin, end) -> Value, covering [0, size).
+class IntervalMap {
+ public:
+  explicit IntervalMap(std::uint64_t size = 0, Value init = {});
+  std::uint64_t size() const { return size_; }
+  // Pieces covering [off, off + count), with deltas made relative to off.
+  std::vector<Piece> read(std::uint64_t off, std::uint64_t count) const;
+  // Overwrite [off, off + total of pieces) with pieces (relative deltas).
+  void write(std::uint64_t off, const std::vector<Piece>& pieces);
+  void fill(std::uint64_t off, std::uint64_t count, Value v);
+
+ private:
+  struct Seg {
+    std::uint64_t end;
+    Value v;
+  };
+  void split(std::uint64_t pos);
+  void coalesceAround(std::uint64_t pos);
+  std::uint64_t size_;
+  std::map<std::uint64_t, Seg> segs_;
+};
+
+}  // namespace hccl::algo::prov

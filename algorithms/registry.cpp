@@ -1,0 +1,50 @@
+#include <array>
+
+#include "algorithms/generators.hpp"
+
+namespace hccl::algo {
+namespace {
+
+using A = Algorithm;
+using C = Collective;
+
+// Rank order is a property of the reduction tree: Ring accumulates around the ring from a
+// different rank for every block; RHD's AllReduce and Reduce merge aligned neighbour groups
+// (distance doubling) and its ReduceScatter pairs ranks p/2 apart; Mesh reduces every block
+// locally in rank order.
+constexpr std::array kSpecs = {
+    GeneratorSpec{A::Ring, C::AllReduce, ringAllReduce, false, true},
+    GeneratorSpec{A::Ring, C::ReduceScatter, ringReduceScatter, false, true},
+    GeneratorSpec{A::Ring, C::AllGather, ringAllGather, true, true},
+    GeneratorSpec{A::Ring, C::Broadcast, ringBroadcast, true, true},
+    GeneratorSpec{A::Ring, C::Reduce, ringReduce, false, true},
+    GeneratorSpec{A::HalvingDoubling, C::AllReduce, rhdAllReduce, true, true},
+    GeneratorSpec{A::HalvingDoubling, C::ReduceScatter, rhdReduceScatter, false, true},
+    GeneratorSpec{A::HalvingDoubling, C::AllGather, rhdAllGather, true, true},
+    GeneratorSpec{A::HalvingDoubling, C::Broadcast, rhdBroadcast, true, true},
+    GeneratorSpec{A::HalvingDoubling, C::Reduce, rhdReduce, true, true},
+    GeneratorSpec{A::Mesh, C::AllReduce, meshAllReduce, true, true},
+    GeneratorSpec{A::Mesh, C::ReduceScatter, meshReduceScatter, true, true},
+    GeneratorSpec{A::Mesh, C::AllGather, meshAllGather, true, true},
+};
+
+}  // namespace
+
+std::span<const GeneratorSpec> generatorSpecs() {
+  return kSpecs;
+}
+
+const GeneratorSpec* findGenerator(Algorithm a, Collective c) {
+  for (const GeneratorSpec& s : kSpecs)
+    if (s.algorithm == a && s.coll == c) return &s;
+  return nullptr;
+}
+
+Schedule buildSchedule(Generator g, const Problem& pb) {
+  Schedule s{pb, {}};
+  s.ranks.reserve(pb.ranks);
+  for (std::uint32_t r = 0; r < pb.ranks; ++r) s.ranks.push_back(g(pb, r));
+  return s;
+}
+
+}  // namespace hccl::algo

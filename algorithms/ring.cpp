@@ -1,0 +1,184 @@
+// Ring: every rank receives from its left neighbour (r-1) and sends to its right (r+1).
+//
+// ReduceScatter, p-1 steps. The data is cut into p blocks. At step k (k = 0..p-2) rank r sends
+// its partial sum of block r-1-k to the right and receives the left neighbour's partial sum of
+// block r-2-k, which it reduces with its own contribution. A block's partial sum starts at rank
+// b+1 and travels once around the ring, so after step k rank r holds block r-2-k summed over the
+// k+2 ranks r-k-1..r, and after the last step it holds block r over all p ranks.
+//   cost (p-1)a + ((p-1)/p)n b + ((p-1)/p)n g
+// AllGather, p-1 steps: at step k rank r forwards block r-k (its own block first) and receives
+// block r-k-1; after step k it holds the k+2 blocks r-k-1..r.
+//   cost (p-1)a + ((p-1)/p)n b
+// AllReduce = ReduceScatter then AllGather on the same blocks, 2(p-1) steps.
+//   cost 2(p-1)a + 2((p-1)/p)n b + ((p-1)/p)n g
+// Broadcast: the whole buffer travels root -> root+1 -> ... -> root-1, one hop per step.
+//   cost (p-1)a + (p-1)n b
+// Reduce: the partial sum travels root+1 -> root+2 -> ... -> root, each rank adding its own.
+//   cost (p-1)a + (p-1)n b + (p-1)n g
+//   (The reference's alternative rows, Broadcast as Scatter+AllGather at 2(p-1)a + 2(p-1)n b and
+//   Reduce as ReduceScatter+Gather, describe other schedules; this file follows the primary rows.)
+//
+// Rank order: no for the reductions (block b is accumulated starting from rank b+1); the
+// copies-only collectives trivially keep it.
+#include "algorithms/generators.hpp"
+
+namespace hccl::algo {
+namespace {
+
+std::uint32_t wrap(std::int64_t x, std::uint32_t p) {
+  const auto m = static_cast<std::int64_t>(p);
+  return static_cast<std::uint32_t>(((x % m) + m) % m);
+}
+
+// The ReduceScatter pass shared by AllReduce and ReduceScatter: after it, rank r holds block r
+// summed over every rank. Partial sums are kept where `acc` says.
+//   own(b):  this rank's contribution to block b
+//   acc(b):  where the partial sum of block b is received and accumulated
+struct RingReducePass {
+  const Blocks& blocks;
+  std::uint32_t p, r;
+
+  template <typename Own, typename RecvAt, typename AccAt>
+  void run(RankSchedule& out, Own own, RecvAt recvAt, AccAt accAt) const {
+    const std::uint32_t left = wrap(r - 1LL, p), right = wrap(r + 1LL, p);
+    for (std::uint32_t k = 0; k + 1 < p; ++k) {
+      const std::uint32_t sendBlock = wrap(static_cast<std::int64_t>(r) - 1 - k, p);
+      const std::uint32_t recvBlock = wrap(static_cast<std::int64_t>(r) - 2 - k, p);
+      Step& s = out.newStep();
+      send(s, right, k == 0 ? own(sendBlock) : accAt(sendBlock, k - 1));
+      const Slice landed = recvAt(recvBlock, k);
+      recv(s, left, landed);
+      reduce(s, accAt(recvBlock, k), landed, own(recvBlock));
+    }
+  }
+};
+
+void ringGatherPass(RankSchedule& out, const Blocks& blocks, std::uint32_t p, std::uint32_t r,
+                    Slice firstSend) {
+  const std::uint32_t left = wrap(r - 1LL, p), right = wrap(r + 1LL, p);
+  for (std::uint32_t k = 0; k + 1 < p; ++k) {
+    Step& s = out.newStep();
+    const std::uint32_t sendBlock = wrap(static_cast<std::int64_t>(r) - k, p);
+    send(s, right, k == 0 ? firstSend : blocks.block(Buf::Output, sendBlock));
+    recv(s, left, blocks.block(Buf::Output, wrap(static_cast<std::int64_t>(r) - k - 1, p)));
+  }
+}
+
+}  // namespace
+
+RankSchedule ringReduceScatter(const Problem& pb, std::uint32_t r) {
+  RankSchedule out;
+  const Blocks& bl = pb.blocks;
+  const std::uint32_t p = pb.ranks;
+  const Slice mine = {Buf::Output, 0, bl.count(r)};
+  if (!pb.inPlace) {
+    if (p == 1) copy(out.newStep(), mine, bl.block(Buf::Input, 0));
+    std::uint64_t maxBlock = 0;
+    for (std::uint32_t i = 0; i < p; ++i) maxBlock = std::max(maxBlock, bl.count(i));
+    // Partial sums alternate between two scratch slots: a step sends one while receiving into
+    // the other. The last partial sum (block r) lands in the output directly.
+    auto slot = [&](std::uint32_t b, std::uint32_t k) {
+      if (k + 2 == p) return mine;
+      return Slice{Buf::Scratch, (k % 2) * maxBlock, bl.count(b)};
+    };
+    RingReducePass{bl, p, r}.run(
+        out, [&](std::uint32_t b) { return bl.block(Buf::Input, b); }, slot, slot);
+    return out;
+  }
+  // In place: partial sums accumulate in the output's own blocks; receives land in scratch.
+  RingReducePass{bl, p, r}.run(
+      out, [&](std::uint32_t b) { return bl.block(Buf::Output, b); },
+      [&](std::uint32_t b, std::uint32_t) {
+        return Slice{Buf::Scratch, 0, bl.count(b)};
+      },
+      [&](std::uint32_t b, std::uint32_t) { return bl.block(Buf::Output, b); });
+  // Block r is complete at its own offset; MPI wants it at the start of the buffer.
+  const Slice done = bl.block(Buf::Output, r);
+  if (!(done == mine)) {
+    if (done.offset >= mine.count) {
+      copy(out.steps.empty() ? out.newStep() : out.steps.back(), mine, done);
+    } else {  // overlapping move (uneven blocks): go through scratch
+      Step& s = out.steps.empty() ? out.newStep() : out.steps.back();
+      copy(s, Slice{Buf::Scratch, 0, mine.count}, done);
+      copy(s, mine, Slice{Buf::Scratch, 0, mine.count});
+    }
+  }
+  return out;
+}
+
+RankSchedule ringAllGather(const Problem& pb, std::uint32_t r) {
+  RankSchedule out;
+  const Slice own =
+      pb.inPlace ? pb.blocks.block(Buf::Output, r) : Slice{Buf::Input, 0, pb.blocks.count(r)};
+  ringGatherPass(out, pb.blocks, pb.ranks, r, own);
+  // Out of place the own block also goes to its output slot; the first step's transfers do not
+  // touch that slot, so the copy rides along with them.
+  if (!pb.inPlace)
+    copy(out.steps.empty() ? out.newStep() : out.steps.front(), pb.blocks.block(Buf::Output, r),
+         own);
+  return out;
+}
+
+RankSchedule ringAllReduce(const Problem& pb, std::uint32_t r) {
+  RankSchedule out;
+  const Blocks& bl = pb.blocks;
+  const std::uint32_t p = pb.ranks;
+  if (p == 1) {
+    if (!pb.inPlace) copy(out.newStep(), bl.span(Buf::Output, 0, 1), bl.span(Buf::Input, 0, 1));
+    return out;
+  }
+  auto outBlock = [&](std::uint32_t b, std::uint32_t) { return bl.block(Buf::Output, b); };
+  if (!pb.inPlace) {
+    // Partial sums are received straight into the output block they belong to and reduced there
+    // with this rank's input: no scratch, no initial copy.
+    RingReducePass{bl, p, r}.run(
+        out, [&](std::uint32_t b) { return bl.block(Buf::Input, b); }, outBlock, outBlock);
+  } else {
+    RingReducePass{bl, p, r}.run(
+        out, [&](std::uint32_t b) { return bl.block(Buf::Output, b); },
+        [&](std::uint32_t b, std::uint32_t) {
+          return Slice{Buf::Scratch, 0, bl.count(b)};
+        },
+        outBlock);
+  }
+  ringGatherPass(out, bl, p, r, bl.block(Buf::Output, r));
+  return out;
+}
+
+RankSchedule ringBroadcast(const Problem& pb, std::uint32_t r) {
+  RankSchedule out;
+  const std::uint32_t p = pb.ranks;
+  const std::uint32_t v = wrap(static_cast<std::int64_t>(r) - pb.root, p);  // hops from root
+  const Slice all = {Buf::Output, 0, pb.total()};
+  if (v > 0) recv(out.newStep(), wrap(r - 1LL, p), all);
+  if (v + 1 < p) send(out.newStep(), wrap(r + 1LL, p), all);
+  return out;
+}
+
+RankSchedule ringReduce(const Problem& pb, std::uint32_t r) {
+  RankSchedule out;
+  const std::uint32_t p = pb.ranks;
+  const std::uint64_t n = pb.total();
+  const std::uint32_t v = wrap(static_cast<std::int64_t>(r) - pb.root, p);
+  const bool isRoot = v == 0;
+  const Slice own = isRoot && pb.inPlace ? Slice{Buf::Output, 0, n} : Slice{Buf::Input, 0, n};
+  if (p == 1) {
+    copy(out.newStep(), Slice{Buf::Output, 0, n}, own);
+    return out;
+  }
+  const std::uint32_t left = wrap(r - 1LL, p), right = wrap(r + 1LL, p);
+  if (v == 1) {  // the chain starts here with this rank's input
+    send(out.newStep(), right, own);
+    return out;
+  }
+  // Receive the partial sum of ranks root+1..r-1, add our contribution, pass it on.
+  const Slice acc = isRoot ? Slice{Buf::Output, 0, n} : Slice{Buf::Scratch, 0, n};
+  const Slice landing = isRoot && pb.inPlace ? Slice{Buf::Scratch, 0, n} : acc;
+  Step& s = out.newStep();
+  recv(s, left, landing);
+  reduce(s, acc, landing, own);
+  if (!isRoot) send(out.newStep(), right, acc);
+  return out;
+}
+
+}  // namespace hccl::algo

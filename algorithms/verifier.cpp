@@ -1,0 +1,361 @@
+#include "algorithms/verifier.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+#include "algorithms/provenance.hpp"
+#include "algorithms/replay.hpp"
+
+namespace hccl::algo {
+
+std::string_view name(VerifyIssue::Kind k) {
+  static constexpr std::array<std::string_view, 13> kNames = {
+      "missing contribution", "duplicate contribution", "wrong position",     "not written",
+      "rank order",           "size mismatch",          "unmatched transfer", "deadlock",
+      "uninitialized read",   "transfer hazard",        "input write",        "out of bounds",
+      "overlapping op"};
+  return kNames[static_cast<std::size_t>(k)];
+}
+
+std::string describe(const std::vector<VerifyIssue>& issues) {
+  std::string out;
+  for (const VerifyIssue& i : issues) out += fmt::format("[{}] {}\n", name(i.kind), i.message);
+  return out;
+}
+
+namespace {
+
+using prov::IntervalMap;
+using prov::Piece;
+using prov::Value;
+using Kind = VerifyIssue::Kind;
+
+struct Delivery {
+  Slice into;
+  std::vector<Piece> data;
+};
+
+class Verifier final : public ReplayObserver {
+ public:
+  Verifier(const Schedule& s, const VerifyOptions& opt)
+      : s_(s), opt_(opt), p_(s.problem.ranks), sets_(p_), mem_(p_), snapshots_(p_), inbox_(p_) {
+    for (std::uint32_t r = 0; r < p_; ++r) {
+      for (int b = 0; b < kNumBufs; ++b) {
+        const Buf buf = static_cast<Buf>(b);
+        const std::uint64_t n =
+            buf == Buf::Scratch ? scratchCount(s.ranks[r]) : s.problem.bufferCount(buf, r);
+        mem_[r][static_cast<std::size_t>(b)] = IntervalMap(n);
+      }
+      seedInputs(r);
+    }
+  }
+
+  std::vector<VerifyIssue> run() {
+    for (const ReplayProblem& rp : replay(s_.ranks, *this)) {
+      Kind k = Kind::Deadlock;
+      switch (rp.kind) {
+        case ReplayProblem::Kind::SizeMismatch:
+          k = Kind::SizeMismatch;
+          break;
+        case ReplayProblem::Kind::UnmatchedSend:
+        case ReplayProblem::Kind::UnmatchedRecv:
+        case ReplayProblem::Kind::BadPeer:
+          k = Kind::UnmatchedTransfer;
+          break;
+        case ReplayProblem::Kind::Deadlock:
+          k = Kind::Deadlock;
+          break;
+      }
+      add(k, rp.rank, rp.step, rp.message);
+    }
+    if (issues_.empty())
+      for (std::uint32_t r = 0; r < p_; ++r) checkFinal(r);
+    return std::move(issues_);
+  }
+
+  // ---- replay hooks ----
+
+  void posted(std::uint32_t r, std::uint32_t step) override {
+    const Step& st = s_.ranks[r].steps[step];
+    auto& snaps = snapshots_[r];
+    snaps.assign(st.xfers.size(), {});
+    for (std::size_t i = 0; i < st.xfers.size(); ++i) {
+      const Transfer& t = st.xfers[i];
+      if (!inBounds(r, step, t.slice, toString(t))) continue;
+      if (t.dir == Dir::Send) {
+        snaps[i] = readInit(r, step, t.slice, toString(t));
+      } else if (t.slice.buf == Buf::Input) {
+        add(Kind::InputWrite, r, step,
+            fmt::format("rank {} step {}: {} writes the user's input buffer", r, step,
+                        toString(t)));
+      }
+    }
+    // Within a step every transfer is in flight at once: a receive must not land where another
+    // transfer of the same step reads or writes.
+    for (std::size_t i = 0; i < st.xfers.size(); ++i) {
+      if (st.xfers[i].dir != Dir::Recv) continue;
+      for (std::size_t j = 0; j < st.xfers.size(); ++j) {
+        if (i == j || (st.xfers[j].dir == Dir::Recv && j < i)) continue;
+        if (st.xfers[i].slice.overlaps(st.xfers[j].slice))
+          add(Kind::TransferHazard, r, step,
+              fmt::format("rank {} step {}: {} overwrites {} while {} is in flight", r, step,
+                          toString(st.xfers[i]), toString(st.xfers[j].slice),
+                          toString(st.xfers[j])));
+      }
+    }
+  }
+
+  void matched(const XferRef& snd, const XferRef& rcv) override {
+    const Transfer& t = s_.ranks[rcv.rank].steps[rcv.step].xfers[rcv.index];
+    const Transfer& ts = s_.ranks[snd.rank].steps[snd.step].xfers[snd.index];
+    if (t.slice.count != ts.slice.count) return;  // reported by the replay
+    inbox_[rcv.rank].push_back({t.slice, snapshots_[snd.rank][snd.index]});
+  }
+
+  void completed(std::uint32_t r, std::uint32_t step) override {
+    for (const Delivery& d : inbox_[r])
+      if (fits(r, d.into)) buf(r, d.into.buf).write(d.into.offset, d.data);
+    inbox_[r].clear();
+    for (const LocalOp& op : s_.ranks[r].steps[step].ops) runOp(r, step, op);
+  }
+
+ private:
+  IntervalMap& buf(std::uint32_t r, Buf b) { return mem_[r][static_cast<std::size_t>(b)]; }
+
+  void add(Kind k, std::uint32_t r, std::uint32_t step, std::string msg) {
+    if (issues_.size() < opt_.maxIssues) issues_.push_back({k, r, step, std::move(msg)});
+  }
+
+  Value contribution(std::uint32_t rank, std::int64_t delta) {
+    return {sets_.single(rank), delta, Value::kOrdered};
+  }
+
+  // Where each rank's input sits before the first step.
+  void seedInputs(std::uint32_t r) {
+    const Problem& pb = s_.problem;
+    const std::uint64_t n = pb.total();
+    const auto at = [&](std::uint32_t i) { return static_cast<std::int64_t>(pb.blocks.offset(i)); };
+    switch (pb.coll) {
+      case Collective::AllReduce:
+      case Collective::ReduceScatter:
+      case Collective::Reduce:
+        if (pb.bufferCount(Buf::Input, r) > 0)
+          buf(r, Buf::Input).fill(0, n, contribution(r, 0));
+        else
+          buf(r, Buf::Output).fill(0, n, contribution(r, 0));
+        break;
+      case Collective::AllGather:
+        if (pb.inPlace)
+          buf(r, Buf::Output)
+              .fill(pb.blocks.offset(r), pb.blocks.count(r), contribution(r, -at(r)));
+        else
+          buf(r, Buf::Input).fill(0, pb.blocks.count(r), contribution(r, 0));
+        break;
+      case Collective::Broadcast:
+        if (r == pb.root) buf(r, Buf::Output).fill(0, n, contribution(r, 0));
+        break;
+      case Collective::Scatter:
+        if (r == pb.root) buf(r, Buf::Input).fill(0, n, contribution(r, 0));
+        break;
+      case Collective::AllToAll:
+        buf(r, Buf::Input).fill(0, n, contribution(r, 0));
+        break;
+    }
+  }
+
+  bool fits(std::uint32_t r, const Slice& sl) {
+    return sl.count == 0 || sl.end() <= mem_[r][static_cast<std::size_t>(sl.buf)].size();
+  }
+
+  bool inBounds(std::uint32_t r, std::uint32_t step, const Slice& sl, const std::string& what) {
+    if (fits(r, sl)) return true;
+    add(Kind::OutOfBounds, r, step,
+        fmt::format("rank {} step {}: {} reaches {} but {} holds {} elements", r, step, what,
+                    sl.end(), name(sl.buf), mem_[r][static_cast<std::size_t>(sl.buf)].size()));
+    return false;
+  }
+
+  std::vector<Piece> readInit(std::uint32_t r, std::uint32_t step, const Slice& sl,
+                              const std::string& what) {
+    std::vector<Piece> pieces = buf(r, sl.buf).read(sl.offset, sl.count);
+    for (const Piece& p : pieces) {
+      if (!p.v.uninit()) continue;
+      add(Kind::UninitializedRead, r, step,
+          fmt::format("rank {} step {}: {} reads {}[{}+{}] before anything was written there", r,
+                      step, what, name(sl.buf), sl.offset + p.begin, p.end - p.begin));
+      break;
+    }
+    return pieces;
+  }
+
+  void runOp(std::uint32_t r, std::uint32_t step, const LocalOp& op) {
+    const std::string what = toString(op);
+    if (op.dst.count != op.a.count || (op.kind == OpKind::Reduce && op.b.count != op.a.count)) {
+      add(Kind::OverlappingOp, r, step,
+          fmt::format("rank {} step {}: {} mixes slice lengths", r, step, what));
+      return;
+    }
+    if (!inBounds(r, step, op.dst, what) || !inBounds(r, step, op.a, what) ||
+        (op.kind == OpKind::Reduce && !inBounds(r, step, op.b, what)))
+      return;
+    if (op.dst.buf == Buf::Input && op.dst.count > 0) {
+      add(Kind::InputWrite, r, step,
+          fmt::format("rank {} step {}: {} writes the user's input buffer", r, step, what));
+      return;
+    }
+    // A destination may be an operand exactly, never a shifted overlap of one.
+    const auto partial = [&](const Slice& x) { return op.dst.overlaps(x) && !(op.dst == x); };
+    if (partial(op.a) || (op.kind == OpKind::Reduce && partial(op.b))) {
+      add(Kind::OverlappingOp, r, step,
+          fmt::format("rank {} step {}: {} writes a slice overlapping its source", r, step, what));
+      return;
+    }
+    std::vector<Piece> a = readInit(r, step, op.a, what);
+    if (op.kind == OpKind::Copy) {
+      buf(r, op.dst.buf).write(op.dst.offset, a);
+      return;
+    }
+    std::vector<Piece> b = readInit(r, step, op.b, what);
+    buf(r, op.dst.buf).write(op.dst.offset, combine(r, step, what, a, b));
+  }
+
+  // Element-wise a (+) b over two piece lists covering the same length.
+  std::vector<Piece> combine(std::uint32_t r, std::uint32_t step, const std::string& what,
+                             const std::vector<Piece>& a, const std::vector<Piece>& b) {
+    std::vector<Piece> out;
+    std::size_t i = 0, j = 0;
+    bool reportedMix = false, reportedDup = false, reportedOrder = false;
+    while (i < a.size() && j < b.size()) {
+      const std::uint64_t beg = std::max(a[i].begin, b[j].begin);
+      const std::uint64_t end = std::min(a[i].end, b[j].end);
+      const Value &x = a[i].v, &y = b[j].v;
+      Value v;
+      if (x.uninit() || y.uninit()) {
+        v = Value{};  // already reported as an uninitialized read
+      } else {
+        v.set = sets_.unite(x.set, y.set);
+        v.delta = x.delta;
+        v.flags = static_cast<std::uint8_t>((x.flags | y.flags) & (Value::kDup | Value::kMixed));
+        if (x.delta != y.delta) {
+          v.flags |= Value::kMixed;
+          if (!reportedMix)
+            add(Kind::WrongPosition, r, step,
+                fmt::format("rank {} step {}: {} combines input elements {} and {} at the same "
+                            "position",
+                            r, step, what, beg + static_cast<std::uint64_t>(x.delta),
+                            beg + static_cast<std::uint64_t>(y.delta)));
+          reportedMix = true;
+        }
+        if (sets_.intersects(x.set, y.set)) {
+          v.flags |= Value::kDup;
+          if (!reportedDup)
+            add(Kind::DuplicateContribution, r, step,
+                fmt::format("rank {} step {}: {} counts rank(s) {} twice", r, step, what,
+                            sets_.common(x.set, y.set)));
+          reportedDup = true;
+        }
+        const bool ordered = (x.flags & Value::kOrdered) && (y.flags & Value::kOrdered) &&
+                             sets_.max(x.set) < sets_.min(y.set);
+        if (ordered) v.flags |= Value::kOrdered;
+        if (!ordered && opt_.requireRankOrder && !reportedOrder) {
+          add(Kind::RankOrder, r, step,
+              fmt::format("rank {} step {}: {} puts ranks {} left of ranks {}", r, step, what,
+                          sets_.toString(x.set), sets_.toString(y.set)));
+          reportedOrder = true;
+        }
+      }
+      out.push_back({beg, end, v});
+      if (a[i].end == end) ++i;
+      if (b[j].end == end) ++j;
+    }
+    return out;
+  }
+
+  // The output each rank must hold at the end, as runs of expected values.
+  void checkFinal(std::uint32_t r) {
+    const Problem& pb = s_.problem;
+    const auto at = [&](std::uint32_t i) { return static_cast<std::int64_t>(pb.blocks.offset(i)); };
+    const std::uint64_t n = pb.total();
+    switch (pb.coll) {
+      case Collective::AllReduce:
+        expect(r, 0, n, sets_.all(), 0);
+        break;
+      case Collective::ReduceScatter:
+        expect(r, 0, pb.blocks.count(r), sets_.all(), at(r));
+        break;
+      case Collective::AllGather:
+        for (std::uint32_t i = 0; i < p_; ++i)
+          expect(r, pb.blocks.offset(i), pb.blocks.count(i), sets_.single(i), -at(i));
+        break;
+      case Collective::Broadcast:
+        expect(r, 0, n, sets_.single(pb.root), 0);
+        break;
+      case Collective::Reduce:
+        if (r == pb.root) expect(r, 0, n, sets_.all(), 0);
+        break;
+      case Collective::Scatter:
+        expect(r, 0, pb.blocks.count(r), sets_.single(pb.root), at(r));
+        break;
+      case Collective::AllToAll:
+        break;
+    }
+  }
+
+  void expect(std::uint32_t r, std::uint64_t off, std::uint64_t count, std::uint32_t set,
+              std::int64_t delta) {
+    const std::uint32_t last = static_cast<std::uint32_t>(s_.ranks[r].steps.size());
+    const std::string where = fmt::format("rank {} final out[{}+{}]", r, off, count);
+    if (count == 0) return;
+    if (off + count > buf(r, Buf::Output).size()) {
+      add(Kind::OutOfBounds, r, last, where + ": the output buffer is too small");
+      return;
+    }
+    // Relative to the slice start, element i must hold input index off + i + delta.
+    const std::int64_t want = static_cast<std::int64_t>(off) + delta;
+    for (const Piece& p : buf(r, Buf::Output).read(off, count)) {
+      const std::string at =
+          fmt::format("rank {} final out[{}+{}]", r, off + p.begin, p.end - p.begin);
+      if (p.v.uninit()) {
+        add(Kind::NotWritten, r, last, at + ": never written");
+      } else if (p.v.delta != want || (p.v.flags & Value::kMixed)) {
+        add(Kind::WrongPosition, r, last,
+            fmt::format("{}: holds input elements starting at {}, expected {}", at,
+                        p.v.delta + static_cast<std::int64_t>(p.begin),
+                        want + static_cast<std::int64_t>(p.begin)));
+      } else if (p.v.set != set) {
+        const std::string missing = sets_.difference(set, p.v.set);
+        const std::string extra = sets_.difference(p.v.set, set);
+        add(missing != "none" ? Kind::MissingContribution : Kind::DuplicateContribution, r, last,
+            fmt::format("{}: contributions of ranks {}; missing {}, unexpected {}", at,
+                        sets_.toString(p.v.set), missing, extra));
+      } else if (p.v.flags & Value::kDup) {
+        add(Kind::DuplicateContribution, r, last, at + ": some rank is counted twice");
+      } else if (opt_.requireRankOrder && !(p.v.flags & Value::kOrdered)) {
+        add(Kind::RankOrder, r, last, at + ": not reduced in rank order");
+      }
+    }
+  }
+
+  const Schedule& s_;
+  VerifyOptions opt_;
+  std::uint32_t p_;
+  prov::RankSets sets_;
+  std::vector<std::array<IntervalMap, kNumBufs>> mem_;
+  std::vector<std::vector<std::vector<Piece>>> snapshots_;  // per rank, per transfer of its step
+  std::vector<std::vector<Delivery>> inbox_;                // receives landing at step end
+  std::vector<VerifyIssue> issues_;
+};
+
+}  // namespace
+
+std::vector<VerifyIssue> verify(const Schedule& s, const VerifyOptions& opt) {
+  if (s.ranks.size() != s.problem.ranks)
+    return {{VerifyIssue::Kind::OutOfBounds, 0, 0,
+             fmt::format("the schedule has {} rank schedules for a problem of {} ranks",
+                         s.ranks.size(), s.problem.ranks)}};
+  return Verifier(s, opt).run();
+}
+
+}  // namespace hccl::algo

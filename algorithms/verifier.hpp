@@ -1,0 +1,61 @@
+// The symbolic verifier: runs a whole schedule, every rank, on provenance instead of numbers.
+//
+// Every element of every buffer carries the set of inputs it combines: input element i of rank r
+// is the pair (r, i). Sends carry what their slice held when posted, receives land when their step
+// completes, copies move provenance, reductions unite it. Runs of elements with the same
+// provenance (same rank set, same index offset) are stored as one interval, so the cost grows
+// with the number of slices, not with the element count.
+//
+// It reports, with rank, step and slice:
+//   - a missing or duplicated contribution, or data at the wrong position, in the final output;
+//   - a reduction combining elements of different positions, or counting a rank twice;
+//   - reduction out of rank order, when the algorithm claims rank order;
+//   - a send without a matching receive (peer, size, order), and a step that can never complete;
+//   - a read of scratch (or of a not yet written output) before it is written;
+//   - a write into a slice that a transfer of the same step still reads (or writes);
+//   - a write into the user's input, a slice outside its buffer, an overlapping local op.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.hpp"
+
+namespace hccl::algo {
+
+struct VerifyIssue {
+  enum class Kind {
+    MissingContribution,
+    DuplicateContribution,
+    WrongPosition,
+    NotWritten,
+    RankOrder,
+    SizeMismatch,
+    UnmatchedTransfer,
+    Deadlock,
+    UninitializedRead,
+    TransferHazard,
+    InputWrite,
+    OutOfBounds,
+    OverlappingOp,
+  };
+  Kind kind;
+  std::uint32_t rank;
+  std::uint32_t step;  // the step at fault, or the rank's step count for final-state issues
+  std::string message;
+};
+
+std::string_view name(VerifyIssue::Kind k);
+
+struct VerifyOptions {
+  bool requireRankOrder = false;  // every reduction must combine lower ranks on the left
+  std::size_t maxIssues = 32;     // stop collecting after this many
+};
+
+std::vector<VerifyIssue> verify(const Schedule& s, const VerifyOptions& opt = {});
+
+// One line per issue, for test failure messages and tools.
+std::string describe(const std::vector<VerifyIssue>& issues);
+
+}  // namespace hccl::algo

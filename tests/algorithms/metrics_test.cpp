@@ -1,0 +1,161 @@
+// The metrics the replay derives from each schedule equal the reference's alpha-beta-gamma rows
+// (../shared/reference/hccl-algorithms.md, section 1) whenever n divides evenly.
+//
+// Where the reference disagrees with itself: Ring Broadcast and Reduce have a second row
+// (Scatter+AllGather, ReduceScatter+Gather); our Ring schedules are the chains of the primary rows
+// and are checked against those. RHD ReduceScatter/AllGather for non-powers of two only has bounds
+// in the reference; the schedule (survivors of part1 pairs are the lowest core ranks) is checked
+// to lie within them.
+#include <gtest/gtest.h>
+
+#include <bit>
+
+#include "algorithms/metrics.hpp"
+#include "tests/algorithms/problems.hpp"
+
+namespace hccl::algo {
+namespace {
+
+constexpr std::size_t kElem = 4;
+// Divisible by every p and p' used below, so every formula is an integer number of bytes.
+constexpr std::uint64_t kCount = 720720;  // lcm(1..16)
+constexpr double kN = double(kCount * kElem);
+
+struct Expected {
+  std::uint64_t steps;
+  double bytes, gamma;  // as multiples of n
+};
+
+Metrics measure(Algorithm a, Collective c, std::uint32_t p) {
+  const GeneratorSpec* spec = findGenerator(a, c);
+  EXPECT_NE(spec, nullptr);
+  const std::uint64_t count =
+      c == Collective::ReduceScatter || c == Collective::AllGather ? kCount / p : kCount;
+  return criticalPath(buildSchedule(spec->generate, test::problemFor(c, p, count, false, 0)),
+                      kElem);
+}
+
+void expectMetrics(Algorithm a, Collective c, std::uint32_t p, Expected e) {
+  const Metrics m = measure(a, c, p);
+  SCOPED_TRACE(::testing::Message() << hcclName(a) << " " << name(c) << " p=" << p);
+  EXPECT_EQ(m.steps(), e.steps);
+  EXPECT_DOUBLE_EQ(double(m.bytes()), e.bytes * kN);
+  EXPECT_DOUBLE_EQ(double(m.reducedBytes), e.gamma * kN);
+}
+
+double frac(std::uint32_t p) {
+  return double(p - 1) / p;
+}
+std::uint64_t lg(std::uint32_t p) {
+  return std::uint64_t(std::bit_width(p) - 1);
+}
+
+TEST(Metrics, Ring) {
+  for (std::uint32_t p = 2; p <= 16; ++p) {
+    expectMetrics(Algorithm::Ring, Collective::AllReduce, p, {2 * (p - 1), 2 * frac(p), frac(p)});
+    expectMetrics(Algorithm::Ring, Collective::ReduceScatter, p, {p - 1, frac(p), frac(p)});
+    expectMetrics(Algorithm::Ring, Collective::AllGather, p, {p - 1, frac(p), 0});
+    expectMetrics(Algorithm::Ring, Collective::Broadcast, p, {p - 1, double(p - 1), 0});
+    expectMetrics(Algorithm::Ring, Collective::Reduce, p, {p - 1, double(p - 1), double(p - 1)});
+  }
+}
+
+TEST(Metrics, RhdPowerOfTwo) {
+  for (std::uint32_t p : {2u, 4u, 8u, 16u}) {
+    expectMetrics(Algorithm::HalvingDoubling, Collective::AllReduce, p,
+                  {2 * lg(p), 2 * frac(p), frac(p)});
+    expectMetrics(Algorithm::HalvingDoubling, Collective::ReduceScatter, p,
+                  {lg(p), frac(p), frac(p)});
+    expectMetrics(Algorithm::HalvingDoubling, Collective::AllGather, p, {lg(p), frac(p), 0});
+    expectMetrics(Algorithm::HalvingDoubling, Collective::Broadcast, p, {lg(p), double(lg(p)), 0});
+    expectMetrics(Algorithm::HalvingDoubling, Collective::Reduce, p,
+                  {2 * lg(p), 2 * frac(p), frac(p)});
+  }
+}
+
+TEST(Metrics, RhdOtherRankCounts) {
+  for (std::uint32_t p = 3; p <= 15; ++p) {
+    if (std::has_single_bit(p)) continue;
+    const std::uint32_t pp = std::bit_floor(p);
+    const std::uint64_t k = lg(p);
+    expectMetrics(Algorithm::HalvingDoubling, Collective::AllReduce, p,
+                  {2 * k + 2, 2 * frac(pp) + 2, frac(pp) + 1});
+    expectMetrics(Algorithm::HalvingDoubling, Collective::Reduce, p,
+                  {2 * k + 1, 2 * frac(pp) + 1, frac(pp) + 1});
+    expectMetrics(Algorithm::HalvingDoubling, Collective::Broadcast, p,
+                  {k + 1, double(k + 1), 0});  // ceil(log p) rounds of the whole buffer
+
+    // ReduceScatter: fold (n), non-uniform halving within the reference's bounds, scatter (n/p).
+    const double lower = double(k + (std::uint64_t{1} << k) - 1) / p;
+    const double upper = double((std::uint64_t{2} << k) - 2) / p;
+    for (Collective c : {Collective::ReduceScatter, Collective::AllGather}) {
+      SCOPED_TRACE(::testing::Message() << name(c) << " p=" << p);
+      const Metrics m = measure(Algorithm::HalvingDoubling, c, p);
+      EXPECT_EQ(m.steps(), k + 2);
+      const double halving = double(m.bytes()) / kN - 1.0 - 1.0 / p;
+      EXPECT_GE(halving, lower - 1e-12);
+      EXPECT_LE(halving, upper + 1e-12);
+      if (c == Collective::ReduceScatter) {
+        const double reduced = double(m.reducedBytes) / kN - 1.0;
+        EXPECT_GE(reduced, lower - 1e-12);
+        EXPECT_LE(reduced, upper + 1e-12);
+      } else {
+        EXPECT_EQ(m.reducedBytes, 0u);
+      }
+    }
+  }
+}
+
+TEST(Metrics, Mesh) {
+  for (std::uint32_t p = 2; p <= 16; ++p) {
+    expectMetrics(Algorithm::Mesh, Collective::AllReduce, p, {2, 2.0 / p, frac(p)});
+    expectMetrics(Algorithm::Mesh, Collective::ReduceScatter, p, {1, 1.0 / p, frac(p)});
+    expectMetrics(Algorithm::Mesh, Collective::AllGather, p, {1, 1.0 / p, 0});
+  }
+}
+
+TEST(Metrics, OneRankCostsNothing) {
+  for (const GeneratorSpec& s : generatorSpecs()) {
+    const Metrics m = measure(s.algorithm, s.coll, 1);
+    EXPECT_EQ(m.steps(), 0u) << test::specName(s);
+    EXPECT_EQ(m.bytes(), 0u) << test::specName(s);
+  }
+}
+
+// The predicted time is the alpha-beta-gamma sum of the path it reports.
+TEST(Metrics, TimeIsTheModelOfThePath) {
+  const CostParams cp = CostParams::uniform(5e-6, 2e-10, 3e-11);
+  for (const GeneratorSpec& s : generatorSpecs()) {
+    const auto pb = test::problemFor(s.coll, 6, 6000, false, 1);
+    const Metrics m = criticalPath(buildSchedule(s.generate, pb), kElem, cp);
+    EXPECT_NEAR(
+        m.time,
+        5e-6 * double(m.steps()) + 2e-10 * double(m.bytes()) + 3e-11 * double(m.reducedBytes),
+        1e-15)
+        << test::specName(s);
+  }
+}
+
+// Levels overlap: a step with transfers on two levels costs the slower one, and the path records
+// that level's step and bytes.
+TEST(Metrics, ConcurrentLevelsCostTheSlowerLink) {
+  Schedule s{Problem::allGather(2, 10), {}};
+  s.ranks.resize(2);
+  for (std::uint32_t r = 0; r < 2; ++r) {
+    Step& st = s.ranks[r].newStep();
+    st.xfers.push_back({Dir::Send, 1 - r, out(10 * r, 10), 0});
+    st.xfers.push_back({Dir::Recv, 1 - r, out(10 * (1 - r), 10), 0});
+    st.xfers.push_back({Dir::Send, r, out(10 * r, 2), 1});  // a small self-message on level 1
+    st.xfers.push_back({Dir::Recv, r, scratch(0, 2), 1});
+  }
+  CostParams cp = CostParams::uniform(1e-6, 1e-9, 0);
+  cp.alpha[1] = 1e-3;  // level 1 is slow to start
+  const Metrics m = criticalPath(s, 1, cp);
+  EXPECT_EQ(m.level[1].steps, 1u);
+  EXPECT_EQ(m.level[1].bytes, 2u);
+  EXPECT_EQ(m.level[0].steps, 0u);
+  EXPECT_NEAR(m.time, 1e-3 + 2e-9, 1e-15);
+}
+
+}  // namespace
+}  // namespace hccl::algo

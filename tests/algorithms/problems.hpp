@@ -1,0 +1,42 @@
+// Problem builders shared by the algorithm tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "algorithms/generators.hpp"
+
+namespace hccl::algo::test {
+
+// The MPI-level count: elements per rank for ReduceScatter/AllGather, the whole vector otherwise.
+inline Problem problemFor(Collective c, std::uint32_t p, std::uint64_t count, bool inPlace,
+                          std::uint32_t root = 0) {
+  switch (c) {
+    case Collective::AllReduce:
+      return Problem::allReduce(p, count, inPlace);
+    case Collective::ReduceScatter:
+      return Problem::reduceScatter(p, count, inPlace);
+    case Collective::AllGather:
+      return Problem::allGather(p, count, inPlace);
+    case Collective::Broadcast:
+      return Problem::broadcast(p, count, root);
+    case Collective::Reduce:
+      return Problem::reduce(p, count, root, inPlace);
+    default:
+      return Problem{c, p, root, inPlace, Blocks::uniform(count, p)};
+  }
+}
+
+// In place is meaningless for Broadcast (one buffer).
+inline bool hasInPlaceVariant(Collective c) {
+  return c != Collective::Broadcast;
+}
+
+inline std::string specName(const GeneratorSpec& s) {
+  std::string n = std::string(hcclName(s.algorithm)) + "_" + std::string(name(s.coll));
+  for (char& ch : n)
+    if (ch == '-') ch = '_';
+  return n;
+}
+
+}  // namespace hccl::algo::test

@@ -1,0 +1,197 @@
+// The verifier catches deliberately broken schedules of every kind it promises to report.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "algorithms/generators.hpp"
+#include "algorithms/verifier.hpp"
+
+namespace hccl::algo {
+namespace {
+
+using Kind = VerifyIssue::Kind;
+
+// A correct two-rank allreduce of 4 elements, written out by hand so each test can break one thing.
+Schedule twoRankAllReduce() {
+  Schedule s{Problem::allReduce(2, 4), {}};
+  s.ranks.resize(2);
+  for (std::uint32_t r = 0; r < 2; ++r) {
+    Step& st = s.ranks[r].newStep();
+    send(st, 1 - r, in(0, 4));
+    recv(st, 1 - r, scratch(0, 4));
+    if (r == 0)
+      reduce(st, out(0, 4), in(0, 4), scratch(0, 4));
+    else
+      reduce(st, out(0, 4), scratch(0, 4), in(0, 4));
+  }
+  return s;
+}
+
+bool has(const std::vector<VerifyIssue>& issues, Kind k) {
+  return std::any_of(issues.begin(), issues.end(),
+                     [k](const VerifyIssue& i) { return i.kind == k; });
+}
+
+// Checks that `k` is reported and that its message names the rank and the step.
+void expectIssue(const Schedule& s, Kind k, std::uint32_t rank, const std::string& fragment,
+                 VerifyOptions opt = {}) {
+  const auto issues = verify(s, opt);
+  ASSERT_TRUE(has(issues, k)) << "expected [" << name(k) << "], got:\n" << describe(issues);
+  const auto it =
+      std::find_if(issues.begin(), issues.end(), [k](const VerifyIssue& i) { return i.kind == k; });
+  EXPECT_EQ(it->rank, rank) << it->message;
+  EXPECT_NE(it->message.find(fragment), std::string::npos) << it->message;
+}
+
+TEST(VerifierNegative, BaselineIsClean) {
+  const auto issues = verify(twoRankAllReduce(), {.requireRankOrder = true});
+  EXPECT_TRUE(issues.empty()) << describe(issues);
+}
+
+TEST(VerifierNegative, MissingContribution) {
+  Schedule s = twoRankAllReduce();
+  s.ranks[1].steps[0].ops[0] = {OpKind::Copy, out(0, 4), in(0, 4), {}};  // forgets rank 0's part
+  expectIssue(s, Kind::MissingContribution, 1, "missing 0");
+}
+
+TEST(VerifierNegative, DuplicateContribution) {
+  Schedule s = twoRankAllReduce();
+  reduce(s.ranks[0].steps[0], out(0, 4), out(0, 4), in(0, 4));  // adds its own input again
+  expectIssue(s, Kind::DuplicateContribution, 0, "twice");
+}
+
+TEST(VerifierNegative, WrongPositionInAReduction) {
+  Schedule s = twoRankAllReduce();
+  // Rank 1 sends elements 1..4 of a longer input... emulate by shifting the operand.
+  s.ranks[0].steps[0].ops[0] = {OpKind::Reduce, out(0, 2), in(2, 2), scratch(0, 2)};
+  expectIssue(s, Kind::WrongPosition, 0, "combines input elements");
+}
+
+TEST(VerifierNegative, WrongPositionInTheResult) {
+  Schedule s{Problem::allGather(2, 3), {}};
+  s.ranks.resize(2);
+  for (std::uint32_t r = 0; r < 2; ++r) {
+    Step& st = s.ranks[r].newStep();
+    send(st, 1 - r, in(0, 3));
+    recv(st, 1 - r, out(3 * (1 - r), 3));
+    copy(st, out(3 * r, 3), in(0, 3));
+  }
+  // Rank 1 receives rank 0's block into the wrong place: its own slot.
+  s.ranks[1].steps[0].xfers[1].slice = out(3, 3);
+  s.ranks[1].steps[0].ops.clear();
+  copy(s.ranks[1].steps[0], out(0, 3), in(0, 3));
+  const auto issues = verify(s);
+  EXPECT_TRUE(has(issues, Kind::MissingContribution) || has(issues, Kind::WrongPosition))
+      << describe(issues);
+}
+
+TEST(VerifierNegative, NotWritten) {
+  Schedule s = twoRankAllReduce();
+  s.ranks[0].steps[0].ops.clear();
+  expectIssue(s, Kind::NotWritten, 0, "never written");
+}
+
+TEST(VerifierNegative, RankOrder) {
+  Schedule s = twoRankAllReduce();
+  s.ranks[1].steps[0].ops[0] = {OpKind::Reduce, out(0, 4), in(0, 4), scratch(0, 4)};
+  expectIssue(s, Kind::RankOrder, 1, "puts ranks 1 left of ranks 0", {.requireRankOrder = true});
+  // Without the requirement, the same schedule is a correct commutative allreduce.
+  EXPECT_TRUE(verify(s).empty());
+}
+
+TEST(VerifierNegative, RingIsNotRankOrdered) {
+  const Schedule s = buildSchedule(ringAllReduce, Problem::allReduce(4, 8));
+  expectIssue(s, Kind::RankOrder, 0, "left of", {.requireRankOrder = true});
+}
+
+TEST(VerifierNegative, SizeMismatch) {
+  Schedule s = twoRankAllReduce();
+  s.ranks[1].steps[0].xfers[1].slice.count = 3;
+  expectIssue(s, Kind::SizeMismatch, 0, "sends 4 elements to rank 1");
+}
+
+TEST(VerifierNegative, MessagesMatchInPostingOrder) {
+  // Two sends to the same peer in one order, the receives in the other: sizes clash.
+  Schedule s{Problem::allGather(2, 3), {}};
+  s.ranks.resize(2);
+  Step& a = s.ranks[0].newStep();
+  send(a, 1, in(0, 1));
+  send(a, 1, in(1, 2));
+  Step& b = s.ranks[1].newStep();
+  recv(b, 0, scratch(0, 2));
+  recv(b, 0, scratch(2, 1));
+  expectIssue(s, Kind::SizeMismatch, 0, "message #0");
+}
+
+TEST(VerifierNegative, SendWithoutReceive) {
+  Schedule s = twoRankAllReduce();
+  s.ranks[1].steps[0].xfers.pop_back();  // rank 1 never receives
+  s.ranks[1].steps[0].ops.clear();
+  expectIssue(s, Kind::UnmatchedTransfer, 0, "without posting a matching receive");
+}
+
+TEST(VerifierNegative, Deadlock) {
+  // Both ranks first wait for the other, then send: a classic cycle.
+  Schedule s{Problem::allReduce(2, 4), {}};
+  s.ranks.resize(2);
+  for (std::uint32_t r = 0; r < 2; ++r) {
+    recv(s.ranks[r].newStep(), 1 - r, scratch(0, 4));
+    send(s.ranks[r].newStep(), 1 - r, in(0, 4));
+  }
+  expectIssue(s, Kind::Deadlock, 0, "(deadlock)");
+}
+
+TEST(VerifierNegative, RendezvousDeadlockThatBufferingWouldHide) {
+  // Both send first and receive in a later step: fine with eager buffering, a deadlock under
+  // rendezvous, so the verifier refuses it.
+  Schedule s{Problem::allReduce(2, 4), {}};
+  s.ranks.resize(2);
+  for (std::uint32_t r = 0; r < 2; ++r) {
+    send(s.ranks[r].newStep(), 1 - r, in(0, 4));
+    recv(s.ranks[r].newStep(), 1 - r, scratch(0, 4));
+  }
+  expectIssue(s, Kind::Deadlock, 0, "blocked in step 0");
+}
+
+TEST(VerifierNegative, UninitializedScratchRead) {
+  Schedule s = twoRankAllReduce();
+  // Reads scratch[4..8), which nothing ever wrote.
+  s.ranks[0].steps[0].ops[0] = {OpKind::Reduce, out(0, 4), in(0, 4), scratch(4, 4)};
+  expectIssue(s, Kind::UninitializedRead, 0, "tmp[4+4] before anything was written");
+}
+
+TEST(VerifierNegative, ReceiveOverwritesADataInFlight) {
+  Schedule s = twoRankAllReduce();
+  // Rank 0 now sends from scratch and receives into the same scratch in the same step.
+  Step& st = s.ranks[0].steps[0];
+  st.xfers[0].slice = scratch(0, 4);
+  copy(s.ranks[0].steps.insert(s.ranks[0].steps.begin(), Step{})[0], scratch(0, 4), in(0, 4));
+  expectIssue(s, Kind::TransferHazard, 0, "while");
+}
+
+TEST(VerifierNegative, WriteIntoUserInput) {
+  Schedule s = twoRankAllReduce();
+  s.ranks[1].steps[0].xfers[1].slice = in(0, 4);
+  expectIssue(s, Kind::InputWrite, 1, "writes the user's input");
+}
+
+TEST(VerifierNegative, OutOfBounds) {
+  Schedule s = twoRankAllReduce();
+  s.ranks[0].steps[0].ops[0].dst = out(2, 4);
+  expectIssue(s, Kind::OutOfBounds, 0, "but out holds 4 elements");
+}
+
+TEST(VerifierNegative, OverlappingCopy) {
+  Schedule s = twoRankAllReduce();
+  copy(s.ranks[0].steps[0], out(1, 3), out(0, 3));
+  expectIssue(s, Kind::OverlappingOp, 0, "overlapping its source");
+}
+
+TEST(VerifierNegative, WrongRankCount) {
+  Schedule s = twoRankAllReduce();
+  s.ranks.pop_back();
+  EXPECT_FALSE(verify(s).empty());
+}
+
+}  // namespace
+}  // namespace hccl::algo
