@@ -78,11 +78,19 @@ class CriticalPath final : public ReplayObserver {
     std::map<std::tuple<std::uint8_t, std::uint32_t, Dir>, std::uint64_t> load;
     for (const Transfer& t : step.xfers) load[{t.level, t.peer, t.dir}] += t.slice.count * elem_;
     std::array<std::uint64_t, kNumLevels> busiest{};
+    std::array<std::array<std::uint64_t, 2>, kNumLevels> total{};  // per direction
     std::array<bool, kNumLevels> used{};
     for (const auto& [key, bytes] : load) {
       const std::uint8_t l = std::min<std::uint8_t>(std::get<0>(key), kNumLevels - 1);
       used[l] = true;
       busiest[l] = std::max(busiest[l], bytes);
+      total[l][std::get<2>(key) == Dir::Send ? 0 : 1] += bytes;
+    }
+    for (std::size_t l = 0; l < kNumLevels; ++l) {
+      const double shared =
+          static_cast<double>(std::max(total[l][0], total[l][1])) / params_.links[l];
+      if (shared > static_cast<double>(busiest[l]))
+        busiest[l] = static_cast<std::uint64_t>(shared + 0.5);
     }
     int dominant = -1;
     double comm = 0;

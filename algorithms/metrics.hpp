@@ -6,7 +6,9 @@
 //  - a step starts when its rank posts it and every partner has posted the matching transfer;
 //  - transfers of one step run concurrently; on each level the step moves the largest amount any
 //    single peer-direction carries (links are full duplex, peers are reached over separate links),
-//    and costs alpha_l + beta_l * bytes_l; levels overlap, so the step costs the largest of them;
+//    or, when a rank can drive only `links_l` peers at full speed, its total per direction divided
+//    by links_l if that is more; it costs alpha_l + beta_l * bytes_l; levels overlap, so the step
+//    costs the largest of them;
 //  - the step's reductions then cost gamma per byte reduced; copies are free.
 // The critical path is the chain of steps that determines the last rank's finish time.
 #pragma once
@@ -24,6 +26,10 @@ struct CostParams {
   std::array<double, kNumLevels> alpha{};  // seconds per step
   std::array<double, kNumLevels> beta{};   // seconds per byte
   double gamma = 0;                        // seconds per byte reduced
+  // Peers a rank drives at full speed at once, per level; infinity = one link per peer, as HCCL's
+  // formulas assume.
+  std::array<double, kNumLevels> links{kUnlimited, kUnlimited, kUnlimited};
+  static constexpr double kUnlimited = 1e300;
 
   // Same link everywhere: alpha = 1 us, beta = 0.1 ns/B (10 GB/s), gamma = 0.1 ns/B. Used to pick
   // the critical path when only the metrics are wanted.

@@ -1,0 +1,44 @@
+#include "algorithms/catalog.hpp"
+
+namespace hccl::algo {
+namespace {
+
+using A = Algorithm;
+constexpr std::array<AlgorithmInfo, kNumAlgorithms> kCatalog = {{
+    {A::Ring,
+     "ring: one block per step to the right neighbour; bandwidth-optimal, p-1 steps",
+     {true, true, true}},
+    {A::HalvingDoubling,
+     "recursive halving-doubling: log2(p) pairwise exchanges; non-powers of two fold pairs first",
+     {false, true, true}},
+    {A::Mesh,
+     "full mesh: every pair at once in one step (needs a link per peer)",
+     {true, false, false}},
+    {A::NHR,
+     "nonuniform hierarchical ring: ceil(log2 p) steps for any p, no extra data",
+     {false, true, true}},
+    {A::NHR_V1, "legacy NHR (sqrt(p)-order steps), being phased out in HCCL", {false, true, false}},
+    {A::NB,
+     "nonuniform Bruck: ceil(log2 p) steps with doubling strides, no extra data",
+     {false, true, true}},
+    {A::AHC,
+     "asymmetric hierarchical concatenate: groups of unequal size, LCM slicing",
+     {false, true, false}},
+    {A::AHC_Broke, "AHC when every group has the same size", {false, true, false}},
+    {A::Pipeline,
+     "pipeline: inter-server ring steps overlapped with intra-server transfers",
+     {false, true, true}},
+    {A::Pairwise, "pairwise: alltoall one peer per step", {false, true, false}},
+    {A::Star, "star: rooted operations in one step", {true, false, false}},
+}};
+
+}  // namespace
+
+std::span<const AlgorithmInfo> algorithmCatalog() {
+  return kCatalog;
+}
+const AlgorithmInfo& info(Algorithm a) {
+  return kCatalog[static_cast<std::size_t>(a)];
+}
+
+}  // namespace hccl::algo

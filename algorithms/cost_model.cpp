@@ -1,0 +1,293 @@
+#include "algorithms/cost_model.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace hccl::algo {
+namespace {
+
+using nlohmann::json;
+
+// The defaults, as data. level0 is shared memory between processes of one server (measured here:
+// ~0.3-0.6 us per allreduce step, copy bandwidth of a few GB/s shared by all peers of a rank);
+// level1/level2 are a network: TCP over 10 GbE or a RoCE NIC, one NIC per server.
+constexpr const char* kDefaults = R"json({
+  "version": 1,
+  "description": "coll_hccl built-in defaults (2-core Debian 12 VM, shared memory + TCP)",
+  "levels": {
+    "level0": {"alpha_us": 0.6, "bandwidth_GBps": 6.0, "links": 1},
+    "level1": {"alpha_us": 25.0, "bandwidth_GBps": 1.25, "links": 1},
+    "level2": {"alpha_us": 40.0, "bandwidth_GBps": 1.25, "links": 1}
+  },
+  "gamma": {
+    "*": {"*": 8.0},
+    "fp16": {"*": 3.0},
+    "bf16": {"*": 3.0},
+    "longdouble": {"*": 1.0},
+    "complex64": {"prod": 3.0},
+    "complex128": {"prod": 2.0}
+  },
+  "rules": []
+})json";
+
+std::string levelName(int l) {
+  return fmt::format("level{}", l);
+}
+
+struct Reader {
+  const std::string& origin;
+  std::vector<std::string>& warnings;
+
+  ConfigError error(const std::string& where, const std::string& what) const {
+    return {"tuning file", where, 0, fmt::format("{}: {}: {}", origin, where, what), origin};
+  }
+  std::optional<ConfigError> positive(const json& j, const std::string& where, double& out,
+                                      bool allowZero = false) const {
+    if (!j.is_number()) return error(where, fmt::format("expected a number, found {}", j.dump()));
+    out = j.get<double>();
+    if (!(out > 0 || (allowZero && out == 0)))
+      return error(where, fmt::format("expected a positive number, found {}", j.dump()));
+    return std::nullopt;
+  }
+  void unknown(const std::string& where, const std::string& key, const std::string& valid) {
+    warnings.push_back(fmt::format("{}: {}: unknown member \"{}\" skipped (valid: {})", origin,
+                                   where, key, valid));
+  }
+};
+
+std::optional<ConfigError> readLevels(const json& j, Reader& rd, CostModel& m) {
+  if (!j.is_object()) return rd.error("levels", "expected an object of level0/level1/level2");
+  for (const auto& [key, val] : j.items()) {
+    int l = -1;
+    for (int i = 0; i < kNumLevels; ++i)
+      if (key == levelName(i)) l = i;
+    if (l < 0) {
+      rd.unknown("levels", key, "level0, level1, level2");
+      continue;
+    }
+    const std::string where = "levels." + key;
+    if (!val.is_object()) return rd.error(where, "expected an object");
+    LinkParams& lp = m.level[static_cast<std::size_t>(l)];
+    for (const auto& [field, v] : val.items()) {
+      double x = 0;
+      if (field == "alpha_us") {
+        if (auto e = rd.positive(v, where + ".alpha_us", x, true)) return e;
+        lp.alpha = x * 1e-6;
+      } else if (field == "bandwidth_GBps") {
+        if (auto e = rd.positive(v, where + ".bandwidth_GBps", x)) return e;
+        lp.beta = 1.0 / (x * 1e9);
+      } else if (field == "links") {
+        if (auto e = rd.positive(v, where + ".links", x)) return e;
+        lp.links = x;
+      } else {
+        rd.unknown(where, field, "alpha_us, bandwidth_GBps, links");
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ConfigError> readGamma(const json& j, Reader& rd, CostModel& m) {
+  if (!j.is_object()) return rd.error("gamma", "expected an object of datatype names");
+  for (const auto& [tname, ops] : j.items()) {
+    std::optional<DataType> t;
+    if (tname != "*") {
+      t = parseDataType(tname);
+      if (!t) {
+        rd.unknown("gamma", tname, "a datatype name such as fp32, int64, bf16, or *");
+        continue;
+      }
+    }
+    const std::string where = "gamma." + tname;
+    if (!ops.is_object()) return rd.error(where, "expected an object of op names");
+    for (const auto& [oname, v] : ops.items()) {
+      std::optional<ReduceOp> op;
+      if (oname != "*") {
+        op = parseReduceOp(oname);
+        if (!op) {
+          rd.unknown(where, oname, "sum, prod, max, min, land, lor, lxor, band, bor, bxor, *");
+          continue;
+        }
+      }
+      double gbps = 0;
+      if (auto e = rd.positive(v, where + "." + oname, gbps)) return e;
+      m.setGamma(t, op, 1.0 / (gbps * 1e9));
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ConfigError> readRules(const json& j, Reader& rd, CostModel& m) {
+  if (!j.is_array()) return rd.error("rules", "expected an array of rules");
+  m.rules.clear();
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const json& r = j[i];
+    const std::string where = fmt::format("rules[{}]", i);
+    if (!r.is_object()) return rd.error(where, "expected an object");
+    if (!r.contains("collective") || !r["collective"].is_string())
+      return rd.error(where + ".collective", "expected a collective name such as \"allreduce\"");
+    if (!r.contains("algorithm") || !r["algorithm"].is_string())
+      return rd.error(where + ".algorithm", "expected an algorithm name such as \"ring\"");
+    const auto coll = parseCollective(r["collective"].get<std::string>());
+    const auto alg = parseAlgorithm(r["algorithm"].get<std::string>());
+    if (!coll) {
+      rd.warnings.push_back(fmt::format("{}: {}: unknown collective \"{}\"; rule skipped",
+                                        rd.origin, where, r["collective"].get<std::string>()));
+      continue;
+    }
+    if (!alg) {
+      rd.warnings.push_back(fmt::format("{}: {}: unknown algorithm \"{}\"; rule skipped", rd.origin,
+                                        where, r["algorithm"].get<std::string>()));
+      continue;
+    }
+    SizeRule rule{*coll, 1, 0, std::numeric_limits<std::uint64_t>::max(), *alg};
+    if (r.contains("level")) {
+      if (!r["level"].is_number_integer() || r["level"].get<int>() < 0 ||
+          r["level"].get<int>() >= kNumLevels)
+        return rd.error(where + ".level", "expected 0, 1 or 2");
+      rule.level = r["level"].get<int>();
+    }
+    for (const char* bound : {"min_bytes", "max_bytes"}) {
+      if (!r.contains(bound)) continue;
+      if (!r[bound].is_number_unsigned())
+        return rd.error(where + "." + bound, "expected a non-negative integer");
+      (std::string(bound) == "min_bytes" ? rule.minBytes : rule.maxBytes) =
+          r[bound].get<std::uint64_t>();
+    }
+    if (rule.minBytes > rule.maxBytes) return rd.error(where, "min_bytes is larger than max_bytes");
+    m.rules.push_back(rule);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+double CostModel::gamma(DataType type, ReduceOp op) const {
+  const auto t = static_cast<std::size_t>(type), o = static_cast<std::size_t>(op);
+  for (const auto& v : {gamma_[t][o], gamma_[t][kNumReduceOps], gamma_[kNumDataTypes][o],
+                        gamma_[kNumDataTypes][kNumReduceOps]})
+    if (v) return *v;
+  return 0;
+}
+
+void CostModel::setGamma(std::optional<DataType> type, std::optional<ReduceOp> op,
+                         double secondsPerByte) {
+  const std::size_t t = type ? static_cast<std::size_t>(*type) : kNumDataTypes;
+  const std::size_t o = op ? static_cast<std::size_t>(*op) : kNumReduceOps;
+  gamma_[t][o] = secondsPerByte;
+}
+
+CostParams CostModel::params(std::optional<DataType> type, std::optional<ReduceOp> op) const {
+  CostParams p;
+  for (std::size_t l = 0; l < kNumLevels; ++l) {
+    p.alpha[l] = level[l].alpha;
+    p.beta[l] = level[l].beta;
+    p.links[l] = level[l].links;
+  }
+  p.gamma = type && op ? gamma(*type, *op) : 0;
+  return p;
+}
+
+std::optional<Algorithm> CostModel::rule(Collective c, int lvl, std::uint64_t bytes) const {
+  for (const SizeRule& r : rules)
+    if (r.coll == c && r.level == lvl && bytes >= r.minBytes && bytes <= r.maxBytes)
+      return r.algorithm;
+  return std::nullopt;
+}
+
+std::string CostModel::toJson() const {
+  json doc;
+  doc["version"] = 1;
+  doc["description"] = source;
+  for (int l = 0; l < kNumLevels; ++l) {
+    const LinkParams& lp = level[static_cast<std::size_t>(l)];
+    json j;
+    j["alpha_us"] = lp.alpha * 1e6;
+    j["bandwidth_GBps"] = lp.beta > 0 ? 1.0 / lp.beta / 1e9 : 0.0;
+    if (lp.links < 1e300) j["links"] = lp.links;
+    doc["levels"][levelName(l)] = j;
+  }
+  json g = json::object();
+  for (std::size_t t = 0; t <= kNumDataTypes; ++t) {
+    for (std::size_t o = 0; o <= kNumReduceOps; ++o) {
+      if (!gamma_[t][o]) continue;
+      const std::string tn = t == kNumDataTypes ? "*" : std::string(name(static_cast<DataType>(t)));
+      const std::string on = o == kNumReduceOps ? "*" : std::string(name(static_cast<ReduceOp>(o)));
+      g[tn][on] = 1.0 / *gamma_[t][o] / 1e9;
+    }
+  }
+  doc["gamma"] = g;
+  json rs = json::array();
+  for (const SizeRule& r : rules)
+    rs.push_back({{"collective", std::string(name(r.coll))},
+                  {"level", r.level},
+                  {"min_bytes", r.minBytes},
+                  {"max_bytes", r.maxBytes},
+                  {"algorithm", std::string(hcclName(r.algorithm))}});
+  doc["rules"] = rs;
+  return doc.dump(2);
+}
+
+std::uint64_t CostModel::fingerprint() const {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (char c : toJson()) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  return h;
+}
+
+ConfigResult<CostModel> applyTuning(const CostModel& base, const std::string& jsonText,
+                                    const std::string& origin, std::vector<std::string>& warnings) {
+  Reader rd{origin, warnings};
+  json doc;
+  try {
+    doc = json::parse(jsonText);
+  } catch (const json::parse_error& e) {
+    return rd.error("(document)", fmt::format("invalid JSON: {}", e.what()));
+  }
+  if (!doc.is_object()) return rd.error("(document)", "expected a JSON object");
+  CostModel m = base;
+  for (const auto& [key, val] : doc.items()) {
+    std::optional<ConfigError> err;
+    if (key == "version") {
+      if (!val.is_number_integer() || val.get<int>() != 1)
+        err = rd.error("version", fmt::format("expected 1, found {}", val.dump()));
+    } else if (key == "description") {
+      if (val.is_string()) m.source = val.get<std::string>();
+    } else if (key == "levels") {
+      err = readLevels(val, rd, m);
+    } else if (key == "gamma") {
+      err = readGamma(val, rd, m);
+    } else if (key == "rules") {
+      err = readRules(val, rd, m);
+    } else {
+      rd.unknown("(document)", key, "version, description, levels, gamma, rules");
+    }
+    if (err) return *err;
+  }
+  if (origin != "built-in defaults") m.source = fmt::format("{} ({})", origin, m.source);
+  return m;
+}
+
+ConfigResult<CostModel> loadTuningFile(const CostModel& base, const std::string& path,
+                                       std::vector<std::string>& warnings) {
+  std::ifstream in(path);
+  if (!in)
+    return ConfigError{"tuning file", path, 0, fmt::format("{}: cannot read the tuning file", path),
+                       path};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return applyTuning(base, ss.str(), path, warnings);
+}
+
+const CostModel& defaultCostModel() {
+  static const CostModel model = [] {
+    std::vector<std::string> warnings;
+    auto r = applyTuning(CostModel{}, kDefaults, "built-in defaults", warnings);
+    return r.ok() ? r.value() : CostModel{};  // the defaults are tested to parse cleanly
+  }();
+  return model;
+}
+
+}  // namespace hccl::algo

@@ -1,0 +1,97 @@
+// The numbers behind automatic selection: per hierarchy level the alpha (startup) and beta
+// (per byte) of the link class that carries it, gamma (per byte reduced) per datatype and op, and
+// optional size rules. Built-in defaults ship as data (a JSON document, printed by
+// `hccl_info --tuning`); a tuning file with the same schema overrides any part of them; the
+// calibration tool writes such a file from measurements on the machine at hand.
+//
+// Tuning file schema (every member optional; unknown members are reported as warnings):
+//   {
+//     "version": 1,
+//     "description": "free text, e.g. where and when it was measured",
+//     "levels": {                                  // level0 = same server (HCCS class),
+//       "level1": {"alpha_us": 20.0,               //   level1/level2 = between servers / pods
+//                  "bandwidth_GBps": 1.25,         // beta = 1 / bandwidth
+//                  "links": 1}                     // peers a rank can feed at full speed at once
+//     },
+//     "gamma": {                                   // reduction throughput in GB/s of output
+//       "fp32": {"sum": 12.0, "*": 10.0},          //   per type, per op; "*" = any
+//       "*": {"*": 8.0}
+//     },
+//     "rules": [                                   // first match wins, before the model
+//       {"collective": "allreduce", "level": 1, "min_bytes": 0, "max_bytes": 65536,
+//        "algorithm": "H-D_R"}
+//     ]
+//   }
+// Rules naming an unknown collective or algorithm are warned about and skipped, so one file can
+// serve several versions of coll_hccl.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+#include "algorithms/config_result.hpp"
+#include "algorithms/metrics.hpp"
+#include "algorithms/types.hpp"
+
+namespace hccl::algo {
+
+struct LinkParams {
+  double alpha = 0;  // seconds per step
+  double beta = 0;   // seconds per byte
+  // How many peers a rank can drive at full speed at once. HCCL's formulas assume one link per
+  // peer (Mesh moves n/p per step); shared memory or a single NIC serialises a rank's transfers.
+  double links = std::numeric_limits<double>::infinity();
+};
+
+struct SizeRule {
+  Collective coll;
+  int level;
+  std::uint64_t minBytes = 0, maxBytes = std::numeric_limits<std::uint64_t>::max();  // [min, max]
+  Algorithm algorithm;
+};
+
+class CostModel {
+ public:
+  std::array<LinkParams, kNumLevels> level{};
+  std::vector<SizeRule> rules;
+  std::string source = "built-in defaults";
+
+  // Seconds per byte of output for reducing with `op` on `type`.
+  double gamma(DataType type, ReduceOp op) const;
+  void setGamma(std::optional<DataType> type, std::optional<ReduceOp> op, double secondsPerByte);
+
+  // The metrics parameters for a reduction of `type` with `op` (gamma 0 for copy-only calls).
+  CostParams params(std::optional<DataType> type, std::optional<ReduceOp> op) const;
+
+  // The first size rule for (collective, level, bytes), if any.
+  std::optional<Algorithm> rule(Collective c, int lvl, std::uint64_t bytes) const;
+
+  // The model as a tuning document (what --tuning prints and calibration writes).
+  std::string toJson() const;
+  // A short digest of every number, so ranks can check they decide alike.
+  std::uint64_t fingerprint() const;
+
+ private:
+  // Seconds per byte; index kNumDataTypes / kNumReduceOps = the "*" wildcard.
+  std::array<std::array<std::optional<double>, kNumReduceOps + 1>, kNumDataTypes + 1> gamma_{};
+};
+
+// The built-in defaults, from measurements on the 2-core Debian VMs this project is developed on
+// (shared memory level0; TCP or RoCE-class level1/2 with HCCL's own 60 us latency assumption
+// scaled to TCP).
+const CostModel& defaultCostModel();
+
+// Applies a tuning document on top of `base`. Errors (unreadable file, invalid JSON, a value of
+// the wrong type or range) name the file, the member and what is expected; unknown names become
+// warnings and are skipped.
+ConfigResult<CostModel> applyTuning(const CostModel& base, const std::string& jsonText,
+                                    const std::string& origin, std::vector<std::string>& warnings);
+ConfigResult<CostModel> loadTuningFile(const CostModel& base, const std::string& path,
+                                       std::vector<std::string>& warnings);
+
+}  // namespace hccl::algo

@@ -1,0 +1,85 @@
+#include "algorithms/phases.hpp"
+
+#include <fmt/format.h>
+
+namespace hccl::algo {
+
+CommShape CommShape::flat(std::uint32_t p, int level) {
+  CommShape s;
+  s.ranks = p;
+  if (p > 1) s.levels.push_back({level, p});
+  return s;
+}
+
+CommShape CommShape::servers(std::uint32_t servers, std::uint32_t perServer) {
+  CommShape s;
+  s.ranks = servers * perServer;
+  if (perServer > 1) s.levels.push_back({0, perServer});
+  if (servers > 1) s.levels.push_back({1, servers});
+  return s;
+}
+
+CommShape CommShape::pods(std::uint32_t pods, std::uint32_t serversPerPod,
+                          std::uint32_t perServer) {
+  CommShape s = servers(serversPerPod, perServer);
+  s.ranks *= pods;
+  if (pods > 1) s.levels.push_back({2, pods});
+  return s;
+}
+
+std::string CommShape::describe() const {
+  if (levels.empty()) return fmt::format("{} rank{}", ranks, ranks == 1 ? "" : "s");
+  std::string out = fmt::format("{} ranks:", ranks);
+  static constexpr const char* kWhat[] = {"per server", "servers", "pods"};
+  for (const LevelGroup& g : levels)
+    out += fmt::format(" L{} {} {},", g.level, g.size, kWhat[g.level]);
+  out.pop_back();
+  if (!symmetric) out += " (asymmetric)";
+  return out;
+}
+
+std::vector<std::vector<Phase>> phasesPerLevel(Collective c, const CommShape& shape,
+                                               std::uint64_t count) {
+  const std::size_t k = shape.levels.size();
+  std::vector<std::vector<Phase>> out(k);
+  if (k == 0) return out;
+  switch (c) {
+    case Collective::AllReduce: {
+      std::uint64_t n = count;
+      for (std::size_t i = 0; i + 1 < k; ++i) {
+        out[i] = {{Collective::ReduceScatter, n}, {Collective::AllGather, n}};
+        n = (n + shape.levels[i].size - 1) / shape.levels[i].size;  // the largest block
+      }
+      out[k - 1] = {{Collective::AllReduce, n}};
+      break;
+    }
+    case Collective::ReduceScatter: {
+      std::uint64_t n = count * shape.ranks;
+      for (std::size_t i = k; i-- > 0;) {
+        out[i] = {{Collective::ReduceScatter, n}};
+        n /= shape.levels[i].size;
+      }
+      break;
+    }
+    case Collective::AllGather: {
+      std::uint64_t n = count;
+      for (std::size_t i = 0; i < k; ++i) {
+        n *= shape.levels[i].size;
+        out[i] = {{Collective::AllGather, n}};
+      }
+      break;
+    }
+    default:  // rooted and other collectives run flat on the top level until composed
+      out[k - 1] = {{c, count}};
+      break;
+  }
+  return out;
+}
+
+Problem phaseProblem(const Phase& ph, std::uint32_t size, bool inPlace) {
+  Problem pb{ph.coll, size, 0, inPlace, Blocks::even(ph.total, size)};
+  if (ph.coll == Collective::Broadcast) pb.inPlace = true;
+  return pb;
+}
+
+}  // namespace hccl::algo

@@ -1,0 +1,244 @@
+#include "algorithms/selector.hpp"
+
+#include <fmt/format.h>
+
+#include <bit>
+
+#include "algorithms/catalog.hpp"
+#include "algorithms/config_fallback.hpp"
+
+namespace hccl::algo {
+namespace {
+
+std::string seconds(double s) {
+  if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
+  if (s < 1) return fmt::format("{:.2f} ms", s * 1e3);
+  return fmt::format("{:.2f} s", s);
+}
+
+std::string bytesText(std::uint64_t b) {
+  if (b >= (1u << 20) && b % (1u << 20) == 0) return fmt::format("{} MiB", b >> 20);
+  if (b >= 1024 && b % 1024 == 0) return fmt::format("{} KiB", b >> 10);
+  return fmt::format("{} B", b);
+}
+
+}  // namespace
+
+std::string_view name(Reason r) {
+  switch (r) {
+    case Reason::Forced:
+      return "forced";
+    case Reason::Fallback:
+      return "fallback";
+    case Reason::Rule:
+      return "tuning rule";
+    case Reason::Model:
+      return "model";
+    case Reason::HcclRules:
+      return "hccl_rules";
+  }
+  return "?";
+}
+
+std::uint64_t CallInfo::bytes() const {
+  return count * elemSize;
+}
+
+std::string CallInfo::describe() const {
+  std::string s = fmt::format("{} {}", name(coll), bytesText(bytes()));
+  if (coll == Collective::ReduceScatter || coll == Collective::AllGather) s += " per rank";
+  if (type) s += fmt::format(" {}", hccl::name(*type));
+  if (op)
+    s += fmt::format(" {}", hccl::name(*op));
+  else if (reduces(coll))
+    s += commutative ? " user-op" : " user-op(non-commutative)";
+  if (inPlace) s += " in-place";
+  if (uneven) s += " uneven";
+  return s;
+}
+
+std::string Decision::summary() const {
+  if (!ok()) return "declined: " + error;
+  std::string out;
+  for (const LevelChoice& c : levels) {
+    if (!out.empty()) out += ", ";
+    out += fmt::format("level{} {} ({}: {})", c.level, hcclName(c.algorithm), name(c.reason),
+                       c.detail);
+  }
+  return out.empty() ? "single rank: local copy" : out;
+}
+
+Selector::Selector(CommShape shape, Settings settings, CostModel model)
+    : shape_(std::move(shape)), settings_(std::move(settings)), model_(std::move(model)) {}
+
+const Decision& Selector::decide(const CallInfo& call) {
+  const Key key{static_cast<int>(call.coll),
+                call.count,
+                call.elemSize,
+                call.type ? static_cast<int>(*call.type) : -1,
+                call.op ? static_cast<int>(*call.op) : (call.commutative ? -1 : -2),
+                call.inPlace,
+                call.uneven,
+                false};
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second;
+  if (cache_.size() > 4096) cache_.clear();  // many distinct sizes: keep memory bounded
+  return cache_.emplace(key, compute(call)).first->second;
+}
+
+Decision Selector::compute(const CallInfo& call) const {
+  Decision d;
+  for (std::size_t i = 0; i < shape_.levels.size(); ++i) {
+    std::string error;
+    std::optional<LevelChoice> c = chooseLevel(call, i, error);
+    if (!c) {
+      d.error = fmt::format("level{}: {}", shape_.levels[i].level, error);
+      d.levels.clear();
+      return d;
+    }
+    d.predicted += c->predicted;
+    d.levels.push_back(std::move(*c));
+  }
+  return d;
+}
+
+std::string Selector::incapable(Algorithm a, const CallInfo& call,
+                                const std::vector<Phase>& phases) const {
+  const bool needOrder = (reduces(call.coll) && !call.commutative) ||
+                         settings_.deterministic.value == Determinism::Strict;
+  for (const Phase& ph : phases) {
+    const GeneratorSpec* spec = findGenerator(a, ph.coll);
+    if (!spec) return fmt::format("{} has no {}", hcclName(a), name(ph.coll));
+    if (needOrder && reduces(ph.coll) && !spec->rankOrdered)
+      return fmt::format("{} {} does not reduce in rank order ({})", hcclName(a), name(ph.coll),
+                         call.commutative ? "HCCL_DETERMINISTIC=strict" : "non-commutative op");
+    if (call.uneven && !spec->unevenBlocks)
+      return fmt::format("{} {} needs equal blocks", hcclName(a), name(ph.coll));
+  }
+  return {};
+}
+
+double Selector::predict(Algorithm a, const CallInfo& call, std::size_t levelIndex,
+                         const std::vector<Phase>& phases) const {
+  const LevelGroup& g = shape_.levels[levelIndex];
+  // Flat schedules put their transfers on level 0: give slot 0 this level's link parameters.
+  CostParams lvl = model_.params(call.type, call.op);
+  const auto l = static_cast<std::size_t>(g.level);
+  lvl.alpha[0] = lvl.alpha[l];
+  lvl.beta[0] = lvl.beta[l];
+  lvl.links[0] = lvl.links[l];
+  double t = 0;
+  for (const Phase& ph : phases) {
+    const GeneratorSpec* spec = findGenerator(a, ph.coll);
+    const Schedule s = buildSchedule(spec->generate, phaseProblem(ph, g.size, call.inPlace));
+    CostParams p = lvl;
+    if (!reduces(ph.coll)) p.gamma = 0;
+    t += criticalPath(s, call.elemSize, p).time;
+  }
+  return t;
+}
+
+std::vector<Candidate> Selector::candidates(const CallInfo& call, std::size_t levelIndex) const {
+  const auto phases = phasesPerLevel(call.coll, shape_, call.count)[levelIndex];
+  std::vector<Candidate> out;
+  const int level = shape_.levels[levelIndex].level;
+  for (const AlgorithmInfo& ai : algorithmCatalog()) {
+    // Automatic choice stays within HCCL's documented levels (a full mesh between servers would
+    // look free to the model but means p-1 flows into every NIC); forcing may go further.
+    Candidate c{ai.id, false,
+                ai.hcclLevels[static_cast<std::size_t>(level)]
+                    ? incapable(ai.id, call, phases)
+                    : fmt::format("{} is not a level{} algorithm in HCCL", hcclName(ai.id), level),
+                0};
+    c.capable = c.whyNot.empty();
+    if (c.capable) c.predicted = predict(ai.id, call, levelIndex, phases);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::optional<Algorithm> Selector::hcclRule(const CallInfo& call, std::size_t levelIndex) const {
+  const LevelGroup& g = shape_.levels[levelIndex];
+  switch (g.level) {
+    case 0:  // HCCL picks level0 from the hardware; shared memory connects every pair: Mesh
+      return Algorithm::Mesh;
+    case 1:  // 910 rule: ring unless the server count is a power of two
+      return std::has_single_bit(g.size) ? Algorithm::HalvingDoubling : Algorithm::Ring;
+    default:  // ring below 8 pods that are not a power of two, else H-D_R
+      return g.size < 8 && !std::has_single_bit(g.size) ? Algorithm::Ring
+                                                        : Algorithm::HalvingDoubling;
+  }
+  (void)call;
+}
+
+std::optional<LevelChoice> Selector::chooseLevel(const CallInfo& call, std::size_t levelIndex,
+                                                 std::string& error) const {
+  const int level = shape_.levels[levelIndex].level;
+  const auto phases = phasesPerLevel(call.coll, shape_, call.count)[levelIndex];
+  LevelChoice choice{level, Algorithm::Ring, Reason::Model, {}, 0};
+  auto take = [&](Algorithm a, Reason r, std::string detail) {
+    choice.algorithm = a;
+    choice.reason = r;
+    choice.detail = std::move(detail);
+    choice.predicted = predict(a, call, levelIndex, phases);
+    return choice;
+  };
+
+  std::string fallbackNote;
+  if (const auto forced = settings_.algo.value.forced(call.coll, level)) {
+    const std::string from = settings_.algo.from.str();
+    const std::string why = incapable(*forced, call, phases);
+    if (why.empty()) return take(*forced, Reason::Forced, "by " + from);
+    for (Algorithm alt : fallbackChain(*forced, call.coll))
+      if (incapable(alt, call, phases).empty())
+        return take(alt, Reason::Fallback,
+                    fmt::format("{} forced by {}, but {}; HCCL's fallback order gives {}",
+                                hcclName(*forced), from, why, hcclName(alt)));
+    fallbackNote = fmt::format("{} forced by {}, but {}, and nothing in its fallback order can; ",
+                               hcclName(*forced), from, why);
+  }
+
+  if (const auto ruled = model_.rule(call.coll, level, call.bytes())) {
+    if (incapable(*ruled, call, phases).empty())
+      return take(*ruled, fallbackNote.empty() ? Reason::Rule : Reason::Fallback,
+                  fallbackNote + "size rule of " + model_.source);
+  }
+
+  if (settings_.selection.value == SelectionMode::HcclRules) {
+    if (const auto r = hcclRule(call, levelIndex); r && incapable(*r, call, phases).empty())
+      return take(*r, fallbackNote.empty() ? Reason::HcclRules : Reason::Fallback,
+                  fallbackNote + fmt::format("HCCL default for {} groups of {}",
+                                             level == 0   ? "server"
+                                             : level == 1 ? "server-count"
+                                                          : "pod-count",
+                                             shape_.levels[levelIndex].size));
+  }
+
+  // The model: argmin over capable candidates; strict '<' keeps ties on the earlier algorithm.
+  const Candidate* best = nullptr;
+  const Candidate* second = nullptr;
+  std::vector<Candidate> all = candidates(call, levelIndex);
+  for (const Candidate& c : all) {
+    if (!c.capable) continue;
+    if (!best || c.predicted < best->predicted) {
+      second = best;
+      best = &c;
+    } else if (!second || c.predicted < second->predicted) {
+      second = &c;
+    }
+  }
+  if (!best) {
+    std::string why;
+    for (const Candidate& c : all) why += (why.empty() ? "" : "; ") + c.whyNot;
+    error = fallbackNote + "no algorithm can serve " + call.describe() + ": " + why;
+    return std::nullopt;
+  }
+  std::string detail = fallbackNote + fmt::format("{} predicted", seconds(best->predicted));
+  if (second)
+    detail += fmt::format(", next {} {}", hcclName(second->algorithm), seconds(second->predicted));
+  choice = {level, best->algorithm, fallbackNote.empty() ? Reason::Model : Reason::Fallback,
+            std::move(detail), best->predicted};
+  return choice;
+}
+
+}  // namespace hccl::algo

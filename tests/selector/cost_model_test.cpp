@@ -1,0 +1,132 @@
+// The tuning file: defaults are data, files override parts of them, good and bad documents.
+#include "algorithms/cost_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace hccl::algo {
+namespace {
+
+ConfigResult<CostModel> tune(const std::string& text, std::vector<std::string>& warnings) {
+  return applyTuning(defaultCostModel(), text, "t.json", warnings);
+}
+
+TEST(CostModel, DefaultsAreSane) {
+  const CostModel& m = defaultCostModel();
+  EXPECT_NE(m.source.find("built-in defaults"), std::string::npos) << m.source;
+  for (const LinkParams& l : m.level) {
+    EXPECT_GT(l.alpha, 0);
+    EXPECT_GT(l.beta, 0);
+  }
+  // Inside a server is faster than between servers.
+  EXPECT_LT(m.level[0].alpha, m.level[1].alpha);
+  EXPECT_LT(m.level[0].beta, m.level[1].beta);
+  EXPECT_GT(m.gamma(DataType::Float32, ReduceOp::Sum), 0);
+  EXPECT_GT(m.gamma(DataType::Float16, ReduceOp::Sum), m.gamma(DataType::Float32, ReduceOp::Sum));
+}
+
+TEST(CostModel, JsonRoundTrip) {
+  std::vector<std::string> warnings;
+  CostModel m = defaultCostModel();
+  m.rules.push_back({Collective::AllGather, 1, 10, 20, Algorithm::Ring});
+  auto back = applyTuning(CostModel{}, m.toJson(), "round trip", warnings);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(back.value().toJson(),
+            applyTuning(CostModel{}, m.toJson(), "round trip", warnings).value().toJson());
+  EXPECT_DOUBLE_EQ(back.value().level[1].alpha, m.level[1].alpha);
+  EXPECT_NEAR(back.value().level[2].beta, m.level[2].beta, 1e-24);
+  EXPECT_DOUBLE_EQ(back.value().gamma(DataType::BFloat16, ReduceOp::Max),
+                   m.gamma(DataType::BFloat16, ReduceOp::Max));
+  ASSERT_EQ(back.value().rules.size(), 1u);
+  EXPECT_EQ(back.value().rules[0].maxBytes, 20u);
+}
+
+TEST(CostModel, PartialOverride) {
+  std::vector<std::string> warnings;
+  auto r = tune(R"({"levels": {"level1": {"alpha_us": 5, "bandwidth_GBps": 10}},
+                     "gamma": {"fp32": {"sum": 20}}})",
+                warnings);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_DOUBLE_EQ(r.value().level[1].alpha, 5e-6);
+  EXPECT_DOUBLE_EQ(r.value().level[1].beta, 1e-10);
+  EXPECT_DOUBLE_EQ(r.value().level[0].alpha, defaultCostModel().level[0].alpha);  // untouched
+  EXPECT_DOUBLE_EQ(r.value().gamma(DataType::Float32, ReduceOp::Sum), 1.0 / 20e9);
+  EXPECT_DOUBLE_EQ(r.value().gamma(DataType::Float32, ReduceOp::Max),
+                   defaultCostModel().gamma(DataType::Float32, ReduceOp::Max));
+  EXPECT_NE(r.value().source.find("t.json"), std::string::npos);
+  EXPECT_NE(r.value().fingerprint(), defaultCostModel().fingerprint());
+}
+
+TEST(CostModel, UnknownNamesAreWarningsNotErrors) {
+  std::vector<std::string> warnings;
+  auto r = tune(R"({"levels": {"level7": {}}, "gamma": {"fp8": {"sum": 1}, "fp32": {"avg": 1}},
+                     "rules": [{"collective": "allreduce", "algorithm": "SuperRing"},
+                               {"collective": "gather", "algorithm": "ring"},
+                               {"collective": "allreduce", "algorithm": "ring", "max_bytes": 99}],
+                     "colour": "blue"})",
+                warnings);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r.value().rules.size(), 1u);  // only the valid rule survives
+  EXPECT_EQ(r.value().rules[0].algorithm, Algorithm::Ring);
+  std::string all;
+  for (const auto& w : warnings) all += w + "\n";
+  for (const char* needle : {"level7", "fp8", "avg", "SuperRing", "gather", "colour"})
+    EXPECT_NE(all.find(needle), std::string::npos) << needle << " not in:\n" << all;
+}
+
+TEST(CostModel, BadDocumentsAreErrorsNamingTheMember) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"{not json", "invalid JSON"},
+      {"[1, 2]", "expected a JSON object"},
+      {R"({"version": 2})", "version: expected 1"},
+      {R"({"levels": {"level1": {"alpha_us": "fast"}}})", "levels.level1.alpha_us"},
+      {R"({"levels": {"level1": {"bandwidth_GBps": 0}}})", "expected a positive number"},
+      {R"({"levels": {"level0": {"links": -1}}})", "levels.level0.links"},
+      {R"({"gamma": {"fp32": {"sum": -3}}})", "gamma.fp32.sum"},
+      {R"({"rules": [{"algorithm": "ring"}]})", "rules[0].collective"},
+      {R"({"rules": [{"collective": "allreduce", "algorithm": "ring", "level": 5}]})",
+       "rules[0].level"},
+      {R"({"rules": [{"collective": "allreduce", "algorithm": "ring", "min_bytes": 9,
+                      "max_bytes": 1}]})",
+       "min_bytes is larger"},
+  };
+  for (const auto& [text, needle] : cases) {
+    std::vector<std::string> warnings;
+    auto r = tune(text, warnings);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.error().message.find(needle), std::string::npos)
+        << text << " -> " << r.error().message;
+    EXPECT_EQ(r.error().message.find("t.json"), 0u) << r.error().message;
+  }
+}
+
+TEST(CostModel, FilesAreReadAndMissingOnesNamed) {
+  std::vector<std::string> warnings;
+  auto missing = loadTuningFile(defaultCostModel(), "/nonexistent/tuning.json", warnings);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("/nonexistent/tuning.json"), std::string::npos);
+  const std::string path = ::testing::TempDir() + "/hccl_tuning_test.json";
+  std::ofstream(path) << R"({"description": "measured", "levels": {"level2": {"alpha_us": 99}}})";
+  auto ok = loadTuningFile(defaultCostModel(), path, warnings);
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_DOUBLE_EQ(ok.value().level[2].alpha, 99e-6);
+  EXPECT_NE(ok.value().source.find("measured"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST(CostModel, RulesMatchFirstWithInclusiveBounds) {
+  CostModel m;
+  m.rules = {{Collective::AllReduce, 1, 0, 100, Algorithm::Ring},
+             {Collective::AllReduce, 1, 50, 1000, Algorithm::HalvingDoubling}};
+  EXPECT_EQ(m.rule(Collective::AllReduce, 1, 100), Algorithm::Ring);
+  EXPECT_EQ(m.rule(Collective::AllReduce, 1, 101), Algorithm::HalvingDoubling);
+  EXPECT_EQ(m.rule(Collective::AllReduce, 0, 10), std::nullopt);
+  EXPECT_EQ(m.rule(Collective::AllGather, 1, 10), std::nullopt);
+}
+
+}  // namespace
+}  // namespace hccl::algo

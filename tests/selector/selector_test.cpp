@@ -1,0 +1,192 @@
+// The selector: forced choices and their fallbacks, HCCL's documented rules, and a model whose
+// crossovers move the right way when the link parameters change.
+#include "algorithms/selector.hpp"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+
+namespace hccl::algo {
+namespace {
+
+Settings settingsWith(std::map<std::string, std::string, std::less<>> env) {
+  auto r = resolveSettings({{}, {}, mapLookup(std::move(env))});
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.value();
+}
+
+CallInfo allreduce(std::uint64_t bytes, bool commutative = true) {
+  CallInfo c;
+  c.coll = Collective::AllReduce;
+  c.count = bytes / 4;
+  c.elemSize = 4;
+  c.type = DataType::Float32;
+  if (commutative) c.op = ReduceOp::Sum;
+  c.commutative = commutative;
+  return c;
+}
+
+CallInfo withColl(CallInfo c, Collective coll) {
+  c.coll = coll;
+  return c;
+}
+
+// A model with only level 1 mattering: alpha and bandwidth given.
+CostModel linkModel(double alphaUs, double gbps) {
+  CostModel m = defaultCostModel();
+  m.level[1] = {alphaUs * 1e-6, 1.0 / (gbps * 1e9), 1};
+  return m;
+}
+
+TEST(Selector, ForcedAlgorithmIsUsedAndAttributed) {
+  Selector sel(CommShape::servers(6, 1), settingsWith({{"HCCL_ALGO", "level0:NA;level1:ring"}}),
+               defaultCostModel());
+  const Decision& d = sel.decide(allreduce(4));
+  ASSERT_TRUE(d.ok()) << d.error;
+  ASSERT_EQ(d.levels.size(), 1u);
+  EXPECT_EQ(d.levels[0].algorithm, Algorithm::Ring);
+  EXPECT_EQ(d.levels[0].reason, Reason::Forced);
+  EXPECT_NE(d.summary().find("forced: by env HCCL_ALGO"), std::string::npos) << d.summary();
+}
+
+TEST(Selector, ForcedButIncapableFallsBackAlongHcclsChain) {
+  // ring cannot reduce in rank order: a non-commutative op falls back to H-D_R (ring -> NHR,
+  // H-D_R; there is no NHR generator yet).
+  Selector sel(CommShape::servers(6, 1), settingsWith({{"HCCL_ALGO", "level0:NA;level1:ring"}}),
+               defaultCostModel());
+  const Decision& d = sel.decide(allreduce(1 << 20, false));
+  ASSERT_TRUE(d.ok()) << d.error;
+  EXPECT_EQ(d.levels[0].algorithm, Algorithm::HalvingDoubling);
+  EXPECT_EQ(d.levels[0].reason, Reason::Fallback);
+  EXPECT_NE(d.levels[0].detail.find("does not reduce in rank order"), std::string::npos)
+      << d.levels[0].detail;
+}
+
+TEST(Selector, NothingCapableDeclinesWithAReason) {
+  // Non-commutative ReduceScatter between servers: ring and H-D_R both reduce out of rank order,
+  // and fullmesh is not a level1 algorithm.
+  Selector sel(CommShape::servers(4, 1), settingsWith({}), defaultCostModel());
+  const Decision& d = sel.decide(withColl(allreduce(4096, false), Collective::ReduceScatter));
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error.find("no algorithm can serve"), std::string::npos) << d.error;
+  EXPECT_NE(d.error.find("non-commutative"), std::string::npos) << d.error;
+}
+
+TEST(Selector, StrictDeterminismAsksForRankOrder) {
+  Selector sel(CommShape::flat(4), settingsWith({{"HCCL_DETERMINISTIC", "strict"}}),
+               defaultCostModel());
+  for (std::uint64_t bytes : {64u, 1u << 24}) {
+    const Decision& d = sel.decide(allreduce(bytes));
+    ASSERT_TRUE(d.ok()) << d.error;
+    const GeneratorSpec* spec = findGenerator(d.levels[0].algorithm, Collective::AllReduce);
+    EXPECT_TRUE(spec->rankOrdered) << d.summary();
+  }
+}
+
+TEST(Selector, HcclRulesForTwoToSixteenServers) {
+  for (std::uint32_t servers = 2; servers <= 16; ++servers) {
+    Selector sel(CommShape::servers(servers, 1),
+                 settingsWith({{"COLL_HCCL_SELECTION", "hccl_rules"}}), defaultCostModel());
+    for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
+      const Decision& d = sel.decide(withColl(allreduce(1 << 16), c));
+      ASSERT_TRUE(d.ok()) << d.error;
+      const Algorithm want =
+          std::has_single_bit(servers) ? Algorithm::HalvingDoubling : Algorithm::Ring;
+      EXPECT_EQ(d.levels[0].algorithm, want) << servers << " servers, " << name(c);
+      EXPECT_EQ(d.levels[0].reason, Reason::HcclRules);
+    }
+  }
+}
+
+TEST(Selector, HcclRulesForPods) {
+  for (std::uint32_t pods : {2u, 3u, 4u, 6u, 8u, 9u, 12u}) {
+    Selector sel(CommShape::pods(pods, 2, 1), settingsWith({{"COLL_HCCL_SELECTION", "hccl_rules"}}),
+                 defaultCostModel());
+    const Decision& d = sel.decide(allreduce(1 << 16));
+    ASSERT_TRUE(d.ok()) << d.error;
+    ASSERT_EQ(d.levels.size(), 2u);
+    const Algorithm want =
+        pods < 8 && !std::has_single_bit(pods) ? Algorithm::Ring : Algorithm::HalvingDoubling;
+    EXPECT_EQ(d.levels[1].algorithm, want) << pods << " pods";
+  }
+}
+
+// The byte size at which the model stops picking H-D_R (fewer steps) for ring (less data) on
+// 6 servers, searched over powers of two.
+std::uint64_t crossover(const CostModel& m) {
+  Selector sel(CommShape::servers(6, 1), settingsWith({}), m);
+  for (std::uint64_t b = 64; b <= (1ull << 32); b *= 2)
+    if (sel.decide(allreduce(b)).levels[0].algorithm == Algorithm::Ring) return b;
+  return 0;
+}
+
+TEST(Selector, ModelPicksFewStepsForSmallAndLittleDataForLarge) {
+  Selector sel(CommShape::servers(6, 1), settingsWith({}), linkModel(25, 1.25));
+  const Decision& small = sel.decide(allreduce(64));
+  const Decision& large = sel.decide(allreduce(64 << 20));
+  EXPECT_EQ(small.levels[0].algorithm, Algorithm::HalvingDoubling) << small.summary();
+  EXPECT_EQ(large.levels[0].algorithm, Algorithm::Ring) << large.summary();
+  EXPECT_EQ(small.levels[0].reason, Reason::Model);
+  EXPECT_LT(small.predicted, large.predicted);
+}
+
+TEST(Selector, CrossoverMovesWithAlphaAndBeta) {
+  const std::uint64_t base = crossover(linkModel(25, 1.25));
+  ASSERT_GT(base, 0u);
+  // Costlier startups make fewer steps worth more data: the crossover moves up.
+  EXPECT_GT(crossover(linkModel(250, 1.25)), base);
+  // A faster link makes data cheaper, so the step-saving algorithm wins further: it moves up too.
+  EXPECT_GT(crossover(linkModel(25, 12.5)), base);
+  // Cheaper startups: it moves down.
+  EXPECT_LT(crossover(linkModel(2.5, 1.25)), base);
+}
+
+TEST(Selector, PredictionEqualsTheReferenceFormula) {
+  // Ring allreduce on 5 servers, no reduction cost: 2(p-1)a + 2(p-1)/p n b.
+  CostModel m = linkModel(10, 1.0);
+  m.setGamma(std::nullopt, std::nullopt, 1e-30);
+  Selector sel(CommShape::servers(5, 1), settingsWith({{"HCCL_ALGO", "level0:NA;level1:ring"}}), m);
+  const double n = 5.0 * (1 << 20);
+  const Decision& d = sel.decide(allreduce(5 << 20));
+  EXPECT_NEAR(d.predicted, 8 * 10e-6 + 2.0 * 4 / 5 * n * 1e-9, 1e-9);
+}
+
+TEST(Selector, TuningRuleWinsOverTheModel) {
+  CostModel m = defaultCostModel();
+  m.rules.push_back({Collective::AllReduce, 1, 0, 1024, Algorithm::Ring});
+  Selector sel(CommShape::servers(8, 1), settingsWith({}), m);
+  EXPECT_EQ(sel.decide(allreduce(512)).levels[0].algorithm, Algorithm::Ring);
+  EXPECT_EQ(sel.decide(allreduce(512)).levels[0].reason, Reason::Rule);
+  EXPECT_NE(sel.decide(allreduce(4096)).levels[0].reason, Reason::Rule);
+}
+
+TEST(Selector, TwoLevelsDecideEachLevel) {
+  Selector sel(CommShape::servers(4, 8), settingsWith({{"HCCL_ALGO", "level0:NA;level1:ring"}}),
+               defaultCostModel());
+  const Decision& d = sel.decide(allreduce(1 << 20));
+  ASSERT_TRUE(d.ok()) << d.error;
+  ASSERT_EQ(d.levels.size(), 2u);
+  EXPECT_EQ(d.levels[0].level, 0);
+  EXPECT_EQ(d.levels[0].algorithm, Algorithm::Mesh);  // shared memory, every pair connected
+  EXPECT_EQ(d.levels[1].level, 1);
+  EXPECT_EQ(d.levels[1].algorithm, Algorithm::Ring);
+}
+
+TEST(Selector, Level0CanBeForcedOnSharedMemory) {
+  Selector sel(CommShape::flat(5), settingsWith({{"HCCL_ALGO", "level0:H-D_R"}}),
+               defaultCostModel());
+  const Decision& d = sel.decide(allreduce(4096));
+  ASSERT_TRUE(d.ok()) << d.error;
+  EXPECT_EQ(d.levels[0].algorithm, Algorithm::HalvingDoubling);
+  EXPECT_EQ(d.levels[0].reason, Reason::Forced);
+}
+
+TEST(Selector, SingleRankNeedsNoAlgorithm) {
+  Selector sel(CommShape::flat(1), settingsWith({}), defaultCostModel());
+  const Decision& d = sel.decide(allreduce(4096));
+  EXPECT_TRUE(d.ok());
+  EXPECT_TRUE(d.levels.empty());
+}
+
+}  // namespace
+}  // namespace hccl::algo
