@@ -1,0 +1,105 @@
+#include "algorithms/chunking.hpp"
+
+#include <algorithm>
+
+namespace hccl::algo {
+namespace {
+
+bool blockwise(Collective c) {
+  return c == Collective::ReduceScatter || c == Collective::AllGather;
+}
+
+// The per-block extent that chunking divides.
+std::uint64_t extent(const Problem& pb) {
+  if (!blockwise(pb.coll)) return pb.total();
+  std::uint64_t m = 0;
+  for (std::uint32_t i = 0; i < pb.ranks; ++i) m = std::max(m, pb.blocks.count(i));
+  return m;
+}
+
+BufferMap identity(std::uint64_t count) {
+  if (count == 0) return {};
+  return {Segment{0, 0, count}};
+}
+
+// Chunk j's part of every block, laid out as the chunk's own blocks.
+BufferMap perBlock(const Problem& whole, const Blocks& chunk, std::uint64_t start) {
+  BufferMap m;
+  for (std::uint32_t i = 0; i < whole.ranks; ++i)
+    if (chunk.count(i) > 0)
+      m.push_back({chunk.offset(i), whole.blocks.offset(i) + start, chunk.count(i)});
+  return m;
+}
+
+}  // namespace
+
+std::vector<Chunk> planChunks(const Problem& pb, std::uint32_t rank, std::uint64_t chunkElems) {
+  const std::uint64_t m = extent(pb);
+  const bool unsplittable =
+      pb.coll == Collective::ReduceScatter && pb.inPlace && !pb.blocks.isUniform();
+  if (chunkElems == 0 || chunkElems >= m || unsplittable) {
+    return {Chunk{pb, identity(pb.bufferCount(Buf::Input, rank)),
+                  identity(pb.bufferCount(Buf::Output, rank))}};
+  }
+  std::vector<Chunk> out;
+  for (std::uint64_t start = 0; start < m; start += chunkElems) {
+    Chunk c{pb, {}, {}};
+    if (!blockwise(pb.coll)) {
+      const std::uint64_t len = std::min(chunkElems, m - start);
+      c.problem.blocks = Blocks::even(len, pb.ranks);
+      if (pb.bufferCount(Buf::Input, rank) > 0) c.input = {Segment{0, start, len}};
+      if (pb.bufferCount(Buf::Output, rank) > 0) c.output = {Segment{0, start, len}};
+      out.push_back(std::move(c));
+      continue;
+    }
+    std::vector<std::uint64_t> counts(pb.ranks);
+    for (std::uint32_t i = 0; i < pb.ranks; ++i) {
+      const std::uint64_t ci = pb.blocks.count(i);
+      counts[i] = ci > start ? std::min(chunkElems, ci - start) : 0;
+    }
+    c.problem.blocks = Blocks::of(counts);
+    const std::uint64_t mine = counts[rank];
+    if (pb.coll == Collective::ReduceScatter) {
+      if (!pb.inPlace) {
+        c.input = perBlock(pb, c.problem.blocks, start);
+        if (mine > 0) c.output = {Segment{0, start, mine}};
+      } else {
+        // Equal blocks: the result of chunk j lands where block 0's chunk j was read from.
+        c.output = perBlock(pb, c.problem.blocks, start);
+      }
+    } else {  // AllGather
+      if (!pb.inPlace && mine > 0) c.input = {Segment{0, start, mine}};
+      c.output = perBlock(pb, c.problem.blocks, start);
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::uint64_t chunkSizeFor(const Problem& pb, std::uint64_t scratchElems,
+                           const std::function<RankSchedule(const Problem&, std::uint32_t)>& gen) {
+  auto need = [&](const Problem& q) {
+    std::uint64_t s = 0;
+    for (std::uint32_t r = 0; r < q.ranks; ++r) s = std::max(s, scratchCount(gen(q, r)));
+    return s;
+  };
+  const std::uint64_t whole = need(pb);
+  const std::uint64_t m = extent(pb);
+  if (whole <= scratchElems || m <= 1) return 0;
+  // Scratch grows about linearly with the chunk: start from the proportional guess, shrink
+  // until the largest chunk fits.
+  std::uint64_t c = std::max<std::uint64_t>(
+      1, static_cast<std::uint64_t>(static_cast<double>(m) * static_cast<double>(scratchElems) /
+                                    static_cast<double>(whole)));
+  while (c > 1) {
+    const std::uint64_t s = need(planChunks(pb, 0, c).front().problem);
+    if (s <= scratchElems) break;
+    c = std::max<std::uint64_t>(
+        1, std::min(c - 1, static_cast<std::uint64_t>(static_cast<double>(c) *
+                                                      static_cast<double>(scratchElems) /
+                                                      static_cast<double>(s))));
+  }
+  return c;
+}
+
+}  // namespace hccl::algo

@@ -1,0 +1,46 @@
+// Chunked execution: a large call becomes a loop of smaller calls of the same collective, each
+// small enough that its schedule's scratch fits a bounded buffer (HCCL_BUFFSIZE).
+//
+// Chunk j takes elements [j*C, (j+1)*C) of every rank's block (of the whole vector for AllReduce,
+// Broadcast and Reduce). Its schedule is generated for its own, smaller Problem; the maps below
+// bind that schedule's logical Input/Output offsets to the caller's memory, block by block, so a
+// chunk of a ReduceScatter input or an AllGather output (strided in user memory) needs no copy.
+// Equal chunks have equal Problems, so the engine generates one schedule and reuses it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "algorithms/schedule.hpp"
+
+namespace hccl::algo {
+
+// Logical elements [logical, logical+count) of a chunk's buffer live at user element offset
+// `physical`.
+struct Segment {
+  std::uint64_t logical = 0;
+  std::uint64_t physical = 0;
+  std::uint64_t count = 0;
+  bool operator==(const Segment&) const = default;
+};
+using BufferMap = std::vector<Segment>;  // sorted by logical offset, gap-free from 0
+
+struct Chunk {
+  Problem problem;
+  BufferMap input;   // empty when the chunk has no Input on this rank
+  BufferMap output;  // empty when the chunk has no Output on this rank
+};
+
+// Splits `pb` for `rank` into chunks of at most `chunkElems` elements per block (0 = no limit).
+// Returns a single chunk when splitting is impossible without copies (in-place ReduceScatter
+// whose blocks differ in size).
+std::vector<Chunk> planChunks(const Problem& pb, std::uint32_t rank, std::uint64_t chunkElems);
+
+// The largest chunk size (elements per block) whose schedule needs at most `scratchElems` of
+// scratch on every rank, found by generating schedules; 0 means "no chunking needed". Every rank
+// computes the same value, so the chunks line up.
+std::uint64_t chunkSizeFor(const Problem& pb, std::uint64_t scratchElems,
+                           const std::function<RankSchedule(const Problem&, std::uint32_t)>& gen);
+
+}  // namespace hccl::algo
