@@ -198,6 +198,7 @@ cmd_down() {
 
 take_lock_nowait() {
   ((LOCK_HELD)) && return 0
+  mkdir -p "${LOCKFILE%/*}"
   exec 9>"$LOCKFILE"
   flock -n 9 || die "rig '$ID' is in use by a running session (lock $LOCKFILE); use another --id"
   LOCK_HELD=1
@@ -403,6 +404,7 @@ cmd_session() {
   ((${#body[@]})) || die "session needs a command after --"
   [[ $lock_wait =~ ^[0-9]+$ ]] || die "bad --lock-wait '$lock_wait': give whole seconds"
 
+  mkdir -p "${LOCKFILE%/*}"
   exec 9>"$LOCKFILE"
   if ! flock -n 9; then
     log "waiting up to $lock_wait s for another session of rig '$ID' to finish"
