@@ -236,6 +236,10 @@ outer() {
   ip netns list >/dev/null 2>&1 || skip "'ip netns' is not available"
   unshare --net --uts true 2>/dev/null || skip "cannot create network/UTS namespaces here"
   [[ -x $PROBE ]] || fail "probe program '$PROBE' is not executable"
+  # Concurrent runs of this test (other worktrees) take turns: they use the same rig ids.
+  mkdir -p /run/lock
+  exec 8>/run/lock/hccl-cluster-selftest_suite.lock
+  flock -w 800 8 || fail "another run of this self-test held its lock for 800 s"
 
   expect_error "bad rig id 'a-b'" --id a-b down
   expect_error "bad server count '0'" --id selftest_args up 0
