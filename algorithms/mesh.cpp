@@ -59,7 +59,7 @@ RankSchedule meshReduceScatter(const Problem& pb, std::uint32_t r) {
   RankSchedule out;
   const Blocks& bl = pb.blocks;
   const Buf src = pb.inPlace ? Buf::Output : Buf::Input;
-  const Slice dst{Buf::Output, 0, bl.count(r)};
+  const Slice dst = pb.resultSlice(r);
   const Slice ownBlock = bl.block(src, r);
   // In place, writing the result at the start of the output could clobber our own block's
   // contribution before it is read; reduce into scratch first then.

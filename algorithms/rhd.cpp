@@ -142,10 +142,9 @@ void halvingDoublingAG(RankSchedule& out, const Fold& f, std::uint32_t me, const
   }
 }
 
-// Moves a finished block to the start of the output (ReduceScatter's result position), through
-// scratch when the two overlap.
-void placeAtStart(Step& s, Slice done, Slice scratchFree) {
-  const Slice start{Buf::Output, 0, done.count};
+// Moves a finished block to where ReduceScatter's result belongs, through scratch when the two
+// overlap.
+void placeResult(Step& s, Slice done, Slice start, Slice scratchFree) {
   if (done == start) return;
   if (!start.overlaps(done)) {
     copy(s, start, done);
@@ -242,11 +241,11 @@ RankSchedule rhdReduceScatter(const Problem& pb, std::uint32_t r) {
     const Slice theirs = bl.block(Buf::Output, f.pairPeer(r));
     send(last, f.pairPeer(r), pt.accAt(theirs.offset, theirs.count));
   } else if (f.inPart1(r)) {
-    recv(last, f.pairPeer(r), Slice{Buf::Output, 0, bl.count(r)});
+    recv(last, f.pairPeer(r), pb.resultSlice(r));
   }
   if (f.active(r)) {
     const Slice mine = bl.block(Buf::Output, r);
-    placeAtStart(last, pt.at(mine.offset, mine.count), scratchFree);
+    placeResult(last, pt.at(mine.offset, mine.count), pb.resultSlice(r), scratchFree);
   }
   prune(out);
   return out;

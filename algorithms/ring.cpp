@@ -70,7 +70,7 @@ RankSchedule ringReduceScatter(const Problem& pb, std::uint32_t r) {
   RankSchedule out;
   const Blocks& bl = pb.blocks;
   const std::uint32_t p = pb.ranks;
-  const Slice mine = {Buf::Output, 0, bl.count(r)};
+  const Slice mine = pb.resultSlice(r);
   if (!pb.inPlace) {
     if (p == 1) copy(out.newStep(), mine, bl.block(Buf::Input, 0));
     std::uint64_t maxBlock = 0;

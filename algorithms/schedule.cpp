@@ -189,6 +189,7 @@ std::string toString(const Problem& p) {
       p.coll == Collective::Scatter)
     s += fmt::format(" root={}", p.root);
   if (p.inPlace && p.coll != Collective::Broadcast) s += " in-place";
+  if (p.inPlace && p.resultInBlock && p.coll == Collective::ReduceScatter) s += " result-in-block";
   if (!p.blocks.isUniform() &&
       (p.coll == Collective::ReduceScatter || p.coll == Collective::AllGather))
     s += " (uneven blocks)";

@@ -155,6 +155,10 @@ struct Problem {
   std::uint32_t root = 0;
   bool inPlace = false;
   Blocks blocks;
+  // In-place ReduceScatter only: leave rank r's result in its own block (Output[offset(r)...))
+  // instead of moving it to the start as MPI requires. Hierarchical AllReduce uses this so each
+  // piece stays where the next level and the closing AllGather expect it.
+  bool resultInBlock = false;
 
   static Problem allReduce(std::uint32_t p, std::uint64_t count, bool inPlace = false);
   static Problem reduceScatter(std::uint32_t p, std::uint64_t perRank, bool inPlace = false);
@@ -164,6 +168,11 @@ struct Problem {
                         bool inPlace = false);
 
   std::uint64_t total() const { return blocks.total(); }
+  // Where rank r's ReduceScatter result must end up.
+  Slice resultSlice(std::uint32_t r) const {
+    return inPlace && resultInBlock ? blocks.block(Buf::Output, r)
+                                    : Slice{Buf::Output, 0, blocks.count(r)};
+  }
   // Elements each named buffer must hold on rank r (0 when the buffer is absent).
   std::uint64_t bufferCount(Buf b, std::uint32_t r) const;
   bool operator==(const Problem&) const = default;

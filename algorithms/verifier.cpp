@@ -282,9 +282,12 @@ class Verifier final : public ReplayObserver {
       case Collective::AllReduce:
         expect(r, 0, n, sets_.all(), 0);
         break;
-      case Collective::ReduceScatter:
-        expect(r, 0, pb.blocks.count(r), sets_.all(), at(r));
+      case Collective::ReduceScatter: {
+        const Slice res = pb.resultSlice(r);
+        expect(r, res.offset, res.count, sets_.all(),
+               at(r) - static_cast<std::int64_t>(res.offset));
         break;
+      }
       case Collective::AllGather:
         for (std::uint32_t i = 0; i < p_; ++i)
           expect(r, pb.blocks.offset(i), pb.blocks.count(i), sets_.single(i), -at(i));

@@ -1,0 +1,44 @@
+// Hierarchical composition: a collective over a multi-level communicator as a sequence of
+// per-level collectives, each run by the algorithm the selector chose for its level, on groups
+// whose peers map to communicator ranks (reference section 2; levels innermost first):
+//
+//   AllReduce      L0 RS -> L1 RS -> ... -> top AR -> ... -> L1 AG -> L0 AG
+//                  Each level splits its region evenly among its group; a rank carries on with
+//                  its own piece, so the heavy phases run on the fast inner links and the outer
+//                  links move only 1/(inner group size) of the data.
+//   ReduceScatter  top RS -> ... -> L0 RS. A member's share at level l is the data of the ranks
+//                  it stands for (its supernode at level 2, its server at level 1), so the blocks
+//                  that cross servers stay whole and rank i ends with block i.
+//   AllGather      L0 AG -> ... -> top AG, the mirror image.
+//
+// Data is laid out server by server. When servers do not hold consecutive rank ranges (MPI rank
+// order is arbitrary) ReduceScatter first copies its input blocks into that order in scratch and
+// AllGather gathers there and copies out; AllReduce needs no reordering.
+//
+// Rank order: the composition reduces in rank order when every level's algorithm does and the
+// layout is in block order (each server a consecutive rank range, servers ascending).
+// Asymmetric layouts (servers of unequal size) cannot be split level by level: they run the
+// outermost level's algorithm flat over all ranks (Layout::shape() presents them so to the
+// selector).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "algorithms/generators.hpp"
+#include "algorithms/layout.hpp"
+
+namespace hccl::algo {
+
+using LevelAlgorithms = std::array<Algorithm, kNumLevels>;  // indexed by level
+
+// Rank `rank`'s schedule for `pb` (a Problem over layout.ranks() ranks). Throws
+// std::invalid_argument when the collective cannot be composed or a level's algorithm has no
+// generator for a phase it must run.
+RankSchedule composeHierarchical(const Layout& layout, const LevelAlgorithms& algs,
+                                 const Problem& pb, std::uint32_t rank);
+
+// True when composeHierarchical() reduces in rank order for this layout and these algorithms.
+bool composedRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Collective c);
+
+}  // namespace hccl::algo
