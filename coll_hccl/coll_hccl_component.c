@@ -12,6 +12,7 @@
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
+#include "opal/util/proc.h"
 
 static int hccl_register(void);
 static int hccl_open(void);
@@ -127,7 +128,8 @@ static int hccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
     return OMPI_ERR_NOT_AVAILABLE;
   }
   c->engine_ready = true;
-  opal_output_verbose(2, c->output, "%s started (thread multiple: %s)", hccl_engine_version(),
+  opal_output_verbose(0 == OPAL_PROC_MY_NAME.vpid ? 1 : 2, c->output,
+                      "%s started (thread multiple: %s)", hccl_engine_version(),
                       enable_mpi_threads ? "yes" : "no");
   if (OPAL_SUCCESS == opal_progress_register(mca_coll_hccl_progress)) {
     c->progress_registered = true;

@@ -9,6 +9,7 @@
 // Test mode (HCCL_PLACEHOLDER_EXECUTE=1 on every rank) additionally exercises the adapter's
 // engine path (requests, progress, packing, user-op callbacks): see engine_placeholder_exec.hpp.
 // It is not an engine: it gathers every input with the blocking bootstrap all-gather.
+// HCCL_PLACEHOLDER_FAIL_RANK=r makes communicator creation fail on rank r only.
 //
 // The lead replaces this file (and engine_placeholder_exec.*) with the real engine's API layer.
 #include <unistd.h>
@@ -214,6 +215,15 @@ hccl_status_t hccl_comm_create(const hccl_comm_params_t* params, hccl_comm_t** c
         return HCCL_ERR_BOOTSTRAP;
       }
       executing += p.execute;
+    }
+    // Test hook: a local failure after the exchange (as a transport set-up error would be), to
+    // prove that the adapter makes every rank drop the engine for this communicator.
+    if (const char* fail = std::getenv("HCCL_PLACEHOLDER_FAIL_RANK");
+        fail != nullptr && std::atoi(fail) == params->rank) {
+      copyMessage(err, errlen,
+                  "failure injected by HCCL_PLACEHOLDER_FAIL_RANK=" + std::string(fail) +
+                      " (placeholder test hook)");
+      return HCCL_ERR_INTERNAL;
     }
     auto c = std::make_unique<hccl_comm>();
     c->rank = params->rank;

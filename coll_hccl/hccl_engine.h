@@ -288,9 +288,10 @@ hccl_status_t hccl_req_test(hccl_req_t* req, char* err, size_t errlen);
  */
 void hccl_req_free(hccl_req_t* req);
 
-/* Advances every active request of every communicator. Called from Open MPI's progress loop, very
- * often: it must return quickly when nothing is active, and must not block or call the all-gather
- * callback. Returns the number of requests that completed during this call. */
+/* Advances every active request of every communicator. Called from Open MPI's progress loop while
+ * the adapter has at least one request in flight (then very often: keep it cheap), just before it
+ * tests them; never re-entered. Must not block or call the all-gather callback. Returns the number
+ * of requests that completed during this call. */
 int hccl_progress(void);
 
 #ifdef __cplusplus

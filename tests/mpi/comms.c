@@ -1,9 +1,9 @@
 /*
  * comms.c - collectives on communicators other than MPI_COMM_WORLD, and user-defined ops.
  *
- *  - MPI_Comm_split with reversed keys, MPI_Comm_dup, MPI_Comm_split_type, single-rank
- *    communicators, MPI_COMM_SELF and an intercommunicator (coll_hccl must stay out of the last
- *    three and the results must still be right);
+ *  - MPI_Comm_split with reversed keys, MPI_Comm_dup, MPI_Comm_idup, MPI_Comm_split_type,
+ * single-rank communicators, MPI_COMM_SELF and an intercommunicator (coll_hccl must stay out of the
+ * last three and the results must still be right);
  *  - commutative and non-commutative user ops: the result must equal the reduction in the
  *    communicator's rank order, on a predefined type, a contiguous derived type and a vector type;
  *  - collectives interleaved over several communicators.
@@ -216,6 +216,14 @@ int main(int argc, char** argv) {
   for (int r = world_rank + 1; r < world_size; ++r) higher_same_color += r % 2 == world_rank % 2;
   check(split_rank == higher_same_color, "split with reversed keys: rank %d, expected %d",
         split_rank, higher_same_color);
+
+  /* MPI_Comm_idup: coll_hccl's set-up then runs inside Open MPI's progress loop. */
+  MPI_Comm idup;
+  MPI_Request idup_req;
+  MPI_Comm_idup(MPI_COMM_WORLD, &idup, &idup_req);
+  MPI_Wait(&idup_req, MPI_STATUS_IGNORE);
+  user_ops(idup, "idup");
+  MPI_Comm_free(&idup);
 
   user_ops(dup, "dup");
   user_ops(split, "split(reversed)");

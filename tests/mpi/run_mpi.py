@@ -44,6 +44,8 @@ def parse_args():
                     help="a line of the job's output must match")
     ap.add_argument("--skip-if-placeholder", metavar="WHY",
                     help="skip (77) when the placeholder engine answered, printing WHY")
+    ap.add_argument("--skip-if-real-engine", action="store_true",
+                    help="skip (77) unless the placeholder engine answered (its test hooks)")
     ap.add_argument("--ompi-info", action="store_true",
                     help="run ompi_info instead of mpirun; program = expected parameter names")
     ap.add_argument("program", nargs="+")
@@ -99,9 +101,12 @@ def run_job(args):
     sys.stdout.write(text if len(text) < 200_000 else text[:100_000] + "\n[...]\n" + text[-100_000:])
     lines = text.splitlines()
 
-    if args.skip_if_placeholder and any("coll:hccl: enabled on" in l and "placeholder" in l
-                                        for l in lines):
+    placeholder = any(re.match(r"coll:hccl: .*coll_hccl engine .*placeholder", l) for l in lines)
+    if args.skip_if_placeholder and placeholder:
         print(f"SKIP: {args.skip_if_placeholder}")
+        return None
+    if args.skip_if_real_engine and not placeholder:
+        print("SKIP: this test uses a test hook of the placeholder engine")
         return None
 
     failures = []
