@@ -34,8 +34,11 @@ BEGIN_C_DECLS
 
 #if OMPI_MAJOR_VERSION >= 5
 #define MCA_COLL_HCCL_CID(comm) ompi_comm_get_local_cid(comm)
+/* 5.0 made c_name a pointer */
+#define MCA_COLL_HCCL_NAME(comm) (NULL != (comm)->c_name ? (const char*)(comm)->c_name : "")
 #else
 #define MCA_COLL_HCCL_CID(comm) ompi_comm_get_cid(comm)
+#define MCA_COLL_HCCL_NAME(comm) ((const char*)(comm)->c_name)
 #endif
 
 /* Above tuned (30) and han (35) so that installing the component means using it. */

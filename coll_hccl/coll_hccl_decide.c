@@ -54,8 +54,8 @@ bool mca_coll_hccl_decide(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t*
     char what[256];
     describe(call, what, sizeof what);
     opal_output(mca_coll_hccl_component.output, "%s on %s (cid %u, rank %d of %d): %s%s -> %s: %s",
-                call->mpi_name, m->comm->c_name, (unsigned)MCA_COLL_HCCL_CID(m->comm), rank,
-                ompi_comm_size(m->comm), what, call->desc.in_place ? ", in place" : "",
+                call->mpi_name, MCA_COLL_HCCL_NAME(m->comm), (unsigned)MCA_COLL_HCCL_CID(m->comm),
+                rank, ompi_comm_size(m->comm), what, call->desc.in_place ? ", in place" : "",
                 take ? "hccl" : "fallback", NULL != adapter_why ? adapter_why : explain);
   }
   return take;

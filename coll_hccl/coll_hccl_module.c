@@ -94,12 +94,13 @@ static int create_engine_comm(mca_coll_hccl_module_t* m, ompi_communicator_t* co
   params.rank = rank;
   params.size = ompi_comm_size(comm);
   params.comm_id = cid;
-  params.name = comm->c_name; /* often still empty here: Open MPI names communicators later */
+  params.name =
+      MCA_COLL_HCCL_NAME(comm); /* often still empty here: Open MPI names communicators later */
   params.allgather = bootstrap_allgather;
   params.allgather_ctx = m;
 
   char label[MPI_MAX_OBJECT_NAME + 32];
-  snprintf(label, sizeof label, "'%s' (cid %u)", comm->c_name, cid);
+  snprintf(label, sizeof label, "'%s' (cid %u)", MCA_COLL_HCCL_NAME(comm), cid);
   mca_coll_hccl_settings_t settings;
   mca_coll_hccl_collect_settings(comm, &settings);
   memcpy(params.settings, settings.layers, sizeof params.settings);

@@ -120,7 +120,8 @@ static int start(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
   }
   if (OMPI_SUCCESS != rc || HCCL_SUCCESS != st) {
     opal_output(mca_coll_hccl_component.output, "%s on %s: could not start: %s", call->mpi_name,
-                m->comm->c_name, OMPI_SUCCESS != rc ? "out of memory or packing failed" : err);
+                MCA_COLL_HCCL_NAME(m->comm),
+                OMPI_SUCCESS != rc ? "out of memory or packing failed" : err);
     release_buffers(r);
     req->req_complete = REQUEST_COMPLETED;
     request_free(&req);
@@ -154,7 +155,7 @@ static void finish(mca_coll_hccl_request_t* r, hccl_status_t st, const char* err
   int mpi_rc = MPI_SUCCESS;
   if (HCCL_SUCCESS != st) {
     opal_output(mca_coll_hccl_component.output, "%s on %s failed (%s): %s", call->mpi_name,
-                r->comm->c_name, hccl_status_string(st), err);
+                MCA_COLL_HCCL_NAME(r->comm), hccl_status_string(st), err);
     mpi_rc = MPI_ERR_INTERN;
   } else if (NULL != call->unpack_dst) {
     mpi_rc = ompi_datatype_sndrcv(r->tmp_recv, (int32_t)call->unpack_bytes, MPI_PACKED,

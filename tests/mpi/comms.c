@@ -4,6 +4,7 @@
  *  - MPI_Comm_split with reversed keys, MPI_Comm_dup, MPI_Comm_idup, MPI_Comm_split_type,
  * single-rank communicators, MPI_COMM_SELF and an intercommunicator (coll_hccl must stay out of the
  * last three and the results must still be right);
+ *  - MAXLOC and MINLOC on pair types;
  *  - commutative and non-commutative user ops: the result must equal the reduction in the
  *    communicator's rank order, on a predefined type, a contiguous derived type and a vector type;
  *  - collectives interleaved over several communicators.
@@ -66,6 +67,46 @@ static void summod_op(void* in, void* inout, int* len, MPI_Datatype* type) {
 }
 
 static MPI_Op op_affine, op_left, op_summod;
+
+/* MAXLOC/MINLOC on pair types (coll_hccl leaves them to the previous component). Ties go to the
+ * lowest index, as MPI defines. */
+static void loc_ops(void) {
+  struct {
+    double v;
+    int i;
+  } d[3], dr[3];
+  struct {
+    int v, i;
+  } n[3], nr[3];
+  for (int k = 0; k < 3; ++k) {
+    d[k].v = (double)((world_rank * 5 + k * 3) % 4); /* ties between ranks */
+    d[k].i = world_rank;
+    n[k].v = (world_rank * 7 + k) % 3;
+    n[k].i = world_rank + 10;
+  }
+  MPI_Allreduce(d, dr, 3, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD);
+  MPI_Allreduce(n, nr, 3, MPI_2INT, MPI_MINLOC, MPI_COMM_WORLD);
+  for (int k = 0; k < 3; ++k) {
+    double best = -1;
+    int at = -1, nbest = 1 << 30, nat = -1;
+    for (int r = 0; r < world_size; ++r) {
+      double v = (double)((r * 5 + k * 3) % 4);
+      if (v > best) {
+        best = v;
+        at = r;
+      }
+      int w = (r * 7 + k) % 3;
+      if (w < nbest) {
+        nbest = w;
+        nat = r + 10;
+      }
+    }
+    check(dr[k].v == best && dr[k].i == at, "MAXLOC element %d: (%g,%d) expected (%g,%d)", k,
+          dr[k].v, dr[k].i, best, at);
+    check(nr[k].v == nbest && nr[k].i == nat, "MINLOC element %d: (%d,%d) expected (%d,%d)", k,
+          nr[k].v, nr[k].i, nbest, nat);
+  }
+}
 
 /* world ranks of the communicator's members, in its rank order */
 static void members(MPI_Comm comm, int* world_of) {
@@ -203,6 +244,7 @@ int main(int argc, char** argv) {
   check(compose(f, g).b != compose(g, f).b, "affine op is commutative for these inputs");
 
   user_ops(MPI_COMM_WORLD, "world");
+  loc_ops();
 
   MPI_Comm dup, split, shared, single;
   MPI_Comm_dup(MPI_COMM_WORLD, &dup);
