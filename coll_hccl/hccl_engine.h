@@ -106,7 +106,8 @@ const char* hccl_engine_version(void);
  *   VERBOSE        integer >= 0, the adapter's verbosity (also given as log_level)
  *
  * Sources look like: "info key hccl_algo", "MCA coll_hccl_algorithm (command line)",
- * "MCA coll_hccl_buffsize_mb (environment)", "MCA coll_hccl_verbose (file /x/y.conf)",
+ * "MCA coll_hccl_buffsize_mb (OMPI_MCA_ environment or mpirun --mca)",
+ * "MCA coll_hccl_verbose (file /x/y.conf)",
  * "env HCCL_ALGO". */
 typedef enum hccl_setting_id {
   HCCL_SETTING_ALGORITHM = 0,
@@ -259,7 +260,8 @@ typedef struct hccl_coll_desc {
                                HCCL_DT_BYTE (a contiguous derived type, moved or user-reduced) */
   hccl_op_t op;             /* [same] HCCL_OP_NONE for ALLGATHER */
   int user_commutative;     /* [same] HCCL_OP_USER: nonzero if the op is commutative */
-  hccl_user_op_fn user_fn;  /* HCCL_OP_USER only; valid until the request completes */
+  hccl_user_op_fn user_fn;  /* HCCL_OP_USER only, from hccl_coll_start on (NULL when asking
+                               hccl_coll_supported); valid until the request completes */
   void* user_ctx;           /* passed back to user_fn */
 } hccl_coll_desc_t;
 
@@ -267,7 +269,7 @@ typedef struct hccl_coll_desc {
  * component), < 0 an hccl_status_t error. Must be decided from [same] fields and communicator state
  * only, so that every rank decides alike. `explain` (may be NULL if explainlen is 0) receives one
  * line: for 1 the decision, e.g. "level0 -> ring (model), level1 -> NHR (forced by env HCCL_ALGO)";
- * for 0 the reason, e.g. "fallback: type long double complex has no kernel". Never communicates. */
+ * for 0 the reason, e.g. "no kernel for long double complex". Never communicates. */
 int hccl_coll_supported(hccl_comm_t* comm, const hccl_coll_desc_t* desc, char* explain,
                         size_t explainlen);
 
@@ -284,8 +286,7 @@ hccl_status_t hccl_coll_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, h
  * (err explains); it is complete, nothing more happens to the buffers. May make progress itself. */
 hccl_status_t hccl_req_test(hccl_req_t* req, char* err, size_t errlen);
 
-/* Releases a request for which hccl_req_test returned something other than HCCL_PENDING. NULL ok.
- */
+/* Releases a request once hccl_req_test returned anything but HCCL_PENDING. NULL is ignored. */
 void hccl_req_free(hccl_req_t* req);
 
 /* Advances every active request of every communicator. Called from Open MPI's progress loop while
