@@ -1,0 +1,197 @@
+/*
+ * coll_hccl.h - internal declarations of the Open MPI adapter (C11, Open MPI 4.1 and 5.0).
+ *
+ * The adapter is a thin translation layer: it maps MPI calls onto hccl_coll_desc_t, asks the
+ * engine (hccl_engine.h) whether it takes the call, and otherwise hands the call unchanged to the
+ * component Open MPI had selected before coll_hccl. All HCCL logic lives behind the engine API.
+ */
+#ifndef MCA_COLL_HCCL_H
+#define MCA_COLL_HCCL_H
+
+#include "ompi_config.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/base/coll_base_util.h" /* ompi_coll_base_nbc_request_t, pulls in op.h */
+#include "ompi/mca/coll/coll.h"
+#include "ompi/op/op.h"
+#include "ompi/request/request.h"
+#include "opal/threads/mutex.h"
+
+#include "hccl_engine.h"
+
+BEGIN_C_DECLS
+
+#if OMPI_MAJOR_VERSION >= 5
+#define MCA_COLL_HCCL_BASE_VERSION MCA_COLL_BASE_VERSION_2_4_0
+#else
+#define MCA_COLL_HCCL_BASE_VERSION MCA_COLL_BASE_VERSION_2_0_0
+#endif
+
+#if OMPI_MAJOR_VERSION >= 5
+#define MCA_COLL_HCCL_CID(comm) ompi_comm_get_local_cid(comm)
+/* 5.0 made c_name a pointer */
+#define MCA_COLL_HCCL_NAME(comm) (NULL != (comm)->c_name ? (const char*)(comm)->c_name : "")
+#else
+#define MCA_COLL_HCCL_CID(comm) ompi_comm_get_cid(comm)
+#define MCA_COLL_HCCL_NAME(comm) ((const char*)(comm)->c_name)
+#endif
+
+/* Above tuned (30) and han (35) so that installing the component means using it. */
+#define MCA_COLL_HCCL_DEFAULT_PRIORITY 90
+
+struct mca_coll_hccl_request_t;
+
+typedef struct mca_coll_hccl_component_t {
+  mca_coll_base_component_t super;
+
+  /* MCA parameters (storage owned by the MCA variable system). */
+  int priority;
+  int verbose;
+  char* setting_value[HCCL_SETTING_COUNT]; /* string settings; NULL or "" = not set */
+  int setting_var[HCCL_SETTING_COUNT];     /* MCA variable index, -1 if none */
+
+  int output; /* opal_output stream, prefix "coll:hccl: " */
+  bool engine_ready;
+  bool progress_registered;
+
+  /* Requests the engine is executing, completed from the progress function. */
+  opal_mutex_t lock;
+  bool in_progress; /* re-entrancy guard: completion callbacks may re-enter opal_progress */
+  struct mca_coll_hccl_request_t* active;
+} mca_coll_hccl_component_t;
+
+OMPI_DECLSPEC extern mca_coll_hccl_component_t mca_coll_hccl_component;
+
+/* The lower-priority implementation of one collective, saved at enable time and retained. */
+#define MCA_COLL_HCCL_PREV(name)                  \
+  mca_coll_base_module_##name##_fn_t prev_##name; \
+  mca_coll_base_module_t* prev_##name##_module
+
+typedef struct mca_coll_hccl_module_t {
+  mca_coll_base_module_t super;
+  ompi_communicator_t* comm;
+  hccl_comm_t* engine_comm; /* NULL once disabled */
+  MCA_COLL_HCCL_PREV(allreduce);
+  MCA_COLL_HCCL_PREV(iallreduce);
+  MCA_COLL_HCCL_PREV(allgather);
+  MCA_COLL_HCCL_PREV(iallgather);
+  MCA_COLL_HCCL_PREV(reduce_scatter);
+  MCA_COLL_HCCL_PREV(ireduce_scatter);
+  MCA_COLL_HCCL_PREV(reduce_scatter_block);
+  MCA_COLL_HCCL_PREV(ireduce_scatter_block);
+} mca_coll_hccl_module_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_hccl_module_t);
+
+/* Component (coll_hccl_component.c) */
+void mca_coll_hccl_log_from_engine(int level, const char* line, void* ctx);
+
+/* Module (coll_hccl_module.c) */
+mca_coll_base_module_t* mca_coll_hccl_comm_query(ompi_communicator_t* comm, int* priority);
+
+/* Settings (coll_hccl_settings.c): the MCA table and the per-communicator layers. */
+typedef struct mca_coll_hccl_settings_t {
+  hccl_setting_t layers[HCCL_SETTING_COUNT];
+  char* owned[HCCL_SETTING_COUNT * HCCL_MAX_SETTING_LAYERS * 2]; /* strings to free */
+  int num_owned;
+} mca_coll_hccl_settings_t;
+
+int mca_coll_hccl_register_settings(void);
+int mca_coll_hccl_collect_settings(ompi_communicator_t* comm, mca_coll_hccl_settings_t* out);
+void mca_coll_hccl_free_settings(mca_coll_hccl_settings_t* s);
+void mca_coll_hccl_log_settings(const mca_coll_hccl_settings_t* s, const char* comm_name);
+
+/* Datatypes and ops (coll_hccl_types.c). Each returns false with *why set when the engine cannot
+ * be given the call; the answer depends only on values equal on every rank. */
+typedef struct mca_coll_hccl_elem_t {
+  hccl_dtype_t dtype;
+  size_t elem_size;
+  ptrdiff_t true_lb; /* where the first byte of an element lies relative to the buffer pointer */
+  hccl_op_t op;
+  int user_commutative;
+} mca_coll_hccl_elem_t;
+
+bool mca_coll_hccl_map_reduction(ompi_datatype_t* dtype, ompi_op_t* op, mca_coll_hccl_elem_t* out,
+                                 const char** why);
+const char* mca_coll_hccl_dtype_name(hccl_dtype_t t);
+
+/* One call on its way to the engine: the descriptor plus what the adapter must do around it. */
+typedef struct mca_coll_hccl_call_t {
+  hccl_coll_desc_t desc;
+  const char* mpi_name; /* "MPI_Allreduce", for log lines */
+  size_t bytes;         /* data volume shown in log lines (see mca_coll_hccl_log_call) */
+  /* for log lines, and the context of the user-op callback */
+  ompi_op_t* op;          /* NULL for allgather */
+  ompi_datatype_t* dtype; /* allgather: the receive type */
+  ptrdiff_t true_lb;      /* desc buffers point this far past the MPI buffer pointers */
+  /* allgather with non-contiguous types: pack the send side, unpack the receive side */
+  const void* pack_src;
+  int pack_count;
+  ompi_datatype_t* pack_dtype;
+  void* unpack_dst;
+  int unpack_count;
+  ompi_datatype_t* unpack_dtype;
+  size_t unpack_bytes;
+  /* in-place allgather through a packed buffer: this rank's block, copied in before the call */
+  const void* own_block_src;
+  int own_block_count;
+  size_t own_block_offset;
+} mca_coll_hccl_call_t;
+
+/* Requests (coll_hccl_request.c) */
+typedef struct mca_coll_hccl_request_t {
+  ompi_coll_base_nbc_request_t super; /* must come first: the MPI layer casts to it */
+  mca_coll_hccl_call_t call;          /* its desc.recvcounts is not kept (the engine copies it) */
+  hccl_req_t* engine_req;
+  ompi_communicator_t* comm; /* retained while the call runs */
+  void* tmp_send;
+  void* tmp_recv;
+  struct mca_coll_hccl_request_t* next;
+  struct mca_coll_hccl_request_t* prev;
+} mca_coll_hccl_request_t;
+
+/* Runs a call the engine accepted: nonblocking if request is non-NULL, else waits for it. */
+int mca_coll_hccl_run(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
+                      ompi_request_t** request);
+int mca_coll_hccl_progress(void);
+
+/* Entry points (coll_hccl_reductions.c, coll_hccl_allgather.c) */
+int mca_coll_hccl_allreduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                            ompi_op_t* op, ompi_communicator_t* comm,
+                            mca_coll_base_module_t* module);
+int mca_coll_hccl_iallreduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                             ompi_op_t* op, ompi_communicator_t* comm, ompi_request_t** request,
+                             mca_coll_base_module_t* module);
+int mca_coll_hccl_allgather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                            int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                            mca_coll_base_module_t* module);
+int mca_coll_hccl_iallgather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                             int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                             ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts,
+                                 ompi_datatype_t* dtype, ompi_op_t* op, ompi_communicator_t* comm,
+                                 mca_coll_base_module_t* module);
+int mca_coll_hccl_ireduce_scatter(const void* sbuf, void* rbuf, const int* rcounts,
+                                  ompi_datatype_t* dtype, ompi_op_t* op, ompi_communicator_t* comm,
+                                  ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_reduce_scatter_block(const void* sbuf, void* rbuf, int rcount,
+                                       ompi_datatype_t* dtype, ompi_op_t* op,
+                                       ompi_communicator_t* comm, mca_coll_base_module_t* module);
+int mca_coll_hccl_ireduce_scatter_block(const void* sbuf, void* rbuf, int rcount,
+                                        ompi_datatype_t* dtype, ompi_op_t* op,
+                                        ompi_communicator_t* comm, ompi_request_t** request,
+                                        mca_coll_base_module_t* module);
+
+/* Decision (coll_hccl_decide.c): asks the engine and prints the per-call line. Returns true if
+ * the engine takes the call; `adapter_why` non-NULL means the adapter already declined. */
+bool mca_coll_hccl_decide(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
+                          const char* adapter_why);
+
+END_C_DECLS
+
+#endif /* MCA_COLL_HCCL_H */

@@ -1,0 +1,102 @@
+/*
+ * coll_hccl_allgather.c - MPI_Allgather and MPI_Iallgather.
+ *
+ * The engine moves bytes. Send and receive types may differ from rank to rank (only their type
+ * signatures must match), so whether a rank's layout is contiguous is a local fact: it decides
+ * only whether this rank packs, never whether the engine is used. The decision rests on the byte
+ * count per rank, which MPI makes equal everywhere.
+ */
+#include "coll_hccl.h"
+
+#include <limits.h>
+#include <string.h>
+
+static const char* describe_allgather(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t* call,
+                                      const void* sbuf, int scount, ompi_datatype_t* sdtype,
+                                      void* rbuf, int rcount, ompi_datatype_t* rdtype) {
+  size_t p = (size_t)ompi_comm_size(m->comm);
+  size_t rsize = 0;
+  ompi_datatype_type_size(rdtype, &rsize);
+  size_t per_rank = (size_t)rcount * rsize;
+  hccl_coll_desc_t* d = &call->desc;
+  call->dtype = rdtype;
+  call->bytes = p * per_rank;
+  d->coll = HCCL_COLL_ALLGATHER;
+  d->in_place = MPI_IN_PLACE == sbuf ? 1 : 0;
+  d->dtype = HCCL_DT_BYTE;
+  d->elem_size = 1;
+  d->count = per_rank;
+  d->op = HCCL_OP_NONE;
+  if (0 == per_rank) return "nothing to move";
+  /* Packing uses Open MPI's int-counted copy; beyond that the previous component takes over. */
+  if (p * per_rank > (size_t)INT_MAX) return "more than 2 GiB gathered";
+
+  if (!d->in_place) {
+    size_t ssize = 0;
+    ompi_datatype_type_size(sdtype, &ssize);
+    if ((size_t)scount * ssize != per_rank) return "send and receive sizes differ";
+    ptrdiff_t slb = 0, sextent = 0;
+    ompi_datatype_get_true_extent(sdtype, &slb, &sextent);
+    if (ompi_datatype_is_contiguous_memory_layout(sdtype, scount)) {
+      d->sendbuf = (const char*)sbuf + slb;
+    } else {
+      call->pack_src = sbuf;
+      call->pack_count = scount;
+      call->pack_dtype = sdtype;
+    }
+  }
+
+  ptrdiff_t lb = 0, extent = 0;
+  ompi_datatype_get_true_extent(rdtype, &lb, &extent);
+  int total_count = (int)p * rcount;
+  if (ompi_datatype_is_contiguous_memory_layout(rdtype, total_count)) {
+    d->recvbuf = (char*)rbuf + lb;
+  } else {
+    call->unpack_dst = rbuf;
+    call->unpack_count = total_count;
+    call->unpack_dtype = rdtype;
+    call->unpack_bytes = p * per_rank;
+    if (d->in_place) {
+      ptrdiff_t rlb = 0, rextent = 0;
+      ompi_datatype_get_extent(rdtype, &rlb, &rextent);
+      size_t rank = (size_t)ompi_comm_rank(m->comm);
+      call->own_block_src = (const char*)rbuf + (ptrdiff_t)rank * rcount * rextent;
+      call->own_block_count = rcount;
+      call->own_block_offset = rank * per_rank;
+    }
+  }
+  return NULL;
+}
+
+static bool allgather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf, int rcount,
+                      ompi_datatype_t* rdtype, mca_coll_hccl_module_t* m, ompi_request_t** request,
+                      int* rc) {
+  mca_coll_hccl_call_t call;
+  memset(&call, 0, sizeof call);
+  call.mpi_name = NULL != request ? "MPI_Iallgather" : "MPI_Allgather";
+  call.desc.nonblocking = NULL != request ? 1 : 0;
+  const char* why = describe_allgather(m, &call, sbuf, scount, sdtype, rbuf, rcount, rdtype);
+  if (!mca_coll_hccl_decide(m, &call, why)) return false;
+  *rc = mca_coll_hccl_run(m, &call, request);
+  return true;
+}
+
+int mca_coll_hccl_allgather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                            int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                            mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, NULL, &rc)) return rc;
+  return m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                           m->prev_allgather_module);
+}
+
+int mca_coll_hccl_iallgather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                             int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                             ompi_request_t** request, mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, request, &rc)) return rc;
+  return m->prev_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                            m->prev_iallgather_module);
+}

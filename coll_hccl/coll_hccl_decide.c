@@ -1,0 +1,62 @@
+/*
+ * coll_hccl_decide.c - engine or previous component, and the one verbose line saying which.
+ *
+ * Every input of the decision is equal on every rank (see hccl_coll_desc_t), so all ranks of a
+ * communicator take the same path: a rank falling back while another runs the engine would hang.
+ */
+#include "coll_hccl.h"
+
+#include <stdio.h>
+
+#include "opal/util/output.h"
+
+static void describe(const mca_coll_hccl_call_t* call, char* buf, size_t len) {
+  const hccl_coll_desc_t* d = &call->desc;
+  const char* type = NULL != call->dtype ? call->dtype->name : "?";
+  const char* op = NULL != call->op ? call->op->o_name : "";
+  switch (d->coll) {
+    case HCCL_COLL_ALLREDUCE:
+      snprintf(buf, len, "%zu x %s, %s, %zu bytes", d->count, type, op, call->bytes);
+      break;
+    case HCCL_COLL_ALLGATHER:
+      snprintf(buf, len, "%s, %zu bytes gathered", type, call->bytes);
+      break;
+    case HCCL_COLL_REDUCE_SCATTER_BLOCK:
+      snprintf(buf, len, "%zu x %s per rank, %s, %zu bytes in", d->count, type, op, call->bytes);
+      break;
+    case HCCL_COLL_REDUCE_SCATTER:
+      snprintf(buf, len, "%s, %s, %zu bytes in (per-rank counts)", type, op, call->bytes);
+      break;
+  }
+}
+
+bool mca_coll_hccl_decide(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
+                          const char* adapter_why) {
+  char explain[512] = "";
+  bool take = false;
+  if (NULL == adapter_why && NULL == m->engine_comm) {
+    adapter_why = "coll_hccl is disabled on this communicator";
+  }
+  if (NULL == adapter_why) {
+    int rc = hccl_coll_supported(m->engine_comm, &call->desc, explain, sizeof explain);
+    if (rc < 0) {
+      /* Cannot be rank-dependent for a correct engine; say so loudly rather than hide it. */
+      opal_output(mca_coll_hccl_component.output, "%s: engine error while deciding (%s): %s",
+                  call->mpi_name, hccl_status_string((hccl_status_t)rc), explain);
+    }
+    take = 1 == rc;
+  }
+
+  /* Rank 0 speaks at level 1; every rank at level 2. */
+  int rank = ompi_comm_rank(m->comm);
+  int level = 0 == rank ? 1 : 2;
+  if (opal_output_get_verbosity(mca_coll_hccl_component.output) >= level) {
+    char what[256];
+    describe(call, what, sizeof what);
+    opal_output(mca_coll_hccl_component.output, "%s on %s (cid %u, rank %d of %d): %s%s -> %s: %s",
+                call->mpi_name, MCA_COLL_HCCL_NAME(m->comm), (unsigned)MCA_COLL_HCCL_CID(m->comm),
+                rank, ompi_comm_size(m->comm), what, call->desc.in_place ? ", in place" : "",
+                take ? "hccl" : "fallback", NULL != adapter_why ? adapter_why : explain);
+  }
+  return take;
+}

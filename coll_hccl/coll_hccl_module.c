@@ -1,0 +1,185 @@
+/*
+ * coll_hccl_module.c - per-communicator life cycle: query, enable, disable, destruction.
+ *
+ * Enable runs collectively inside communicator creation, after Open MPI enabled the lower-priority
+ * components, so comm->c_coll then holds what coll_hccl replaces: those functions are saved (and
+ * retained) for fallback, and the saved allgather bootstraps the engine (reference variant (a)).
+ */
+#include "coll_hccl.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opal/util/output.h"
+
+#define FOR_EACH_COLL(X)  \
+  X(allreduce)            \
+  X(iallreduce)           \
+  X(allgather)            \
+  X(iallgather)           \
+  X(reduce_scatter)       \
+  X(ireduce_scatter)      \
+  X(reduce_scatter_block) \
+  X(ireduce_scatter_block)
+
+static void module_construct(mca_coll_hccl_module_t* m) {
+  m->comm = NULL;
+  m->engine_comm = NULL;
+#define CLEAR_PREV(name) \
+  m->prev_##name = NULL; \
+  m->prev_##name##_module = NULL;
+  FOR_EACH_COLL(CLEAR_PREV)
+#undef CLEAR_PREV
+}
+
+static void module_destruct(mca_coll_hccl_module_t* m) {
+  hccl_comm_destroy(m->engine_comm);
+  m->engine_comm = NULL;
+#define RELEASE_PREV(name)                                                   \
+  if (NULL != m->prev_##name##_module) OBJ_RELEASE(m->prev_##name##_module); \
+  m->prev_##name##_module = NULL;
+  FOR_EACH_COLL(RELEASE_PREV)
+#undef RELEASE_PREV
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_hccl_module_t, mca_coll_base_module_t, module_construct,
+                   module_destruct);
+
+/* Base calls this once per c_coll slot the module owns, then destroys the module: idempotent. */
+static int module_disable(mca_coll_base_module_t* module, ompi_communicator_t* comm) {
+  (void)comm;
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  hccl_comm_destroy(m->engine_comm);
+  m->engine_comm = NULL;
+  return OMPI_SUCCESS;
+}
+
+/* The engine's bootstrap exchange, over the previously selected allgather. */
+static int bootstrap_allgather(const void* sendbuf, void* recvbuf, size_t bytes, void* ctx) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)ctx;
+  if (bytes > (size_t)INT_MAX / (size_t)ompi_comm_size(m->comm)) return -1;
+  int rc = m->prev_allgather(sendbuf, (int)bytes, MPI_BYTE, recvbuf, (int)bytes, MPI_BYTE, m->comm,
+                             m->prev_allgather_module);
+  return OMPI_SUCCESS == rc ? 0 : -1;
+}
+
+/* Every rank learns every rank's outcome, so that all keep or all drop the engine. */
+static int agree(mca_coll_hccl_module_t* m, hccl_status_t mine, int* first_failed, int* failed) {
+  int p = ompi_comm_size(m->comm);
+  int* all = malloc((size_t)p * sizeof *all);
+  if (NULL == all) return OMPI_ERR_OUT_OF_RESOURCE;
+  int local = (int)mine;
+  int rc =
+      m->prev_allgather(&local, 1, MPI_INT, all, 1, MPI_INT, m->comm, m->prev_allgather_module);
+  *first_failed = -1;
+  *failed = 0;
+  for (int r = 0; OMPI_SUCCESS == rc && r < p; ++r) {
+    if (HCCL_SUCCESS == all[r]) continue;
+    if (*first_failed < 0) *first_failed = r;
+    ++*failed;
+  }
+  free(all);
+  return rc;
+}
+
+static int create_engine_comm(mca_coll_hccl_module_t* m, ompi_communicator_t* comm) {
+  mca_coll_hccl_component_t* c = &mca_coll_hccl_component;
+  int rank = ompi_comm_rank(comm);
+  unsigned cid = (unsigned)MCA_COLL_HCCL_CID(comm);
+  hccl_comm_params_t params;
+  memset(&params, 0, sizeof params);
+  params.api_version = HCCL_ENGINE_API_VERSION;
+  params.rank = rank;
+  params.size = ompi_comm_size(comm);
+  params.comm_id = cid;
+  params.name =
+      MCA_COLL_HCCL_NAME(comm); /* often still empty here: Open MPI names communicators later */
+  params.allgather = bootstrap_allgather;
+  params.allgather_ctx = m;
+
+  char label[MPI_MAX_OBJECT_NAME + 32];
+  snprintf(label, sizeof label, "'%s' (cid %u)", MCA_COLL_HCCL_NAME(comm), cid);
+  mca_coll_hccl_settings_t settings;
+  mca_coll_hccl_collect_settings(comm, &settings);
+  memcpy(params.settings, settings.layers, sizeof params.settings);
+  mca_coll_hccl_log_settings(&settings, label);
+
+  char err[1024] = "";
+  hccl_status_t st = hccl_comm_create(&params, &m->engine_comm, err, sizeof err);
+  mca_coll_hccl_free_settings(&settings);
+
+  int first_failed = -1, failed = 0;
+  int rc = agree(m, st, &first_failed, &failed);
+  if (OMPI_SUCCESS == rc && 0 == failed) {
+    opal_output_verbose(0 == rank ? 1 : 2, c->output, "enabled on %s, %d ranks (%s)", label,
+                        params.size, hccl_engine_version());
+    return OMPI_SUCCESS;
+  }
+  hccl_comm_destroy(m->engine_comm);
+  m->engine_comm = NULL;
+  if (OMPI_SUCCESS != rc) {
+    opal_output(c->output, "%s: could not agree on the engine set-up; using other components",
+                label);
+    return OMPI_ERROR;
+  }
+  /* One rank tells the user; "not for this communicator" is not an error. */
+  if (HCCL_SUCCESS != st) {
+    int level = 2;
+    if (rank == first_failed) level = HCCL_ERR_UNSUPPORTED == st ? 1 : 0;
+    opal_output_verbose(level, c->output,
+                        "%s: engine set-up failed on rank %d (%d of %d ranks failed): %s: %s; "
+                        "this communicator uses the other coll components",
+                        label, rank, failed, params.size, hccl_status_string(st), err);
+  } else {
+    opal_output_verbose(2, c->output, "%s: disabled because %d rank(s) failed, first rank %d",
+                        label, failed, first_failed);
+  }
+  return OMPI_ERROR;
+}
+
+static int module_enable(mca_coll_base_module_t* module, ompi_communicator_t* comm) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  m->comm = comm;
+  /* A collective without a lower-priority implementation could not fall back: leave it alone. */
+#define SAVE_PREV(name)                                            \
+  m->prev_##name = comm->c_coll->coll_##name;                      \
+  m->prev_##name##_module = comm->c_coll->coll_##name##_module;    \
+  if (NULL != m->prev_##name && NULL != m->prev_##name##_module) { \
+    OBJ_RETAIN(m->prev_##name##_module);                           \
+  } else {                                                         \
+    m->prev_##name = NULL;                                         \
+    m->prev_##name##_module = NULL;                                \
+    m->super.coll_##name = NULL;                                   \
+  }
+  FOR_EACH_COLL(SAVE_PREV)
+#undef SAVE_PREV
+  if (NULL == m->prev_allgather) {
+    opal_output_verbose(1, mca_coll_hccl_component.output,
+                        "cid %u: no lower-priority allgather to bootstrap with; not enabled",
+                        (unsigned)MCA_COLL_HCCL_CID(comm));
+    return OMPI_ERROR;
+  }
+  return create_engine_comm(m, comm);
+}
+
+mca_coll_base_module_t* mca_coll_hccl_comm_query(ompi_communicator_t* comm, int* priority) {
+  mca_coll_hccl_component_t* c = &mca_coll_hccl_component;
+  *priority = c->priority;
+  if (!c->engine_ready || c->priority < 0) return NULL;
+  /* Same answer on every rank: it depends only on the communicator's shape. */
+  if (OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2) {
+    opal_output_verbose(3, c->output, "declining cid %u: %s", (unsigned)MCA_COLL_HCCL_CID(comm),
+                        OMPI_COMM_IS_INTER(comm) ? "intercommunicator" : "single rank");
+    return NULL;
+  }
+  mca_coll_hccl_module_t* m = OBJ_NEW(mca_coll_hccl_module_t);
+  if (NULL == m) return NULL;
+  m->super.coll_module_enable = module_enable;
+  m->super.coll_module_disable = module_disable;
+#define INSTALL(name) m->super.coll_##name = mca_coll_hccl_##name;
+  FOR_EACH_COLL(INSTALL)
+#undef INSTALL
+  return &m->super;
+}

@@ -1,0 +1,149 @@
+/*
+ * coll_hccl_reductions.c - MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Reduce_scatter and their
+ * nonblocking forms: describe the call to the engine, or hand it to the previous component.
+ */
+#include "coll_hccl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Fills the reduction part of a call; returns the adapter's reason to decline, or NULL. */
+static const char* describe_reduction(mca_coll_hccl_call_t* call, hccl_coll_t coll,
+                                      const void* sbuf, void* rbuf, size_t count,
+                                      size_t input_elems, ompi_datatype_t* dtype, ompi_op_t* op,
+                                      bool nonblocking) {
+  mca_coll_hccl_elem_t e;
+  const char* why = NULL;
+  size_t size = 0;
+  ompi_datatype_type_size(dtype, &size);
+  call->op = op;
+  call->dtype = dtype;
+  call->bytes = input_elems * size;
+  hccl_coll_desc_t* d = &call->desc;
+  d->coll = coll;
+  d->nonblocking = nonblocking ? 1 : 0;
+  d->in_place = MPI_IN_PLACE == sbuf ? 1 : 0;
+  d->count = count;
+  if (!mca_coll_hccl_map_reduction(dtype, op, &e, &why)) return why;
+  call->true_lb = e.true_lb;
+  d->sendbuf = d->in_place ? NULL : (const char*)sbuf + e.true_lb;
+  d->recvbuf = (char*)rbuf + e.true_lb;
+  d->dtype = e.dtype;
+  d->elem_size = e.elem_size;
+  d->op = e.op;
+  d->user_commutative = e.user_commutative;
+  return NULL;
+}
+
+/* Each helper returns false when the previous component must run the call; else *rc is set. */
+static bool allreduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                      ompi_op_t* op, mca_coll_hccl_module_t* m, ompi_request_t** request, int* rc) {
+  mca_coll_hccl_call_t call;
+  memset(&call, 0, sizeof call);
+  call.mpi_name = NULL != request ? "MPI_Iallreduce" : "MPI_Allreduce";
+  const char* why = describe_reduction(&call, HCCL_COLL_ALLREDUCE, sbuf, rbuf, (size_t)count,
+                                       (size_t)count, dtype, op, NULL != request);
+  if (!mca_coll_hccl_decide(m, &call, why)) return false;
+  *rc = mca_coll_hccl_run(m, &call, request);
+  return true;
+}
+
+int mca_coll_hccl_allreduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                            ompi_op_t* op, ompi_communicator_t* comm,
+                            mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (allreduce(sbuf, rbuf, count, dtype, op, m, NULL, &rc)) return rc;
+  return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm, m->prev_allreduce_module);
+}
+
+int mca_coll_hccl_iallreduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                             ompi_op_t* op, ompi_communicator_t* comm, ompi_request_t** request,
+                             mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (allreduce(sbuf, rbuf, count, dtype, op, m, request, &rc)) return rc;
+  return m->prev_iallreduce(sbuf, rbuf, count, dtype, op, comm, request, m->prev_iallreduce_module);
+}
+
+static bool reduce_scatter_block(const void* sbuf, void* rbuf, int rcount, ompi_datatype_t* dtype,
+                                 ompi_op_t* op, mca_coll_hccl_module_t* m, ompi_request_t** request,
+                                 int* rc) {
+  mca_coll_hccl_call_t call;
+  memset(&call, 0, sizeof call);
+  call.mpi_name = NULL != request ? "MPI_Ireduce_scatter_block" : "MPI_Reduce_scatter_block";
+  size_t p = (size_t)ompi_comm_size(m->comm);
+  const char* why =
+      describe_reduction(&call, HCCL_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, (size_t)rcount,
+                         p * (size_t)rcount, dtype, op, NULL != request);
+  if (!mca_coll_hccl_decide(m, &call, why)) return false;
+  *rc = mca_coll_hccl_run(m, &call, request);
+  return true;
+}
+
+int mca_coll_hccl_reduce_scatter_block(const void* sbuf, void* rbuf, int rcount,
+                                       ompi_datatype_t* dtype, ompi_op_t* op,
+                                       ompi_communicator_t* comm, mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, m, NULL, &rc)) return rc;
+  return m->prev_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
+                                      m->prev_reduce_scatter_block_module);
+}
+
+int mca_coll_hccl_ireduce_scatter_block(const void* sbuf, void* rbuf, int rcount,
+                                        ompi_datatype_t* dtype, ompi_op_t* op,
+                                        ompi_communicator_t* comm, ompi_request_t** request,
+                                        mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, m, request, &rc)) return rc;
+  return m->prev_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
+                                       m->prev_ireduce_scatter_block_module);
+}
+
+static bool reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, ompi_datatype_t* dtype,
+                           ompi_op_t* op, mca_coll_hccl_module_t* m, ompi_request_t** request,
+                           int* rc) {
+  mca_coll_hccl_call_t call;
+  memset(&call, 0, sizeof call);
+  call.mpi_name = NULL != request ? "MPI_Ireduce_scatter" : "MPI_Reduce_scatter";
+  int p = ompi_comm_size(m->comm);
+  size_t* counts = malloc((size_t)p * sizeof *counts);
+  if (NULL == counts) {
+    *rc = OMPI_ERR_OUT_OF_RESOURCE;
+    return true;
+  }
+  size_t total = 0;
+  for (int i = 0; i < p; ++i) {
+    counts[i] = (size_t)rcounts[i];
+    total += counts[i];
+  }
+  const char* why = describe_reduction(&call, HCCL_COLL_REDUCE_SCATTER, sbuf, rbuf, 0, total, dtype,
+                                       op, NULL != request);
+  call.desc.recvcounts = counts;
+  bool taken = mca_coll_hccl_decide(m, &call, why);
+  if (taken) *rc = mca_coll_hccl_run(m, &call, request);
+  free(counts); /* the engine copied what it needs in hccl_coll_start */
+  return taken;
+}
+
+int mca_coll_hccl_reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts,
+                                 ompi_datatype_t* dtype, ompi_op_t* op, ompi_communicator_t* comm,
+                                 mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (reduce_scatter(sbuf, rbuf, rcounts, dtype, op, m, NULL, &rc)) return rc;
+  return m->prev_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
+                                m->prev_reduce_scatter_module);
+}
+
+int mca_coll_hccl_ireduce_scatter(const void* sbuf, void* rbuf, const int* rcounts,
+                                  ompi_datatype_t* dtype, ompi_op_t* op, ompi_communicator_t* comm,
+                                  ompi_request_t** request, mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (reduce_scatter(sbuf, rbuf, rcounts, dtype, op, m, request, &rc)) return rc;
+  return m->prev_ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
+                                 m->prev_ireduce_scatter_module);
+}

@@ -1,0 +1,207 @@
+/*
+ * coll_hccl_request.c - MPI requests for calls the engine runs, and their completion from Open
+ * MPI's progress loop. Blocking calls use the same path and wait on their request.
+ *
+ * Two facts from the reference (openmpi-component.md section 6) shape this file:
+ *  - the MPI layer casts every request returned by coll_i* to ompi_coll_base_nbc_request_t (to keep
+ *    user ops and derived types alive), so ours embeds one first;
+ *  - completing a request runs callbacks that may re-enter opal_progress, hence the guard and the
+ *    completion outside of it.
+ */
+#include "coll_hccl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opal/util/output.h"
+
+static int request_free(ompi_request_t** rptr) {
+  mca_coll_hccl_request_t* r = (mca_coll_hccl_request_t*)*rptr;
+  if (!REQUEST_COMPLETE(&r->super.super)) return MPI_ERR_REQUEST;
+  OMPI_REQUEST_FINI(&r->super.super);
+  OBJ_DESTRUCT(&r->super);
+  free(r);
+  *rptr = MPI_REQUEST_NULL;
+  return OMPI_SUCCESS;
+}
+
+static int request_cancel(ompi_request_t* req, int complete) {
+  (void)req;
+  (void)complete;
+  return MPI_ERR_REQUEST; /* collectives cannot be cancelled */
+}
+
+/* The engine's reduction callback for ops without an engine kernel: Open MPI's own reduction.
+ * ompi_op_reduce computes target = source op target and takes MPI buffer pointers, i.e. before
+ * the datatype's lower bound. */
+static void reduce_with_ompi(const void* in, void* inout, size_t count, void* ctx) {
+  mca_coll_hccl_request_t* r = (mca_coll_hccl_request_t*)ctx;
+  ompi_op_reduce(r->call.op, (char*)(uintptr_t)in - r->call.true_lb, (char*)inout - r->call.true_lb,
+                 count, r->call.dtype);
+}
+
+static void link_active(mca_coll_hccl_request_t* r) {
+  mca_coll_hccl_component_t* c = &mca_coll_hccl_component;
+  OPAL_THREAD_LOCK(&c->lock);
+  r->prev = NULL;
+  r->next = c->active;
+  if (NULL != c->active) c->active->prev = r;
+  c->active = r;
+  OPAL_THREAD_UNLOCK(&c->lock);
+}
+
+static void unlink_active(mca_coll_hccl_request_t* r) {
+  mca_coll_hccl_component_t* c = &mca_coll_hccl_component;
+  if (NULL != r->prev) r->prev->next = r->next;
+  if (NULL != r->next) r->next->prev = r->prev;
+  if (c->active == r) c->active = r->next;
+  r->next = r->prev = NULL;
+}
+
+static void release_buffers(mca_coll_hccl_request_t* r) {
+  free(r->tmp_send);
+  free(r->tmp_recv);
+  r->tmp_send = r->tmp_recv = NULL;
+}
+
+/* Non-contiguous allgather: the engine works on packed bytes. */
+static int pack_inputs(mca_coll_hccl_request_t* r) {
+  mca_coll_hccl_call_t* call = &r->call;
+  if (NULL != call->pack_src) {
+    size_t bytes = call->desc.count * call->desc.elem_size;
+    r->tmp_send = malloc(bytes > 0 ? bytes : 1);
+    if (NULL == r->tmp_send) return OMPI_ERR_OUT_OF_RESOURCE;
+    int rc = ompi_datatype_sndrcv(call->pack_src, call->pack_count, call->pack_dtype, r->tmp_send,
+                                  (int32_t)bytes, MPI_PACKED);
+    if (MPI_SUCCESS != rc) return rc;
+    call->desc.sendbuf = r->tmp_send;
+  }
+  if (NULL != call->unpack_dst) {
+    r->tmp_recv = malloc(call->unpack_bytes > 0 ? call->unpack_bytes : 1);
+    if (NULL == r->tmp_recv) return OMPI_ERR_OUT_OF_RESOURCE;
+    call->desc.recvbuf = r->tmp_recv;
+    if (NULL != call->own_block_src) { /* in place: this rank's block is already in rbuf */
+      size_t block = call->desc.count * call->desc.elem_size;
+      int rc = ompi_datatype_sndrcv(call->own_block_src, call->own_block_count, call->unpack_dtype,
+                                    (char*)r->tmp_recv + call->own_block_offset, (int32_t)block,
+                                    MPI_PACKED);
+      if (MPI_SUCCESS != rc) return rc;
+    }
+  }
+  return OMPI_SUCCESS;
+}
+
+static int start(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
+                 ompi_request_t** request) {
+  mca_coll_hccl_request_t* r = calloc(1, sizeof *r);
+  if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
+  OBJ_CONSTRUCT(&r->super, ompi_coll_base_nbc_request_t);
+  ompi_request_t* req = &r->super.super;
+  OMPI_REQUEST_INIT(req, false);
+  req->req_type = OMPI_REQUEST_COLL;
+  req->req_state = OMPI_REQUEST_ACTIVE;
+  req->req_status.MPI_ERROR = MPI_SUCCESS;
+  req->req_free = request_free;
+  req->req_cancel = request_cancel;
+  req->req_mpi_object.comm = m->comm;
+
+  r->call = *call;
+  if (HCCL_OP_USER == r->call.desc.op) {
+    r->call.desc.user_fn = reduce_with_ompi;
+    r->call.desc.user_ctx = r;
+  }
+
+  char err[512] = "";
+  int rc = pack_inputs(r);
+  hccl_status_t st = HCCL_SUCCESS;
+  if (OMPI_SUCCESS == rc) {
+    st = hccl_coll_start(m->engine_comm, &r->call.desc, &r->engine_req, err, sizeof err);
+  }
+  if (OMPI_SUCCESS != rc || HCCL_SUCCESS != st) {
+    opal_output(mca_coll_hccl_component.output, "%s on %s: could not start: %s", call->mpi_name,
+                MCA_COLL_HCCL_NAME(m->comm),
+                OMPI_SUCCESS != rc ? "out of memory or packing failed" : err);
+    release_buffers(r);
+    req->req_complete = REQUEST_COMPLETED;
+    request_free(&req);
+    return OMPI_SUCCESS != rc ? rc : OMPI_ERROR;
+  }
+  r->call.desc.recvcounts = NULL;
+  OBJ_RETAIN(m->comm); /* keep communicator and module alive until completion */
+  r->comm = m->comm;
+  link_active(r);
+  *request = req;
+  return OMPI_SUCCESS;
+}
+
+int mca_coll_hccl_run(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
+                      ompi_request_t** request) {
+  if (NULL != request) return start(m, call, request);
+  ompi_request_t* req = NULL;
+  int rc = start(m, call, &req);
+  if (OMPI_SUCCESS != rc) return rc;
+  ompi_request_wait_completion(req);
+  rc = req->req_status.MPI_ERROR;
+  (void)ompi_request_free(&req);
+  return rc;
+}
+
+/* Outside the guard and the lock: completion callbacks may start new calls or free the
+ * communicator (its destructor runs if this was the last reference). */
+static void finish(mca_coll_hccl_request_t* r, hccl_status_t st, const char* err) {
+  mca_coll_hccl_call_t* call = &r->call;
+  ompi_request_t* req = &r->super.super;
+  int mpi_rc = MPI_SUCCESS;
+  if (HCCL_SUCCESS != st) {
+    opal_output(mca_coll_hccl_component.output, "%s on %s failed (%s): %s", call->mpi_name,
+                MCA_COLL_HCCL_NAME(r->comm), hccl_status_string(st), err);
+    mpi_rc = MPI_ERR_INTERN;
+  } else if (NULL != call->unpack_dst) {
+    mpi_rc = ompi_datatype_sndrcv(r->tmp_recv, (int32_t)call->unpack_bytes, MPI_PACKED,
+                                  call->unpack_dst, call->unpack_count, call->unpack_dtype);
+  }
+  hccl_req_free(r->engine_req);
+  r->engine_req = NULL;
+  release_buffers(r);
+  ompi_communicator_t* comm = r->comm;
+  r->comm = NULL;
+  req->req_status.MPI_ERROR = mpi_rc;
+  ompi_request_complete(req, true);
+  OBJ_RELEASE(comm);
+}
+
+int mca_coll_hccl_progress(void) {
+  mca_coll_hccl_component_t* c = &mca_coll_hccl_component;
+  if (NULL == c->active) return 0; /* unlocked peek, as libnbc does: cheap when idle */
+
+  enum { kBatch = 16 };
+  mca_coll_hccl_request_t* done[kBatch];
+  hccl_status_t status[kBatch];
+  char err[kBatch][256];
+  int ndone = 0;
+
+  OPAL_THREAD_LOCK(&c->lock);
+  if (c->in_progress) {
+    OPAL_THREAD_UNLOCK(&c->lock);
+    return 0;
+  }
+  c->in_progress = true;
+  (void)hccl_progress();
+  mca_coll_hccl_request_t* next = NULL;
+  for (mca_coll_hccl_request_t* r = c->active; NULL != r && ndone < kBatch; r = next) {
+    next = r->next;
+    err[ndone][0] = '\0';
+    hccl_status_t st = hccl_req_test(r->engine_req, err[ndone], sizeof err[ndone]);
+    if (HCCL_PENDING == st) continue;
+    unlink_active(r);
+    done[ndone] = r;
+    status[ndone] = st;
+    ++ndone;
+  }
+  c->in_progress = false;
+  OPAL_THREAD_UNLOCK(&c->lock);
+
+  for (int i = 0; i < ndone; ++i) finish(done[i], status[i], err[i]);
+  return ndone;
+}

@@ -1,0 +1,302 @@
+/*
+ * hccl_engine.h - the boundary between the Open MPI adapter (C11) and the coll_hccl engine (C++20).
+ *
+ * Plain C11, no Open MPI or MPI types, so that the engine never sees Open MPI's internal headers
+ * (they do not compile as C++) and the adapter never sees C++. The engine implements every
+ * function here; no C++ exception may leave any of them: each reports failure through its return
+ * value and, where a buffer is given, a NUL-terminated message (truncated to fit, never NULL
+ * unless errlen is 0).
+ *
+ * Threads: without hccl_engine_params_t.thread_multiple the adapter never calls into the engine
+ * from two threads at once. With it, calls on different communicators and hccl_progress() may run
+ * concurrently; an engine that cannot cope refuses in hccl_engine_init().
+ *
+ * Call order:
+ *   hccl_engine_init                         once, inside MPI_Init, before any other call
+ *   hccl_comm_create / hccl_comm_destroy     per communicator that selected coll_hccl
+ *   hccl_coll_supported -> hccl_coll_start   per MPI call; start only after supported said yes
+ *   hccl_req_test / hccl_req_free            per request, until test reports completion
+ *   hccl_progress                            from Open MPI's progress loop, any time after init
+ *   hccl_engine_finalize                     once, in MPI_Finalize, after every comm was destroyed
+ */
+#ifndef COLL_HCCL_HCCL_ENGINE_H
+#define COLL_HCCL_HCCL_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped on any incompatible change; both parameter structs carry it so that an adapter and an
+ * engine built from different trees refuse each other instead of misreading fields. */
+#define HCCL_ENGINE_API_VERSION 1
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes. Every function returning hccl_status_t uses these; messages go to err buffers. */
+typedef enum hccl_status {
+  HCCL_SUCCESS = 0,
+  HCCL_PENDING = 1,          /* hccl_req_test only: not finished yet */
+  HCCL_ERR_ARG = -1,         /* NULL pointer, value out of range, API version mismatch */
+  HCCL_ERR_CONFIG = -2,      /* a setting is malformed; the message names the setting, the bad
+                                value, its source and what is valid */
+  HCCL_ERR_UNSUPPORTED = -3, /* the engine declines (a communicator, a thread level): the adapter
+                                falls back to the other components, it is not a user error */
+  HCCL_ERR_BOOTSTRAP = -4,   /* the all-gather callback failed or ranks disagree */
+  HCCL_ERR_TRANSPORT = -5,   /* the link layer failed (peer gone, UCX error) */
+  HCCL_ERR_TIMEOUT = -6,     /* no progress for longer than the timeout setting */
+  HCCL_ERR_NO_MEMORY = -7,
+  HCCL_ERR_INTERNAL = -8 /* a bug: an invariant of the engine does not hold */
+} hccl_status_t;
+
+/* Static string naming a status ("success", "config error", ...); never NULL. */
+const char* hccl_status_string(hccl_status_t status);
+
+/* ---------------------------------------------------------------------------------------------
+ * Logging. The engine never prints; it hands complete lines (no trailing newline) to this callback,
+ * which the adapter routes through opal_output. Levels: 0 errors (always shown), 1 one line per
+ * decision, 2 per-communicator set-up and effective configuration, 3+ debugging. The engine
+ * formats a line only if its level <= log_level. The callback may be called from any engine
+ * function, on the calling thread. */
+typedef void (*hccl_log_fn)(int level, const char* line, void* ctx);
+
+/* ---------------------------------------------------------------------------------------------
+ * Process-wide initialisation. */
+typedef struct hccl_engine_params {
+  int api_version;     /* HCCL_ENGINE_API_VERSION */
+  int thread_multiple; /* nonzero if the application runs MPI_THREAD_MULTIPLE */
+  hccl_log_fn log;     /* may be NULL: the engine stays silent */
+  void* log_ctx;       /* passed back to log */
+  int log_level;       /* highest level the adapter shows (its verbose parameter) */
+} hccl_engine_params_t;
+
+/* Called once from MPI_Init (not from ompi_info). Must not communicate. Any error disables
+ * coll_hccl for the whole job; HCCL_ERR_UNSUPPORTED does so quietly. */
+hccl_status_t hccl_engine_init(const hccl_engine_params_t* params, char* err, size_t errlen);
+
+/* Called once from MPI_Finalize after every hccl_comm_destroy (and also when init failed). Local:
+ * must not communicate (Open MPI's point-to-point layer may already be closed). */
+void hccl_engine_finalize(void);
+
+/* Static, human-readable identification of the engine build, e.g. "coll_hccl engine 0.1.0". */
+const char* hccl_engine_version(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Configuration. Every setting reaches the engine as the list of layers that set it, highest
+ * precedence first, each with a printable source, so that the engine can both resolve it and
+ * report where the effective value came from. The adapter's precedence is
+ *   info key on the communicator  >  MCA parameter  >  environment variable  >  automatic,
+ * and it lists only layers that are set (non-empty). The engine uses layers[0]; if that value is
+ * malformed it fails hccl_comm_create with HCCL_ERR_CONFIG naming setting, value and source. It
+ * never silently skips a bad layer. Lower layers are only for reporting ("shadowed by ...").
+ *
+ * Value syntax (the engine validates; the adapter passes strings through untouched):
+ *   ALGORITHM      HCCL_ALGO grammar, e.g. "level0:NA;level1:ring" or
+ *                  "allreduce=level0:NA;level1:H-D_R/allgather=level0:NA;level1:NHR"
+ *   SELECTION      automatic selection mode: "model" (cost model) or "hccl_rules" (HCCL's rules)
+ *   BUFFSIZE_MB    scratch buffer per communicator in MB, integer >= 1 (HCCL_BUFFSIZE)
+ *   DETERMINISTIC  "false", "true" or "strict", case-insensitive (HCCL_DETERMINISTIC)
+ *   HCCS_TLS       UCX transport list for peers on the same server, e.g. "self,sm,cma"
+ *   ROCE_TLS       UCX transport list for peers on other servers, e.g. "rc_verbs,ud_verbs,tcp"
+ *   INTRA_ROCE     "0" or "1": carry same-server traffic over the RoCE class
+ *                  (HCCL_INTRA_ROCE_ENABLE)
+ *   TUNING_FILE    path of a JSON cost-model tuning file
+ *   TIMEOUT        seconds a call may go without progress before it fails; "0" = never
+ *   VERBOSE        integer >= 0, the adapter's verbosity (also given as log_level)
+ *
+ * Sources look like: "info key hccl_algo", "MCA coll_hccl_algorithm (command line)",
+ * "MCA coll_hccl_buffsize_mb (OMPI_MCA_ environment or mpirun --mca)",
+ * "MCA coll_hccl_verbose (file /x/y.conf)",
+ * "env HCCL_ALGO". */
+typedef enum hccl_setting_id {
+  HCCL_SETTING_ALGORITHM = 0,
+  HCCL_SETTING_SELECTION,
+  HCCL_SETTING_BUFFSIZE_MB,
+  HCCL_SETTING_DETERMINISTIC,
+  HCCL_SETTING_HCCS_TLS,
+  HCCL_SETTING_ROCE_TLS,
+  HCCL_SETTING_INTRA_ROCE,
+  HCCL_SETTING_TUNING_FILE,
+  HCCL_SETTING_TIMEOUT,
+  HCCL_SETTING_VERBOSE,
+  HCCL_SETTING_COUNT
+} hccl_setting_id_t;
+
+#define HCCL_MAX_SETTING_LAYERS 4
+
+typedef struct hccl_setting_layer {
+  const char* value;  /* as the user wrote it; never NULL, never empty */
+  const char* source; /* printable origin, see above; never NULL */
+} hccl_setting_layer_t;
+
+typedef struct hccl_setting {
+  int num_layers; /* 0: set nowhere, the engine's default applies */
+  hccl_setting_layer_t layers[HCCL_MAX_SETTING_LAYERS]; /* highest precedence first */
+} hccl_setting_t;
+
+/* ---------------------------------------------------------------------------------------------
+ * Communicators. */
+
+/* Blocking all-gather over the communicator: every rank contributes `bytes` bytes from `sendbuf`;
+ * `recvbuf` (size * bytes) receives rank r's block at offset r * bytes. Returns 0 on success,
+ * nonzero on failure (then recvbuf is undefined). The adapter runs it with the collective component
+ * Open MPI had selected before coll_hccl (tuned or basic), so it works before the engine does.
+ * Every rank must make the same sequence of calls with the same `bytes`: the engine may call it
+ * only from hccl_comm_create and hccl_coll_start (collective calls, made by all ranks in the same
+ * order), never from hccl_progress or hccl_req_test, which run inside Open MPI's progress loop. A
+ * call from hccl_coll_start of a nonblocking collective blocks the caller and can deadlock legal
+ * programs; only the placeholder's test mode does that. */
+typedef int (*hccl_allgather_fn)(const void* sendbuf, void* recvbuf, size_t bytes, void* ctx);
+
+typedef struct hccl_comm_params {
+  int api_version;             /* HCCL_ENGINE_API_VERSION */
+  int rank;                    /* 0 <= rank < size */
+  int size;                    /* >= 2: the adapter never creates size-1 or inter-communicators */
+  uint64_t comm_id;            /* equal on every rank of this communicator and distinct from every
+                                  other communicator alive in this process (Open MPI's context
+                                  id), e.g. to keep messages of different communicators apart */
+  const char* name;            /* printable, for log lines only; may be "" */
+  hccl_allgather_fn allgather; /* see above; never NULL */
+  void* allgather_ctx;         /* passed back to allgather */
+  hccl_setting_t settings[HCCL_SETTING_COUNT]; /* indexed by hccl_setting_id_t */
+} hccl_comm_params_t;
+
+typedef struct hccl_comm hccl_comm_t;
+
+/* Collective over the communicator (called by every rank, inside communicator creation). Strings
+ * in params need only live for the duration of the call: the engine copies what it keeps.
+ * The engine must call params->allgather the same number of times, with the same sizes, on every
+ * rank even when it fails locally (share the local failure through the next exchange instead of
+ * returning early), so that it returns the same status on every rank. The adapter also agrees on
+ * the outcome afterwards and destroys the communicator everywhere if any rank failed.
+ * On success *comm is set; on failure *comm is NULL and err explains. HCCL_ERR_UNSUPPORTED means
+ * "not for this communicator" (logged at verbose level 1); other errors are shown to the user. */
+hccl_status_t hccl_comm_create(const hccl_comm_params_t* params, hccl_comm_t** comm, char* err,
+                               size_t errlen);
+
+/* Local, must not communicate (peers may have destroyed theirs already; it runs in the module
+ * destructor, possibly inside MPI_Finalize). No request of this communicator is active. NULL ok. */
+void hccl_comm_destroy(hccl_comm_t* comm);
+
+/* ---------------------------------------------------------------------------------------------
+ * Collective calls. */
+typedef enum hccl_coll {
+  HCCL_COLL_ALLREDUCE = 0,
+  HCCL_COLL_ALLGATHER,
+  HCCL_COLL_REDUCE_SCATTER,      /* per-rank counts (MPI_Reduce_scatter) */
+  HCCL_COLL_REDUCE_SCATTER_BLOCK /* equal counts (MPI_Reduce_scatter_block) */
+} hccl_coll_t;
+
+/* Element types; the values mirror hccl::DataType in algorithms/types.hpp (checked by the engine
+ * with static_asserts). HCCL_DT_BYTE is an opaque element of desc.elem_size bytes. */
+typedef enum hccl_dtype {
+  HCCL_DT_INT8 = 0,
+  HCCL_DT_INT16,
+  HCCL_DT_INT32,
+  HCCL_DT_INT64,
+  HCCL_DT_UINT8,
+  HCCL_DT_UINT16,
+  HCCL_DT_UINT32,
+  HCCL_DT_UINT64,
+  HCCL_DT_FLOAT16,
+  HCCL_DT_BFLOAT16,
+  HCCL_DT_FLOAT32,
+  HCCL_DT_FLOAT64,
+  HCCL_DT_LONG_DOUBLE,    /* x87 80-bit extended stored in sizeof(long double) bytes */
+  HCCL_DT_COMPLEX_FLOAT,  /* two float32 */
+  HCCL_DT_COMPLEX_DOUBLE, /* two float64 */
+  HCCL_DT_BOOL,           /* C _Bool: 0 or 1 */
+  HCCL_DT_BYTE,           /* opaque: no arithmetic, only bitwise ops, copies or a user op */
+  HCCL_DT_COUNT
+} hccl_dtype_t;
+
+/* Reduction operators; values 0..9 mirror hccl::ReduceOp in algorithms/types.hpp. */
+typedef enum hccl_op {
+  HCCL_OP_SUM = 0,
+  HCCL_OP_PROD,
+  HCCL_OP_MAX,
+  HCCL_OP_MIN,
+  HCCL_OP_LAND,
+  HCCL_OP_LOR,
+  HCCL_OP_LXOR,
+  HCCL_OP_BAND,
+  HCCL_OP_BOR,
+  HCCL_OP_BXOR,
+  HCCL_OP_USER = 100, /* reduce with desc.user_fn */
+  HCCL_OP_NONE = 101  /* HCCL_COLL_ALLGATHER */
+} hccl_op_t;
+
+/* A reduction the engine cannot compute itself (an MPI user op, or an MPI op on a type without
+ * kernel): for i < count, inout[i] = in[i] (op) inout[i], elements of desc.elem_size bytes. `in`
+ * always holds the contribution of LOWER ranks than `inout`, so for a non-commutative op the
+ * engine gets exactly the rank-order result a0 op a1 op ... op a(p-1) as long as it combines
+ * neighbouring rank ranges in this orientation. `in` and `inout` never overlap. Called only from
+ * inside hccl_coll_start, hccl_progress or hccl_req_test, on the calling thread. */
+typedef void (*hccl_user_op_fn)(const void* in, void* inout, size_t count, void* ctx);
+
+/* One collective call. Buffers are contiguous arrays of `elem_size`-byte elements (the adapter
+ * packs or falls back for anything else). Layout by collective, p = communicator size:
+ *   ALLREDUCE             sendbuf: count; recvbuf: count.
+ *                         in place: input in recvbuf.
+ *   ALLGATHER             sendbuf: count; recvbuf: p * count, rank r's block at r * count.
+ *                         in place: this rank's block already sits at recvbuf + rank * count.
+ *   REDUCE_SCATTER_BLOCK  sendbuf: p * count, block r at r * count; recvbuf: count (block rank).
+ *                         in place: input in recvbuf (p * count), result at its start.
+ *   REDUCE_SCATTER        sendbuf: sum(recvcounts), block r at sum(recvcounts[0..r));
+ *                         recvbuf: recvcounts[rank]. in place: input in recvbuf, result at start.
+ * Fields marked [same] are equal on every rank (MPI requires it), and the decision of
+ * hccl_coll_supported may depend on them only. Buffer addresses and user_fn/user_ctx differ. */
+typedef struct hccl_coll_desc {
+  hccl_coll_t coll;         /* [same] */
+  int nonblocking;          /* [same] nonzero for the MPI_I* forms (informational) */
+  int in_place;             /* [same] nonzero for MPI_IN_PLACE; then sendbuf is NULL */
+  const void* sendbuf;      /* NULL when in_place */
+  void* recvbuf;            /* never NULL unless the call moves no data */
+  size_t count;             /* [same] elements, see the layout table; unused by REDUCE_SCATTER */
+  const size_t* recvcounts; /* [same] REDUCE_SCATTER only: p entries; valid during the call */
+  hccl_dtype_t dtype;       /* [same] */
+  size_t elem_size;         /* [same] bytes per element: the size of dtype, or any size >= 1 for
+                               HCCL_DT_BYTE (a contiguous derived type, moved or user-reduced) */
+  hccl_op_t op;             /* [same] HCCL_OP_NONE for ALLGATHER */
+  int user_commutative;     /* [same] HCCL_OP_USER: nonzero if the op is commutative */
+  hccl_user_op_fn user_fn;  /* HCCL_OP_USER only, from hccl_coll_start on (NULL when asking
+                               hccl_coll_supported); valid until the request completes */
+  void* user_ctx;           /* passed back to user_fn */
+} hccl_coll_desc_t;
+
+/* Whether the engine executes this call: 1 yes, 0 no (the adapter hands the call to the previous
+ * component), < 0 an hccl_status_t error. Must be decided from [same] fields and communicator state
+ * only, so that every rank decides alike. `explain` (may be NULL if explainlen is 0) receives one
+ * line: for 1 the decision, e.g. "level0 -> ring (model), level1 -> NHR (forced by env HCCL_ALGO)";
+ * for 0 the reason, e.g. "no kernel for long double complex". Never communicates. */
+int hccl_coll_supported(hccl_comm_t* comm, const hccl_coll_desc_t* desc, char* explain,
+                        size_t explainlen);
+
+typedef struct hccl_req hccl_req_t;
+
+/* Starts a call hccl_coll_supported accepted with the same descriptor. The descriptor and the
+ * recvcounts array may be reused as soon as this returns; buffers and user_ctx must stay valid
+ * until the request completes. On success *req is set (the call may already be complete);
+ * on failure *req is NULL and nothing is in flight. */
+hccl_status_t hccl_coll_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, hccl_req_t** req,
+                              char* err, size_t errlen);
+
+/* HCCL_SUCCESS: complete, results are in recvbuf. HCCL_PENDING: not yet. Negative: the call failed
+ * (err explains); it is complete, nothing more happens to the buffers. May make progress itself. */
+hccl_status_t hccl_req_test(hccl_req_t* req, char* err, size_t errlen);
+
+/* Releases a request once hccl_req_test returned anything but HCCL_PENDING. NULL is ignored. */
+void hccl_req_free(hccl_req_t* req);
+
+/* Advances every active request of every communicator. Called from Open MPI's progress loop while
+ * the adapter has at least one request in flight (then very often: keep it cheap), just before it
+ * tests them; never re-entered. Must not block or call the all-gather callback. Returns the number
+ * of requests that completed during this call. */
+int hccl_progress(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COLL_HCCL_HCCL_ENGINE_H */

@@ -1,0 +1,78 @@
+/*
+ * large.c - one large case of each collective: 64 MiB buffers (8 Mi doubles) for allreduce, and
+ * 64 MiB in total for allgather and reduce_scatter_block, so that an engine must chunk through
+ * its scratch buffer (HCCL_BUFFSIZE) many times. Option --nonblocking: the MPI_I* forms.
+ */
+#include <stdlib.h>
+
+#include "mpi_check.h"
+
+static int rank, nranks;
+
+static double value(int r, size_t i) {
+  return (double)((r * 13 + i * 3) % 1021) - 510.0;
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  const size_t n = (size_t)64 << 20 >> 3; /* 64 MiB of doubles */
+  double* in = malloc(n * sizeof(double));
+  double* out = malloc(n * sizeof(double));
+  for (size_t i = 0; i < n; ++i) in[i] = value(rank, i);
+
+  const bool nb = has_flag(argc, argv, "--nonblocking");
+  MPI_Request req = MPI_REQUEST_NULL;
+  {
+    memset(out, 0, n * sizeof(double));
+    if (nb) {
+      MPI_Iallreduce(in, out, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
+      MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Allreduce(in, out, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    }
+    size_t bad = 0;
+    for (size_t i = 0; i < n; ++i) {
+      double e = 0;
+      for (int r = 0; r < nranks; ++r) e += value(r, i);
+      if (out[i] != e && 0 == bad++) {
+        check(false, "%sallreduce element %zu: %g expected %g", nb ? "i" : "", i, out[i], e);
+      }
+    }
+    check(0 == bad, "%sallreduce of 64 MiB: %zu wrong elements", nb ? "i" : "", bad);
+  }
+
+  /* allgather: 64 MiB gathered in total */
+  const size_t per_rank = n / (size_t)nranks;
+  if (nb) {
+    MPI_Iallgather(in, (int)per_rank, MPI_DOUBLE, out, (int)per_rank, MPI_DOUBLE, MPI_COMM_WORLD,
+                   &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+  } else {
+    MPI_Allgather(in, (int)per_rank, MPI_DOUBLE, out, (int)per_rank, MPI_DOUBLE, MPI_COMM_WORLD);
+  }
+  size_t bad = 0;
+  for (int r = 0; r < nranks; ++r) {
+    for (size_t i = 0; i < per_rank; ++i) bad += out[(size_t)r * per_rank + i] != value(r, i);
+  }
+  check(0 == bad, "allgather of 64 MiB: %zu wrong elements", bad);
+
+  /* reduce_scatter_block: 64 MiB of input per rank */
+  if (nb) {
+    MPI_Ireduce_scatter_block(in, out, (int)per_rank, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+  } else {
+    MPI_Reduce_scatter_block(in, out, (int)per_rank, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  }
+  bad = 0;
+  for (size_t i = 0; i < per_rank; ++i) {
+    double e = 0;
+    for (int r = 0; r < nranks; ++r) e += value(r, (size_t)rank * per_rank + i);
+    bad += out[i] != e;
+  }
+  check(0 == bad, "reduce_scatter_block of 64 MiB: %zu wrong elements", bad);
+  free(in);
+  free(out);
+  return check_finish("large");
+}

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Runs one MPI test job the way a user would, and checks what coll_hccl did.
+
+The job runs under `timeout ... mpirun --allow-run-as-root --oversubscribe` with the freshly built
+mca_coll_hccl.so appended to Open MPI's component path through a private directory, so a stale or
+system-wide copy is never used and the system's Open MPI directories are never written. The test
+fails unless the program exits 0 and printed its own PASS line (with at least one check), and,
+as requested, unless coll_hccl's verbose output shows that it was loaded, enabled and called:
+a component that silently failed to load would otherwise leave a passing job on tuned.
+
+Exit codes follow `meson test`: 0 pass, 1 fail, 77 skipped.
+"""
+import argparse
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+SKIP = 77
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--np", type=int, default=2)
+    ap.add_argument("--pml", choices=["ob1", "ucx"], default="ob1")
+    ap.add_argument("--component-dir", required=True)
+    ap.add_argument("--verbose", type=int, default=1, help="coll_hccl_verbose")
+    ap.add_argument("--timeout", type=int, default=120, help="seconds for the whole job")
+    ap.add_argument("--env", action="append", default=[], metavar="K=V",
+                    help="environment variable for the ranks (mpirun -x)")
+    ap.add_argument("--mca", action="append", nargs=2, default=[], metavar=("NAME", "VALUE"))
+    ap.add_argument("--expect-enabled", action="store_true",
+                    help="coll_hccl must be enabled on MPI_COMM_WORLD")
+    ap.add_argument("--expect-not-enabled", action="store_true",
+                    help="coll_hccl must not be enabled on any communicator")
+    ap.add_argument("--expect-absent", action="store_true",
+                    help="coll_hccl must print nothing at all (component excluded)")
+    ap.add_argument("--expect-calls", default="",
+                    help="comma-separated MPI functions coll_hccl must report intercepting")
+    ap.add_argument("--expect-taken", action="store_true",
+                    help="at least one call must have been run by the engine")
+    ap.add_argument("--expect-line", action="append", default=[], metavar="REGEX",
+                    help="a line of the job's output must match")
+    ap.add_argument("--skip-if-placeholder", metavar="WHY",
+                    help="skip (77) when the placeholder engine answered, printing WHY")
+    ap.add_argument("--skip-if-real-engine", action="store_true",
+                    help="skip (77) unless the placeholder engine answered (its test hooks)")
+    ap.add_argument("--ompi-info", action="store_true",
+                    help="run ompi_info instead of mpirun; program = expected parameter names")
+    ap.add_argument("program", nargs="+")
+    return ap.parse_args()
+
+
+def component_path(args):
+    # Appended to the system default: replacing it would drop mpirun's own plugins, and a
+    # missing directory would stop the scan (reference section 1).
+    path = os.path.abspath(args.component_dir)
+    if not os.path.isfile(os.path.join(path, "mca_coll_hccl.so")):
+        sys.exit(f"no mca_coll_hccl.so in {path}")
+    return "SYS_DEFAULT:" + path
+
+
+def run_ompi_info(args):
+    env = dict(os.environ, OMPI_MCA_mca_base_component_path=component_path(args))
+    # `ompi_info --mca mca_base_component_path ...` is read too late to find components: use env.
+    cmd = ["timeout", str(args.timeout), "ompi_info", "--param", "coll", "hccl", "--level", "9"]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    print(out.stdout + out.stderr)
+    failures = []
+    if out.returncode != 0:
+        failures.append(f"ompi_info exited {out.returncode}")
+    if not re.search(r"MCA coll: hccl \(MCA v[\d.]+, API v[\d.]+, Component v[\d.]+\)", out.stdout):
+        failures.append("ompi_info does not list 'MCA coll: hccl'")
+    for name in args.program:
+        if f'parameter "{name}"' not in out.stdout:
+            failures.append(f"parameter {name} missing")
+    return failures
+
+
+def run_job(args):
+    cmd = ["timeout", "-k", "10", str(args.timeout), "mpirun", "--allow-run-as-root",
+           "--oversubscribe", "-np", str(args.np),
+           "--mca", "mca_base_component_path", component_path(args),
+           "--mca", "coll_hccl_verbose", str(args.verbose),
+           # keep help messages whole instead of "Data unpack would read past end of buffer"
+           "--mca", "orte_base_help_aggregate", "0"]
+    if args.pml == "ucx":
+        cmd += ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any",
+                "--mca", "pml_ucx_devices", "any"]
+    else:
+        cmd += ["--mca", "pml", "ob1"]
+    for name, value in args.mca:
+        cmd += ["--mca", name, value]
+    for kv in args.env:
+        cmd += ["-x", kv]
+    cmd += [os.path.abspath(args.program[0])] + args.program[1:]
+    print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
+    out = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    text = out.stdout + out.stderr
+    sys.stdout.write(text if len(text) < 200_000 else text[:100_000] + "\n[...]\n" + text[-100_000:])
+    lines = text.splitlines()
+
+    placeholder = any(re.match(r"coll:hccl: .*coll_hccl engine .*placeholder", l) for l in lines)
+    if args.skip_if_placeholder and placeholder:
+        print(f"SKIP: {args.skip_if_placeholder}")
+        return None
+    if args.skip_if_real_engine and not placeholder:
+        print("SKIP: this test uses a test hook of the placeholder engine")
+        return None
+
+    failures = []
+    if out.returncode == 124:
+        failures.append(f"timed out after {args.timeout} s")
+    elif out.returncode != 0:
+        failures.append(f"job exited {out.returncode}")
+    passes = [l for l in lines if re.search(r": PASS \((\d+) checks", l)]
+    if not passes:
+        failures.append("the program did not print its PASS line")
+    elif any(int(re.search(r"\((\d+) checks", l).group(1)) == 0 for l in passes):
+        failures.append("the program checked nothing")
+    hccl = [l for l in lines if l.startswith("coll:hccl:")]
+    if args.expect_absent and hccl:
+        failures.append("coll_hccl printed output although it should be excluded")
+    if args.expect_enabled and not any(
+            l.startswith("coll:hccl: enabled on 'MPI_COMM_WORLD'") for l in hccl):
+        failures.append("coll_hccl was not enabled on MPI_COMM_WORLD (component not loaded?)")
+    if args.expect_not_enabled and any(l.startswith("coll:hccl: enabled on") for l in hccl):
+        failures.append("coll_hccl was enabled although it should not be")
+    for call in filter(None, args.expect_calls.split(",")):
+        if not any(l.startswith(f"coll:hccl: {call} on ") for l in hccl):
+            failures.append(f"coll_hccl did not report any {call}")
+    taken = [l for l in hccl if " -> hccl: " in l]
+    if args.expect_taken and not taken:
+        failures.append("no call was run by the engine")
+    errors = [l for l in hccl if re.search(r"failed|could not|error", l)]
+    if errors and not args.expect_line:
+        failures.append(f"coll_hccl reported errors: {errors[0]}")
+    for regex in args.expect_line:
+        if not any(re.search(regex, l) for l in lines):
+            failures.append(f"no output line matches {regex!r}")
+    summary = (f"{len(hccl)} coll_hccl lines, {len(taken)} calls run by the engine, "
+               f"{sum(' -> fallback: ' in l for l in hccl)} fallbacks")
+    print(summary)
+    return failures
+
+
+def main():
+    args = parse_args()
+    failures = run_ompi_info(args) if args.ompi_info else run_job(args)
+    if failures is None:
+        return SKIP
+    for f in failures:
+        print("FAILED: " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
