@@ -1,5 +1,7 @@
 #include "algorithms/hierarchical.hpp"
 
+#include "algorithms/pipeline.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -184,6 +186,12 @@ RankSchedule composeHierarchical(const Layout& layout, const LevelAlgorithms& al
     e.level = static_cast<std::uint8_t>(top);
     embed(out, generatorFor(algs[static_cast<std::size_t>(top)], pb.coll)(pb, rank), e);
     prune(out);
+    return out;
+  }
+  const bool usesLevel1 = std::find(used.begin(), used.end(), 1) != used.end();
+  const bool usesLevel2 = std::find(used.begin(), used.end(), 2) != used.end();
+  if (algs[1] == Algorithm::Pipeline && usesLevel1 && !usesLevel2 && layout.symmetric()) {
+    out = pipelineSchedule(layout, pb, rank);
     return out;
   }
   if (used.size() <= 1) {

@@ -6,6 +6,8 @@
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/config_fallback.hpp"
+#include "algorithms/layout.hpp"
+#include "algorithms/pipeline.hpp"
 
 namespace hccl::algo {
 namespace {
@@ -86,7 +88,93 @@ const Decision& Selector::decide(const CallInfo& call) {
   return cache_.emplace(key, compute(call)).first->second;
 }
 
+bool Selector::needsRankOrder(const CallInfo& call) const {
+  return (reduces(call.coll) && !call.commutative) ||
+         settings_.deterministic.value == Determinism::Strict;
+}
+
+std::optional<std::size_t> Selector::levelIndex(int level) const {
+  for (std::size_t i = 0; i < shape_.levels.size(); ++i)
+    if (shape_.levels[i].level == level) return i;
+  return std::nullopt;
+}
+
+std::string Selector::pipelineWhyNot(const CallInfo& call) const {
+  if (call.coll != Collective::AllReduce && call.coll != Collective::ReduceScatter &&
+      call.coll != Collective::AllGather)
+    return fmt::format("pipeline has no {}", name(call.coll));
+  if (!shape_.symmetric) return "pipeline needs the same number of ranks on every server";
+  if (levelIndex(2)) return "pipeline runs within one supernode";
+  if (!levelIndex(1)) return "pipeline needs several servers";
+  if (needsRankOrder(call))
+    return fmt::format("pipeline does not reduce in rank order ({})",
+                       call.commutative ? "HCCL_DETERMINISTIC=strict" : "non-commutative op");
+  return {};
+}
+
+double Selector::pipelinePredict(const CallInfo& call) const {
+  const std::uint32_t servers = shape_.levels[*levelIndex(1)].size;
+  const std::uint32_t perServer = levelIndex(0) ? shape_.levels[*levelIndex(0)].size : 1;
+  const Layout lay = Layout::servers(servers, perServer);
+  const std::uint32_t p = lay.ranks();
+  Problem pb = call.coll == Collective::AllReduce ? Problem::allReduce(p, call.count, call.inPlace)
+               : call.coll == Collective::ReduceScatter
+                   ? Problem::reduceScatter(p, call.count, call.inPlace)
+                   : Problem::allGather(p, call.count, call.inPlace);
+  Schedule s{pb, {}};
+  for (std::uint32_t r = 0; r < p; ++r) s.ranks.push_back(pipelineSchedule(lay, pb, r));
+  CostParams cp = model_.params(call.type, call.op);
+  if (!reduces(call.coll)) cp.gamma = 0;
+  return criticalPath(s, call.elemSize, cp).time;
+}
+
+// HCCL's A2 rule: pipeline with several ranks per server once a rank's share is large enough.
+bool Selector::hcclPipelineRule(const CallInfo& call) const {
+  const std::uint32_t perServer = levelIndex(0) ? shape_.levels[*levelIndex(0)].size : 1;
+  if (perServer < 2) return false;
+  constexpr std::uint64_t kMinSize = 32 << 10, kMinAllReduceShare = 1 << 20;
+  if (call.coll == Collective::AllReduce) return call.bytes() / shape_.ranks >= kMinAllReduceShare;
+  return call.bytes() >= kMinSize;
+}
+
+Decision Selector::pipelineDecision(Reason why, std::string detail, double predicted) const {
+  Decision d;
+  for (const LevelGroup& g : shape_.levels)
+    d.levels.push_back({g.level, Algorithm::Pipeline, why,
+                        g.level == 0 ? "intra-server part of the pipeline" : detail,
+                        g.level == 0 ? 0.0 : predicted});
+  d.predicted = predicted;
+  return d;
+}
+
 Decision Selector::compute(const CallInfo& call) const {
+  // Pipeline spans level0 and level1, so it is weighed as a whole plan.
+  const std::string pipeWhy = pipelineWhyNot(call);
+  const auto forced1 = settings_.algo.value.forced(call.coll, 1);
+  if (forced1 == Algorithm::Pipeline && pipeWhy.empty())
+    return pipelineDecision(Reason::Forced, "by " + settings_.algo.from.str(),
+                            pipelinePredict(call));
+  const auto ruled1 = model_.rule(call.coll, 1, call.bytes());
+  if (!forced1 && ruled1 == Algorithm::Pipeline && pipeWhy.empty())
+    return pipelineDecision(Reason::Rule, "size rule of " + model_.source, pipelinePredict(call));
+  Decision d = perLevel(call);
+  if (!d.ok() || forced1 || ruled1 || !pipeWhy.empty()) return d;
+  if (settings_.selection.value == SelectionMode::HcclRules) {
+    if (hcclPipelineRule(call))
+      return pipelineDecision(Reason::HcclRules,
+                              "HCCL default for several ranks per server and large messages",
+                              pipelinePredict(call));
+    return d;
+  }
+  const double pipe = pipelinePredict(call);
+  if (pipe < d.predicted)
+    return pipelineDecision(
+        Reason::Model,
+        fmt::format("{} predicted, per-level plan {}", seconds(pipe), seconds(d.predicted)), pipe);
+  return d;
+}
+
+Decision Selector::perLevel(const CallInfo& call) const {
   Decision d;
   for (std::size_t i = 0; i < shape_.levels.size(); ++i) {
     std::string error;
@@ -104,8 +192,11 @@ Decision Selector::compute(const CallInfo& call) const {
 
 std::string Selector::incapable(Algorithm a, const CallInfo& call,
                                 const std::vector<Phase>& phases) const {
-  const bool needOrder = (reduces(call.coll) && !call.commutative) ||
-                         settings_.deterministic.value == Determinism::Strict;
+  if (a == Algorithm::Pipeline) {
+    const std::string why = pipelineWhyNot(call);
+    return why.empty() ? "pipeline spans level0 and level1 and is weighed as a whole plan" : why;
+  }
+  const bool needOrder = needsRankOrder(call);
   for (const Phase& ph : phases) {
     const GeneratorSpec* spec = findGenerator(a, ph.coll);
     if (!spec) return fmt::format("{} has no {}", hcclName(a), name(ph.coll));

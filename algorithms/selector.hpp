@@ -90,6 +90,13 @@ class Selector {
 
  private:
   Decision compute(const CallInfo& call) const;
+  Decision perLevel(const CallInfo& call) const;
+  bool needsRankOrder(const CallInfo& call) const;
+  std::optional<std::size_t> levelIndex(int level) const;
+  std::string pipelineWhyNot(const CallInfo& call) const;
+  double pipelinePredict(const CallInfo& call) const;
+  bool hcclPipelineRule(const CallInfo& call) const;
+  Decision pipelineDecision(Reason why, std::string detail, double predicted) const;
   std::optional<LevelChoice> chooseLevel(const CallInfo& call, std::size_t levelIndex,
                                          std::string& error) const;
   // Empty when `a` can run every phase of the level for this call; otherwise why not.

@@ -120,6 +120,41 @@ TEST(Hierarchical, UnevenReduceScatterBlocks) {
     }
 }
 
+TEST(Hierarchical, PipelineOnTwoLevels) {
+  const LevelAlgorithms pipe{Algorithm::Mesh, Algorithm::Pipeline, Algorithm::Ring};
+  for (std::uint32_t servers = 1; servers <= 6; ++servers)
+    for (std::uint32_t perServer = 1; perServer <= 5; ++perServer) {
+      sweepLayout(Layout::servers(servers, perServer), pipe, servers * perServer <= 8);
+      if (HasFailure()) return;
+    }
+  for (const auto& sizes : std::vector<std::vector<std::uint32_t>>{{3, 3}, {2, 2, 2, 2}})
+    sweepLayout(Layout::uneven(sizes, true), pipe, false);
+  // Uneven ReduceScatter blocks, in place with the result at the start.
+  const std::vector<std::uint64_t> counts{4, 0, 7, 1, 3, 9};
+  for (bool inPlace : {false, true}) {
+    Problem pb = Problem::reduceScatter(6, 0, inPlace);
+    pb.blocks = Blocks::of(counts);
+    expectClean(Layout::servers(3, 2), pipe, pb);
+  }
+}
+
+// Pipeline's cost row: max(inter, intra) per ring step, then one intra step.
+TEST(Hierarchical, PipelineMetricsFollowTheFormula) {
+  const std::uint32_t S = 4, L = 3;
+  const std::uint64_t perRank = 100;
+  Schedule s =
+      composeAll(Layout::servers(S, L), {Algorithm::Mesh, Algorithm::Pipeline, Algorithm::Ring},
+                 Problem::allGather(S * L, perRank));
+  CostParams cp = CostParams::uniform(1e-6, 1e-10, 0);
+  cp.alpha[1] = 1e-5;
+  cp.beta[1] = 1e-9;
+  const Metrics m = criticalPath(s, 1, cp);
+  const double inter = 1e-5 + 100 * 1e-9, intra = 1e-6 + 100 * 1e-10;
+  EXPECT_NEAR(m.time, std::max(inter, intra) * (S - 1) + intra, 1e-12);
+  EXPECT_EQ(m.level[1].steps, S - 1);
+  EXPECT_EQ(m.level[0].steps, 1u);
+}
+
 TEST(Hierarchical, RankOrderNeedsBlockOrderAndOrderedLevels) {
   const LevelAlgorithms ordered{Algorithm::Mesh, Algorithm::HalvingDoubling, Algorithm::Ring};
   EXPECT_TRUE(composedRankOrdered(Layout::servers(2, 4), ordered, Collective::AllReduce));

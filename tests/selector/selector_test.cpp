@@ -190,3 +190,69 @@ TEST(Selector, SingleRankNeedsNoAlgorithm) {
 
 }  // namespace
 }  // namespace hccl::algo
+
+namespace hccl::algo {
+namespace {
+
+TEST(SelectorPipeline, ForcedPipelineCoversBothLevels) {
+  Selector sel(CommShape::servers(4, 8), settingsWith({{"HCCL_ALGO", "level0:NA;level1:pipeline"}}),
+               defaultCostModel());
+  const Decision& d = sel.decide(allreduce(1 << 20));
+  ASSERT_TRUE(d.ok()) << d.error;
+  ASSERT_EQ(d.levels.size(), 2u);
+  EXPECT_EQ(d.levels[0].algorithm, Algorithm::Pipeline);
+  EXPECT_EQ(d.levels[1].algorithm, Algorithm::Pipeline);
+  EXPECT_EQ(d.levels[1].reason, Reason::Forced);
+  EXPECT_GT(d.predicted, 0);
+}
+
+TEST(SelectorPipeline, ForcedPipelineFallsBackWithItsReason) {
+  Selector sel(CommShape::servers(4, 8), settingsWith({{"HCCL_ALGO", "level0:NA;level1:pipeline"}}),
+               defaultCostModel());
+  const Decision& d = sel.decide(allreduce(1 << 20, false));  // non-commutative
+  ASSERT_TRUE(d.ok()) << d.error;
+  ASSERT_EQ(d.levels.size(), 2u);
+  EXPECT_EQ(d.levels[1].reason, Reason::Fallback);
+  EXPECT_NE(d.levels[1].detail.find("pipeline does not reduce in rank order"), std::string::npos)
+      << d.levels[1].detail;
+  EXPECT_EQ(d.levels[1].algorithm, Algorithm::HalvingDoubling);  // pipeline -> NHR, H-D_R, ring
+}
+
+TEST(SelectorPipeline, NotOnASingleServerOrAcrossPods) {
+  for (const CommShape& shape : {CommShape::flat(8), CommShape::pods(2, 2, 4)}) {
+    Selector sel(shape, settingsWith({}), defaultCostModel());
+    for (const LevelChoice& c :
+         sel.decide(withColl(allreduce(64 << 20), Collective::AllGather)).levels)
+      EXPECT_NE(c.algorithm, Algorithm::Pipeline) << shape.describe();
+  }
+}
+
+TEST(SelectorPipeline, HcclRulesThresholds) {
+  Selector sel(CommShape::servers(4, 4), settingsWith({{"COLL_HCCL_SELECTION", "hccl_rules"}}),
+               defaultCostModel());
+  auto algoOf = [&](const CallInfo& c) { return sel.decide(c).levels.back().algorithm; };
+  const CallInfo ag = withColl(allreduce(0), Collective::AllGather);
+  CallInfo small = ag, large = ag;
+  small.count = (32 << 10) / 4 - 1;
+  large.count = (32 << 10) / 4;
+  EXPECT_NE(algoOf(small), Algorithm::Pipeline);
+  EXPECT_EQ(algoOf(large), Algorithm::Pipeline);
+  // AllReduce: each rank's share must reach 1 MiB (16 ranks: 16 MiB in total).
+  EXPECT_NE(algoOf(allreduce((16 << 20) - 64)), Algorithm::Pipeline);
+  EXPECT_EQ(algoOf(allreduce(16 << 20)), Algorithm::Pipeline);
+  // One rank per server: never.
+  Selector flat(CommShape::servers(4, 1), settingsWith({{"COLL_HCCL_SELECTION", "hccl_rules"}}),
+                defaultCostModel());
+  EXPECT_NE(flat.decide(large).levels.back().algorithm, Algorithm::Pipeline);
+}
+
+TEST(SelectorPipeline, ModelPrefersPipelineForLargeGathersAcrossServers) {
+  Selector sel(CommShape::servers(4, 8), settingsWith({}), defaultCostModel());
+  const Decision& big = sel.decide(withColl(allreduce(64 << 20), Collective::AllGather));
+  EXPECT_EQ(big.levels.back().algorithm, Algorithm::Pipeline) << big.summary();
+  const Decision& tiny = sel.decide(withColl(allreduce(64), Collective::AllGather));
+  EXPECT_NE(tiny.levels.back().algorithm, Algorithm::Pipeline) << tiny.summary();
+}
+
+}  // namespace
+}  // namespace hccl::algo

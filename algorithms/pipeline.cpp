@@ -1,0 +1,212 @@
+// Pipeline (HCCL "pipeline"): a ring between servers whose every step also keeps the links inside
+// the server busy, for two-level layouts (S servers of L ranks; rank (s, l) is local index l of
+// server s; "block (t, j)" is the block of the rank at server t, local index j).
+//
+// AllGather, S steps. The inter-server ring runs among the ranks with the same local index.
+//   step 0      send my block to (s+1, l) and to every local peer; receive (s-1, l)'s block from
+//               it, and every local peer's own block.
+//   step k      forward to (s+1, l) the block received from (s-1, l) in step k-1, i.e. block
+//   (1..S-2)    (s-k, l), and send it to every local peer too; receive block (s-1-k, l) from
+//               (s-1, l) and block (s-k, j) from each local peer j.
+//   step S-1    intra only: send block (s+1, l) (received last) to every local peer; receive block
+//               (s+1, j) from each.
+//   After step k a rank holds the blocks of servers s-k..s at every local index (and server
+//   s-k-1 at its own). Out of place the own block is also copied to the output (HCCL's LocalCopy).
+//   cost max(a_inter + (n/p) b_inter, a_intra + (n/p) b_intra) (S-1) + a_intra + (n/p) b_intra
+// ReduceScatter, S steps, the mirror image. Block (t, l)'s partial sum travels the same-index
+//   ring t+1 -> t+2 -> ... -> t; on its way each server first reduces its local ranks'
+//   contributions to the block at the rank with local index l, one step ahead of the ring:
+//   step 0      intra only: exchange contributions to blocks (s-1, j); reduce server s's partial of
+//               block (s-1, l).
+//   step i+1    send the running sum of block (s-1-i, l) to (s+1, l), receive the running sum of
+//   (i=0..S-2)  block (s-2-i, l) from (s-1, l); meanwhile exchange contributions to blocks
+//               (s-2-i, j) locally; then add server s's partial to the received sum.
+//   After the last step, rank (s, l) holds block (s, l) summed over every rank.
+//   cost as AllGather, plus the reductions.
+// AllReduce = ReduceScatter then AllGather over n split in p pieces (twice the cost above).
+//
+// Rank order: no (the ring starts each block at a different server). Needs every server to have
+// the same number of ranks, and a single supernode.
+#include "algorithms/pipeline.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace hccl::algo {
+namespace {
+
+struct Grid {
+  const Layout& lay;
+  std::uint32_t S, L, s, l;
+
+  Grid(const Layout& layout, std::uint32_t me)
+      : lay(layout),
+        S(static_cast<std::uint32_t>(layout.groups(0).size())),
+        L(static_cast<std::uint32_t>(layout.groups(0).front().size())),
+        s(0),
+        l(layout.indexIn(0, me)) {
+    const auto& servers = layout.groups(0);
+    for (std::uint32_t i = 0; i < S; ++i)
+      if (servers[i][l] == me) s = i;
+  }
+  std::uint32_t at(std::int64_t server, std::uint32_t local) const {
+    const auto m = static_cast<std::int64_t>(S);
+    return lay.groups(0)[static_cast<std::size_t>(((server % m) + m) % m)][local];
+  }
+};
+
+void check(const Layout& lay) {
+  if (!lay.symmetric())
+    throw std::invalid_argument("pipeline needs the same number of ranks on every server");
+  for (const auto& g : lay.groups(2))
+    if (g.size() > 1) throw std::invalid_argument("pipeline runs within one supernode");
+}
+
+void xfer(Step& st, Dir d, std::uint32_t peer, Slice sl, std::uint8_t level) {
+  if (sl.count) st.xfers.push_back({d, peer, sl, level});
+}
+
+// The AllGather pass over `blocks`, all in Output; `own` is where this rank's block starts.
+void gatherPass(RankSchedule& out, const Grid& g, const Blocks& blocks, Slice own) {
+  const std::uint32_t me = g.at(g.s, g.l);
+  auto blk = [&](std::int64_t server, std::uint32_t local) {
+    return blocks.block(Buf::Output, g.at(server, local));
+  };
+  const auto s = static_cast<std::int64_t>(g.s);
+  for (std::uint32_t k = 0; k < g.S; ++k) {
+    Step& st = out.newStep();
+    // What travels this step: my own block first, then the one that arrived from the left.
+    const Slice fwd = k == 0 ? own : blk(s - k, g.l);
+    if (k + 1 < g.S) {
+      xfer(st, Dir::Send, g.at(s + 1, g.l), fwd, 1);
+      xfer(st, Dir::Recv, g.at(s - 1, g.l), blk(s - 1 - k, g.l), 1);
+    }
+    for (std::uint32_t j = 0; j < g.L; ++j) {
+      if (j == g.l) continue;
+      xfer(st, Dir::Send, g.at(s, j), fwd, 0);
+      xfer(st, Dir::Recv, g.at(s, j), blk(s - k, j), 0);
+    }
+    if (k == 0) copy(st, blocks.block(Buf::Output, me), own);
+  }
+}
+
+// The ReduceScatter pass: `contribution(rank)` is where this rank's input for that rank's block
+// sits; the result for this rank lands in `result`.
+template <typename Contribution>
+void reducePass(RankSchedule& out, const Grid& g, const Blocks& blocks, Contribution contribution,
+                Slice result) {
+  const auto s = static_cast<std::int64_t>(g.s);
+  std::uint64_t c = 0;  // the largest block, for scratch slots
+  for (std::uint32_t i = 0; i < blocks.parts(); ++i) c = std::max(c, blocks.count(i));
+  // Scratch: L-1 slots for local contributions, the server partial, the inter landing slot and
+  // two running sums (one is sent while the next is built).
+  auto localSlot = [&](std::uint32_t j) {
+    return Slice{Buf::Scratch, (j < g.l ? j : j - 1) * c, 0};
+  };
+  const std::uint64_t partialAt = (g.L - 1) * c, landingAt = partialAt + c, sumAt = landingAt + c;
+  auto sized = [](Slice sl, std::uint64_t n) { return Slice{sl.buf, sl.offset, n}; };
+
+  // Server s's partial of block (t, l), reduced in rank order of the local ranks into `dst`.
+  auto serverPartial = [&](Step& st, std::int64_t t, Slice dst) {
+    const std::uint32_t target = g.at(t, g.l);
+    const std::uint64_t n = blocks.count(target);
+    for (std::uint32_t j = 0; j < g.L; ++j) {
+      if (j == g.l) continue;
+      xfer(st, Dir::Send, g.at(s, j), contribution(g.at(t, j)), 0);
+      xfer(st, Dir::Recv, g.at(s, j), sized(localSlot(j), n), 0);
+    }
+    auto term = [&](std::uint32_t j) {
+      return j == g.l ? contribution(target) : sized(localSlot(j), n);
+    };
+    if (g.L == 1) {
+      copy(st, dst, contribution(target));
+      return;
+    }
+    reduce(st, dst, term(0), term(1));
+    for (std::uint32_t j = 2; j < g.L; ++j) reduce(st, dst, dst, term(j));
+  };
+
+  {
+    Step& st = out.newStep();
+    const Slice first =
+        g.S == 1 ? result : Slice{Buf::Scratch, sumAt, blocks.count(g.at(s - 1, g.l))};
+    serverPartial(st, s - 1, first);
+  }
+  for (std::uint32_t i = 0; i + 1 < g.S; ++i) {
+    Step& st = out.newStep();
+    const std::uint32_t sent = g.at(s - 1 - i, g.l), got = g.at(s - 2 - i, g.l);
+    const Slice sending{Buf::Scratch, sumAt + (i % 2) * c, blocks.count(sent)};
+    const Slice landing{Buf::Scratch, landingAt, blocks.count(got)};
+    xfer(st, Dir::Send, g.at(s + 1, g.l), sending, 1);
+    xfer(st, Dir::Recv, g.at(s - 1, g.l), landing, 1);
+    const Slice partial{Buf::Scratch, partialAt, blocks.count(got)};
+    serverPartial(st, s - 2 - i, partial);
+    const bool last = i + 2 == g.S;
+    const Slice sum =
+        last ? result : Slice{Buf::Scratch, sumAt + ((i + 1) % 2) * c, blocks.count(got)};
+    reduce(st, sum, landing, partial);
+  }
+}
+
+}  // namespace
+
+RankSchedule pipelineAllGather(const Layout& lay, const Problem& pb, std::uint32_t rank) {
+  check(lay);
+  RankSchedule out;
+  const Grid g(lay, rank);
+  const Slice own =
+      pb.inPlace ? pb.blocks.block(Buf::Output, rank) : Slice{Buf::Input, 0, pb.blocks.count(rank)};
+  gatherPass(out, g, pb.blocks, own);
+  prune(out);
+  return out;
+}
+
+RankSchedule pipelineReduceScatter(const Layout& lay, const Problem& pb, std::uint32_t rank) {
+  check(lay);
+  RankSchedule out;
+  const Grid g(lay, rank);
+  const Buf src = pb.inPlace ? Buf::Output : Buf::Input;
+  const Slice result = pb.resultSlice(rank);
+  const Slice own = pb.blocks.block(src, rank);
+  // In place with unequal blocks the result may half-cover this rank's own contribution: build it
+  // past the pass's scratch and move it at the end.
+  const bool viaScratch = own.overlaps(result) && !(own == result);
+  std::uint64_t top = 0;
+  for (std::uint32_t i = 0; i < pb.ranks; ++i) top = std::max(top, pb.blocks.count(i));
+  const Slice staged{Buf::Scratch, (g.L + 4) * top, result.count};
+  reducePass(
+      out, g, pb.blocks, [&](std::uint32_t q) { return pb.blocks.block(src, q); },
+      viaScratch ? staged : result);
+  if (viaScratch) copy(out.steps.back(), result, staged);
+  prune(out);
+  return out;
+}
+
+RankSchedule pipelineAllReduce(const Layout& lay, const Problem& pb, std::uint32_t rank) {
+  check(lay);
+  RankSchedule out;
+  const Grid g(lay, rank);
+  const Buf src = pb.inPlace ? Buf::Output : Buf::Input;
+  const Slice mine = pb.blocks.block(Buf::Output, rank);
+  reducePass(
+      out, g, pb.blocks, [&](std::uint32_t q) { return pb.blocks.block(src, q); }, mine);
+  gatherPass(out, g, pb.blocks, mine);
+  prune(out);
+  return out;
+}
+
+RankSchedule pipelineSchedule(const Layout& lay, const Problem& pb, std::uint32_t rank) {
+  switch (pb.coll) {
+    case Collective::AllGather:
+      return pipelineAllGather(lay, pb, rank);
+    case Collective::ReduceScatter:
+      return pipelineReduceScatter(lay, pb, rank);
+    case Collective::AllReduce:
+      return pipelineAllReduce(lay, pb, rank);
+    default:
+      throw std::invalid_argument(fmt::format("pipeline has no {}", name(pb.coll)));
+  }
+}
+
+}  // namespace hccl::algo
