@@ -46,6 +46,9 @@ RankSchedule nbAllGather(const Problem& pb, std::uint32_t rank);
 RankSchedule nbBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule nbScatter(const Problem& pb, std::uint32_t rank);
 
+// pairwise.cpp
+RankSchedule pairwiseAllToAll(const Problem& pb, std::uint32_t rank);
+
 // What a generator can serve. The selector filters on these before costing anything.
 struct GeneratorSpec {
   Algorithm algorithm;

@@ -12,7 +12,8 @@ using C = Collective;
 // different rank for every block; RHD's AllReduce and Reduce merge aligned neighbour groups
 // (distance doubling) and its ReduceScatter pairs ranks p/2 apart; Mesh reduces every block
 // locally in rank order. NHR and NB reduce slice s along a binomial tree over the ring that
-// starts at rank s and wraps around rank 0 for every s but one.
+// starts at rank s and wraps around rank 0 for every s but one. Pairwise only copies; it needs
+// equal blocks (AllToAllV would need per-pair counts).
 constexpr std::array kSpecs = {
     GeneratorSpec{A::Ring, C::AllReduce, ringAllReduce, false, true},
     GeneratorSpec{A::Ring, C::ReduceScatter, ringReduceScatter, false, true},
@@ -37,6 +38,7 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::NB, C::AllGather, nbAllGather, true, true},
     GeneratorSpec{A::NB, C::Broadcast, nbBroadcast, true, true},
     GeneratorSpec{A::NB, C::Scatter, nbScatter, true, true},
+    GeneratorSpec{A::Pairwise, C::AllToAll, pairwiseAllToAll, true, false},
 };
 
 }  // namespace

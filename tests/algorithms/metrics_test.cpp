@@ -157,7 +157,7 @@ TEST(Metrics, ConcurrentLevelsCostTheSlowerLink) {
   EXPECT_NEAR(m.time, 1e-3 + 2e-9, 1e-15);
 }
 
-// ---- NHR, NB ------------------------------------------------------------------------------
+// ---- NHR, NB, Pairwise ------------------------------------------------------------------------
 
 // ceil(log2 p), counted rather than derived from bit tricks.
 std::uint64_t ceilLog(std::uint32_t p) {
@@ -204,9 +204,14 @@ TEST(Metrics, NB) {
   expectLogRows(Algorithm::NB);
 }
 
+TEST(Metrics, Pairwise) {
+  for (std::uint32_t p = 2; p <= 16; ++p)
+    expectMetricsAt(Algorithm::Pairwise, Collective::AllToAll, p, 0, {p - 1, frac(p), 0});
+}
+
 // In place moves the same bytes in the same steps.
 TEST(Metrics, InPlaceCostsTheSame) {
-  for (Algorithm a : {Algorithm::NHR, Algorithm::NB}) {
+  for (Algorithm a : {Algorithm::NHR, Algorithm::NB, Algorithm::Pairwise}) {
     for (const GeneratorSpec& s : generatorSpecs()) {
       if (s.algorithm != a || s.coll == Collective::Broadcast) continue;
       for (std::uint32_t p : {3u, 8u, 13u}) {
