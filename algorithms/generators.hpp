@@ -32,6 +32,23 @@ RankSchedule meshAllReduce(const Problem& pb, std::uint32_t rank);
 RankSchedule meshReduceScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule meshAllGather(const Problem& pb, std::uint32_t rank);
 
+// nhr.cpp
+RankSchedule nhrAllReduce(const Problem& pb, std::uint32_t rank);
+RankSchedule nhrReduceScatter(const Problem& pb, std::uint32_t rank);
+RankSchedule nhrAllGather(const Problem& pb, std::uint32_t rank);
+RankSchedule nhrBroadcast(const Problem& pb, std::uint32_t rank);
+RankSchedule nhrScatter(const Problem& pb, std::uint32_t rank);
+
+// nb.cpp
+RankSchedule nbAllReduce(const Problem& pb, std::uint32_t rank);
+RankSchedule nbReduceScatter(const Problem& pb, std::uint32_t rank);
+RankSchedule nbAllGather(const Problem& pb, std::uint32_t rank);
+RankSchedule nbBroadcast(const Problem& pb, std::uint32_t rank);
+RankSchedule nbScatter(const Problem& pb, std::uint32_t rank);
+
+// pairwise.cpp
+RankSchedule pairwiseAllToAll(const Problem& pb, std::uint32_t rank);
+
 // What a generator can serve. The selector filters on these before costing anything.
 struct GeneratorSpec {
   Algorithm algorithm;

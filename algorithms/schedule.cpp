@@ -67,6 +67,12 @@ Problem Problem::broadcast(std::uint32_t p, std::uint64_t count, std::uint32_t r
 Problem Problem::reduce(std::uint32_t p, std::uint64_t count, std::uint32_t root, bool inPlace) {
   return {Collective::Reduce, p, root, inPlace, Blocks::even(count, p)};
 }
+Problem Problem::scatter(std::uint32_t p, std::uint64_t perRank, std::uint32_t root, bool inPlace) {
+  return {Collective::Scatter, p, root, inPlace, Blocks::uniform(perRank, p)};
+}
+Problem Problem::allToAll(std::uint32_t p, std::uint64_t perPair, bool inPlace) {
+  return {Collective::AllToAll, p, 0, inPlace, Blocks::uniform(perPair, p)};
+}
 
 std::uint64_t Problem::bufferCount(Buf b, std::uint32_t r) const {
   const std::uint64_t n = total();
@@ -87,10 +93,12 @@ std::uint64_t Problem::bufferCount(Buf b, std::uint32_t r) const {
       if (b == Buf::Input) return inPlace && isRoot ? 0 : n;
       return b == Buf::Output && isRoot ? n : 0;
     case Collective::Scatter:
-      if (b == Buf::Input) return isRoot ? n : 0;
-      return b == Buf::Output ? blocks.count(r) : 0;
+      if (b == Buf::Input) return isRoot && !inPlace ? n : 0;
+      if (b == Buf::Output) return isRoot && inPlace ? n : blocks.count(r);
+      return 0;
     case Collective::AllToAll:
-      return b == Buf::Scratch ? 0 : n;
+      if (b == Buf::Input) return inPlace ? 0 : n;
+      return b == Buf::Output ? n : 0;
   }
   return 0;
 }

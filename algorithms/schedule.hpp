@@ -146,9 +146,13 @@ class Blocks {
 //   Reduce         Input[total] -> Output[total] on the root only; non-roots have no Output;
 //                                                           in place: the root's Output holds its
 //                                                           input
-//   Scatter        root's Input[total] -> Output[count(r)]; in place: the root keeps its block in
-//                                                           Output's block root of a total-sized
-//                                                           Output
+//   Scatter        root's Input[total] -> Output[count(r)]; in place: the root has no Input, its
+//                                                           total-sized Output holds the data and
+//                                                           must stay unchanged (its own block is
+//                                                           already in place)
+//   AllToAll       Input[total] -> Output[total], equal blocks: Input block j goes to rank j,
+//                                                           Output block i comes from rank i;
+//                                                           in place: Output holds the input
 struct Problem {
   Collective coll = Collective::AllReduce;
   std::uint32_t ranks = 1;
@@ -166,6 +170,9 @@ struct Problem {
   static Problem broadcast(std::uint32_t p, std::uint64_t count, std::uint32_t root);
   static Problem reduce(std::uint32_t p, std::uint64_t count, std::uint32_t root,
                         bool inPlace = false);
+  static Problem scatter(std::uint32_t p, std::uint64_t perRank, std::uint32_t root,
+                         bool inPlace = false);
+  static Problem allToAll(std::uint32_t p, std::uint64_t perPair, bool inPlace = false);
 
   std::uint64_t total() const { return blocks.total(); }
   // Where rank r's ReduceScatter result must end up.

@@ -157,10 +157,11 @@ class Verifier final : public ReplayObserver {
         if (r == pb.root) buf(r, Buf::Output).fill(0, n, contribution(r, 0));
         break;
       case Collective::Scatter:
-        if (r == pb.root) buf(r, Buf::Input).fill(0, n, contribution(r, 0));
+        if (r == pb.root)
+          buf(r, pb.inPlace ? Buf::Output : Buf::Input).fill(0, n, contribution(r, 0));
         break;
       case Collective::AllToAll:
-        buf(r, Buf::Input).fill(0, n, contribution(r, 0));
+        buf(r, pb.inPlace ? Buf::Output : Buf::Input).fill(0, n, contribution(r, 0));
         break;
     }
   }
@@ -299,9 +300,16 @@ class Verifier final : public ReplayObserver {
         if (r == pb.root) expect(r, 0, n, sets_.all(), 0);
         break;
       case Collective::Scatter:
-        expect(r, 0, pb.blocks.count(r), sets_.single(pb.root), at(r));
+        // In place the root's output is the send buffer: all of it must be left as it was.
+        if (r == pb.root && pb.inPlace)
+          expect(r, 0, n, sets_.single(r), 0);
+        else
+          expect(r, 0, pb.blocks.count(r), sets_.single(pb.root), at(r));
         break;
       case Collective::AllToAll:
+        // Block i comes from rank i: its element e is rank i's input element offset(r) + e.
+        for (std::uint32_t i = 0; i < p_; ++i)
+          expect(r, pb.blocks.offset(i), pb.blocks.count(i), sets_.single(i), at(r) - at(i));
         break;
     }
   }

@@ -157,5 +157,75 @@ TEST(Metrics, ConcurrentLevelsCostTheSlowerLink) {
   EXPECT_NEAR(m.time, 1e-3 + 2e-9, 1e-15);
 }
 
+// ---- NHR, NB, Pairwise ------------------------------------------------------------------------
+
+// ceil(log2 p), counted rather than derived from bit tricks.
+std::uint64_t ceilLog(std::uint32_t p) {
+  std::uint64_t k = 0;
+  while ((std::uint64_t{1} << k) < p) ++k;
+  return k;
+}
+
+// Like expectMetrics, for any root, with the MPI count of every collective (per rank for
+// Scatter, per pair for AllToAll) chosen so that each rank's whole vector is kCount elements.
+void expectMetricsAt(Algorithm a, Collective c, std::uint32_t p, std::uint32_t root, Expected e) {
+  const GeneratorSpec* spec = findGenerator(a, c);
+  ASSERT_NE(spec, nullptr) << hcclName(a) << " " << name(c);
+  const bool perRank = c == Collective::ReduceScatter || c == Collective::AllGather ||
+                       c == Collective::Scatter || c == Collective::AllToAll;
+  const Problem pb = test::problemFor(c, p, perRank ? kCount / p : kCount, false, root);
+  const Metrics m = criticalPath(buildSchedule(spec->generate, pb), kElem);
+  SCOPED_TRACE(::testing::Message()
+               << hcclName(a) << " " << name(c) << " p=" << p << " root=" << root);
+  EXPECT_EQ(m.steps(), e.steps);
+  EXPECT_DOUBLE_EQ(double(m.bytes()), e.bytes * kN);
+  EXPECT_DOUBLE_EQ(double(m.reducedBytes), e.gamma * kN);
+}
+
+// The reference gives NHR and NB the same rows.
+void expectLogRows(Algorithm a) {
+  for (std::uint32_t p = 2; p <= 16; ++p) {
+    const std::uint64_t k = ceilLog(p);
+    expectMetricsAt(a, Collective::ReduceScatter, p, 0, {k, frac(p), frac(p)});
+    expectMetricsAt(a, Collective::AllGather, p, 0, {k, frac(p), 0});
+    expectMetricsAt(a, Collective::AllReduce, p, 0, {2 * k, 2 * frac(p), frac(p)});
+    for (std::uint32_t root = 0; root < p; ++root) {
+      expectMetricsAt(a, Collective::Scatter, p, root, {k, frac(p), 0});
+      expectMetricsAt(a, Collective::Broadcast, p, root, {2 * k, 2 * frac(p), 0});
+    }
+  }
+}
+
+TEST(Metrics, NHR) {
+  expectLogRows(Algorithm::NHR);
+}
+
+TEST(Metrics, NB) {
+  expectLogRows(Algorithm::NB);
+}
+
+TEST(Metrics, Pairwise) {
+  for (std::uint32_t p = 2; p <= 16; ++p)
+    expectMetricsAt(Algorithm::Pairwise, Collective::AllToAll, p, 0, {p - 1, frac(p), 0});
+}
+
+// In place moves the same bytes in the same steps.
+TEST(Metrics, InPlaceCostsTheSame) {
+  for (Algorithm a : {Algorithm::NHR, Algorithm::NB, Algorithm::Pairwise}) {
+    for (const GeneratorSpec& s : generatorSpecs()) {
+      if (s.algorithm != a || s.coll == Collective::Broadcast) continue;
+      for (std::uint32_t p : {3u, 8u, 13u}) {
+        const auto out = criticalPath(
+            buildSchedule(s.generate, test::problemFor(s.coll, p, 1200, false, 1)), kElem);
+        const auto in = criticalPath(
+            buildSchedule(s.generate, test::problemFor(s.coll, p, 1200, true, 1)), kElem);
+        EXPECT_EQ(in.steps(), out.steps()) << test::specName(s) << " p=" << p;
+        EXPECT_EQ(in.bytes(), out.bytes()) << test::specName(s) << " p=" << p;
+        EXPECT_EQ(in.reducedBytes, out.reducedBytes) << test::specName(s) << " p=" << p;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hccl::algo

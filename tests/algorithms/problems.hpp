@@ -8,7 +8,8 @@
 
 namespace hccl::algo::test {
 
-// The MPI-level count: elements per rank for ReduceScatter/AllGather, the whole vector otherwise.
+// The MPI-level count: elements per rank for ReduceScatter/AllGather/Scatter, per pair for
+// AllToAll, the whole vector otherwise.
 inline Problem problemFor(Collective c, std::uint32_t p, std::uint64_t count, bool inPlace,
                           std::uint32_t root = 0) {
   switch (c) {
@@ -22,9 +23,12 @@ inline Problem problemFor(Collective c, std::uint32_t p, std::uint64_t count, bo
       return Problem::broadcast(p, count, root);
     case Collective::Reduce:
       return Problem::reduce(p, count, root, inPlace);
-    default:
-      return Problem{c, p, root, inPlace, Blocks::uniform(count, p)};
+    case Collective::Scatter:
+      return Problem::scatter(p, count, root, inPlace);
+    case Collective::AllToAll:
+      return Problem::allToAll(p, count, inPlace);
   }
+  return Problem{c, p, root, inPlace, Blocks::uniform(count, p)};
 }
 
 // In place is meaningless for Broadcast (one buffer).

@@ -45,7 +45,9 @@ TEST_P(EveryGenerator, AllRankCountsAndCounts) {
 
 TEST_P(EveryGenerator, EveryRoot) {
   const GeneratorSpec& spec = GetParam();
-  if (spec.coll != Collective::Broadcast && spec.coll != Collective::Reduce) GTEST_SKIP();
+  if (spec.coll != Collective::Broadcast && spec.coll != Collective::Reduce &&
+      spec.coll != Collective::Scatter)
+    GTEST_SKIP();
   for (std::uint32_t p : {2u, 3u, 5u, 6u, 7u, 8u, 12u, 13u}) {
     for (std::uint32_t root = 0; root < p; ++root) {
       for (bool inPlace : {false, true}) {
@@ -61,7 +63,9 @@ TEST_P(EveryGenerator, EveryRoot) {
 // including none.
 TEST_P(EveryGenerator, UnevenBlocks) {
   const GeneratorSpec& spec = GetParam();
-  if (spec.coll != Collective::ReduceScatter && spec.coll != Collective::AllGather) GTEST_SKIP();
+  if (spec.coll != Collective::ReduceScatter && spec.coll != Collective::AllGather &&
+      spec.coll != Collective::Scatter)
+    GTEST_SKIP();
   if (!spec.unevenBlocks) GTEST_SKIP();
   std::mt19937 rng(42);
   for (std::uint32_t p = 1; p <= 24; ++p) {
@@ -69,7 +73,7 @@ TEST_P(EveryGenerator, UnevenBlocks) {
       std::vector<std::uint64_t> counts(p);
       for (auto& c : counts) c = rng() % 4 == 0 ? 0 : rng() % 50;
       for (bool inPlace : {false, true}) {
-        Problem pb = problemFor(spec.coll, p, 0, inPlace);
+        Problem pb = problemFor(spec.coll, p, 0, inPlace, static_cast<std::uint32_t>(trial) % p);
         pb.blocks = Blocks::of(counts);
         expectClean(pb);
         if (pb.coll == Collective::ReduceScatter && inPlace) {

@@ -51,7 +51,7 @@ TEST(Selector, ForcedAlgorithmIsUsedAndAttributed) {
 
 TEST(Selector, ForcedButIncapableFallsBackAlongHcclsChain) {
   // ring cannot reduce in rank order: a non-commutative op falls back to H-D_R (ring -> NHR,
-  // H-D_R; there is no NHR generator yet).
+  // H-D_R; NHR does not reduce in rank order either).
   Selector sel(CommShape::servers(6, 1), settingsWith({{"HCCL_ALGO", "level0:NA;level1:ring"}}),
                defaultCostModel());
   const Decision& d = sel.decide(allreduce(1 << 20, false));
@@ -111,21 +111,32 @@ TEST(Selector, HcclRulesForPods) {
   }
 }
 
-// The byte size at which the model stops picking H-D_R (fewer steps) for ring (less data) on
-// 6 servers, searched over powers of two.
+// The model's choice between H-D_R (fewer steps) and ring (less data), ties going to ring as in
+// decide(). NHR (ring's volume in fewer steps than both) is left out: it would win everywhere.
+Algorithm ringOrHd(const Selector& sel, std::uint64_t bytes) {
+  double ring = 0, hd = 0;
+  for (const Candidate& c : sel.candidates(allreduce(bytes), 0)) {
+    if (c.algorithm == Algorithm::Ring) ring = c.predicted;
+    if (c.algorithm == Algorithm::HalvingDoubling) hd = c.predicted;
+  }
+  return ring <= hd ? Algorithm::Ring : Algorithm::HalvingDoubling;
+}
+
+// The byte size at which the model stops picking H-D_R for ring on 6 servers, searched over
+// powers of two.
 std::uint64_t crossover(const CostModel& m) {
   Selector sel(CommShape::servers(6, 1), settingsWith({}), m);
   for (std::uint64_t b = 64; b <= (1ull << 32); b *= 2)
-    if (sel.decide(allreduce(b)).levels[0].algorithm == Algorithm::Ring) return b;
+    if (ringOrHd(sel, b) == Algorithm::Ring) return b;
   return 0;
 }
 
 TEST(Selector, ModelPicksFewStepsForSmallAndLittleDataForLarge) {
   Selector sel(CommShape::servers(6, 1), settingsWith({}), linkModel(25, 1.25));
+  EXPECT_EQ(ringOrHd(sel, 64), Algorithm::HalvingDoubling);
+  EXPECT_EQ(ringOrHd(sel, 64 << 20), Algorithm::Ring);
   const Decision& small = sel.decide(allreduce(64));
   const Decision& large = sel.decide(allreduce(64 << 20));
-  EXPECT_EQ(small.levels[0].algorithm, Algorithm::HalvingDoubling) << small.summary();
-  EXPECT_EQ(large.levels[0].algorithm, Algorithm::Ring) << large.summary();
   EXPECT_EQ(small.levels[0].reason, Reason::Model);
   EXPECT_LT(small.predicted, large.predicted);
 }

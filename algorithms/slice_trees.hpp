@@ -1,0 +1,119 @@
+// Binomial slice trees: the schedule skeleton NHR and NB share (HCCL's reduce_scatter_nhr.cc and
+// reduce_scatter_nb.cc are mirror images of each other).
+//
+// The data is cut into p slices, one per rank (physical block place[s] holds logical slice s;
+// NHR renumbers slices for AllReduce and Broadcast so that a step's slices are adjacent). Slice s
+// travels along a binomial tree whose position d is rank s + o*d (mod p), o = +1 for NHR and -1
+// for NB. With K = ceil(log2 p) = bit-length(p-1) steps and h = 2^k:
+//
+//   ReduceScatter step k = 0..K-1: for every d = 0 mod 2h with d+h < p, position d+h hands its
+//     partial sum to position d. Seen from rank r: it sends the floor((p-1+h)/2h) slices at its
+//     positions h, 3h, 5h, ... to rank r - o*h and receives as many, its positions 0, 2h, 4h, ...,
+//     from rank r + o*h, adding them to its own partial sums. After step k position d (d = 0 mod
+//     2h) holds the sum over positions d..d+2h-1, so after step K-1 rank s holds slice s summed
+//     over every rank. Each rank sends every slice but its own exactly once: (p-1)/p of the data.
+//   AllGather (tree): the same messages reversed in time and direction; rank r sends at step
+//     K-1-k the slices at its positions 0, 2h, 4h, ... to r + o*h.
+//   Scatter from a root: scatter position e is rank root - o*e. At step k every position e < h
+//     with e+h < p sends to position e+h (rank r - o*h) the slices of positions e+h, e+3h, e+5h,
+//     ... < p, i.e. of that receiver's future subtree: floor((p-1-e+h)/2h) slices, the full
+//     floor((p-1+h)/2h) for e = 0. HCCL's scatter_nhr.cc sends that full count to every receiver,
+//     the extra slices being ones the sender does not hold (scatter_nb.cc tries to skip them); we
+//     send only what the subtree needs, which leaves the busiest rank's volume, hence the cost,
+//     unchanged.
+//
+// Several slices of one step go to the same peer; they travel as one transfer per run that is
+// contiguous at both ends (the cost model adds the bytes of a peer's transfers in a step).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "algorithms/schedule.hpp"
+
+namespace hccl::algo::tree {
+
+// ceil(log2 p): the step count of every tree phase (0 for p = 1).
+std::uint32_t stepCount(std::uint32_t p);
+// Slices a rank sends (and receives) at ReduceScatter step k: floor((p-1+2^k)/2^(k+1)).
+std::uint64_t sharesAt(std::uint32_t p, std::uint32_t k);
+
+class SliceTree {
+ public:
+  // `place` maps logical slice -> physical block; empty means the identity.
+  SliceTree(std::uint32_t p, int orient, std::vector<std::uint32_t> place = {});
+
+  std::uint32_t ranks() const { return p_; }
+  int orient() const { return orient_; }
+  std::uint32_t steps() const { return stepCount(p_); }
+  std::uint32_t block(std::uint32_t slice) const { return place_[slice]; }
+  // r + o*dist and r - o*dist (mod p): away from and towards a slice tree's root.
+  std::uint32_t outward(std::uint32_t r, std::uint64_t dist) const;
+  std::uint32_t inward(std::uint32_t r, std::uint64_t dist) const;
+  // The slice whose tree has rank r at position d.
+  std::uint32_t sliceAt(std::uint32_t r, std::uint64_t d) const { return inward(r, d); }
+  // The d in [0, p) with b = outward(a, d): rank b's position in slice a's tree.
+  std::uint32_t span(std::uint32_t a, std::uint32_t b) const;
+
+ private:
+  std::uint32_t p_;
+  int orient_;
+  std::vector<std::uint32_t> place_;
+};
+
+// One slice of a message: where the sender reads it and where the receiver lands it.
+struct Piece {
+  Slice src, dst;
+};
+// Both ends build the same piece list and so cut it into the same transfers.
+void sendRuns(Step& s, std::uint32_t peer, std::vector<Piece> pieces);
+void recvRuns(Step& s, std::uint32_t peer, std::vector<Piece> pieces);
+
+// Where one rank's data sits for the tree ReduceScatter, as buffer + base offset of a
+// full-vector layout (physical block b at base + offset(b)). Partial sums start in `own` and move
+// to `acc` at their first reduction (own == acc in place); receives that cannot land in `acc`
+// directly land in Scratch from `landing` on.
+struct ReduceBuffers {
+  Slice own;
+  Slice acc;
+  std::uint64_t landing = 0;
+};
+
+// Where rank q's fully reduced slice (logical slice q) must end: its accumulator block or any
+// slice of its output.
+using ResultAt = std::function<Slice(std::uint32_t q)>;
+
+// Appends the ReduceScatter phase for rank r.
+void reduceScatter(RankSchedule& out, const SliceTree& t, std::uint32_t r, const Blocks& bl,
+                   const ReduceBuffers& b, const ResultAt& result);
+
+// Where rank q keeps logical slice s.
+using Holding = std::function<Slice(std::uint32_t q, std::uint32_t s)>;
+
+// Appends the tree AllGather phase for rank r: the reverse of reduceScatter. `src` says where a
+// rank reads a slice it sends, `dst` where a rank lands a slice it receives (and later sends it
+// from, unless `src` says otherwise).
+void allGather(RankSchedule& out, const SliceTree& t, std::uint32_t r, const Holding& src,
+               const Holding& dst);
+
+// Scatter positions: position e of the scatter tree is rank root - o*e.
+std::uint32_t scatterPosition(const SliceTree& t, std::uint32_t root, std::uint32_t r);
+// The scatter positions rank q holds slices for after receiving its share: q's own position e
+// first, then e + m*2^(k+1) for the step k it receives in (the root: every position).
+std::vector<std::uint32_t> scatterHoldings(const SliceTree& t, std::uint32_t root, std::uint32_t q);
+
+// Appends the Scatter phase for rank r; logical slice s is the one rank s must end with.
+void scatter(RankSchedule& out, const SliceTree& t, std::uint32_t r, std::uint32_t root,
+             const Holding& hold);
+
+// The standalone collectives on identity-numbered slices, shared by NHR and NB.
+//   ReduceScatter out of place: partial sums in Scratch[0, n), receives land after them; the
+//     own block's last reduction writes Output directly. In place: partial sums in Output,
+//     receives land in Scratch[0, ..), the result moves to Output[0, count(r)) at the last step.
+//   Scatter: the root reads Input (in place: Output); every other rank lands its own block in
+//     Output and the blocks it forwards later in Scratch, packed in the order it forwards them.
+RankSchedule reduceScatterCollective(const Problem& pb, std::uint32_t r, const SliceTree& t);
+RankSchedule scatterCollective(const Problem& pb, std::uint32_t r, const SliceTree& t);
+
+}  // namespace hccl::algo::tree
