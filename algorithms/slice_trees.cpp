@@ -251,7 +251,7 @@ void scatter(RankSchedule& out, const SliceTree& t, std::uint32_t r, std::uint32
 RankSchedule reduceScatterCollective(const Problem& pb, std::uint32_t r, const SliceTree& t) {
   RankSchedule out;
   const Blocks& bl = pb.blocks;
-  const auto resultAt = [&](std::uint32_t q) { return Slice{Buf::Output, 0, bl.count(q)}; };
+  const auto resultAt = [&](std::uint32_t q) { return pb.resultSlice(q); };
   if (pb.ranks == 1) {
     if (!pb.inPlace) copy(out.newStep(), resultAt(0), bl.block(Buf::Input, 0));
     return out;

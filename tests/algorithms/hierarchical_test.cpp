@@ -13,10 +13,12 @@ namespace {
 
 constexpr std::array<Algorithm, 3> kLevel0 = {Algorithm::Ring, Algorithm::Mesh,
                                               Algorithm::HalvingDoubling};
-constexpr std::array<Algorithm, 2> kOuter = {Algorithm::Ring, Algorithm::HalvingDoubling};
+constexpr std::array<Algorithm, 4> kOuter = {Algorithm::Ring, Algorithm::HalvingDoubling,
+                                             Algorithm::NHR, Algorithm::NB};
+constexpr std::size_t kCombos = kLevel0.size() * kOuter.size();
 
 LevelAlgorithms combo(std::size_t k) {
-  const Algorithm outer = kOuter[(k / 3) % 2];
+  const Algorithm outer = kOuter[(k / 3) % kOuter.size()];
   return {kLevel0[k % 3], outer,
           outer == Algorithm::Ring ? Algorithm::HalvingDoubling : Algorithm::Ring};
 }
@@ -49,7 +51,7 @@ void sweepLayout(const Layout& lay, const LevelAlgorithms& algs, bool bigCount) 
 }
 
 // Servers 1..16 x ranks per server 1..8, every pair; the algorithms per level rotate through all
-// six combinations. Split in four by server count so meson can run them side by side.
+// level0 x level1 combinations. Split in four by server count so meson can run them side by side.
 class ServersByRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(ServersByRanks, EveryPairVerifies) {
@@ -65,7 +67,7 @@ TEST_P(ServersByRanks, EveryPairVerifies) {
 INSTANTIATE_TEST_SUITE_P(Quarter, ServersByRanks, ::testing::Values(0, 1, 2, 3));
 
 TEST(Hierarchical, EveryAlgorithmCombination) {
-  for (std::size_t k = 0; k < 6; ++k)
+  for (std::size_t k = 0; k < kCombos; ++k)
     for (const Layout& lay :
          {Layout::servers(3, 4), Layout::servers(4, 3), Layout::pods(2, 2, 2)}) {
       sweepLayout(lay, combo(k), false);
@@ -88,7 +90,7 @@ TEST(Hierarchical, InterleavedRankOrder) {
        std::vector<std::vector<std::uint32_t>>{{3, 3}, {2, 2, 2}, {4, 4, 4, 4}}) {
     const Layout lay = Layout::uneven(sizes, true);
     EXPECT_FALSE(lay.blockOrder());
-    for (std::size_t k = 0; k < 6; ++k) sweepLayout(lay, combo(k), false);
+    for (std::size_t k = 0; k < kCombos; ++k) sweepLayout(lay, combo(k), false);
   }
 }
 
@@ -101,7 +103,7 @@ TEST(Hierarchical, AsymmetricLayoutsRunFlat) {
       ASSERT_EQ(shape.levels.size(), 1u);
       EXPECT_EQ(shape.levels[0].size, lay.ranks());
       EXPECT_EQ(shape.levels[0].level, 1);
-      for (std::size_t k = 0; k < 6; ++k) sweepLayout(lay, combo(k), false);
+      for (std::size_t k = 0; k < kCombos; ++k) sweepLayout(lay, combo(k), false);
     }
   }
 }
@@ -110,7 +112,7 @@ TEST(Hierarchical, UnevenReduceScatterBlocks) {
   const Layout lay = Layout::servers(3, 2);
   const std::vector<std::uint64_t> counts{4, 0, 7, 1, 3, 9};
   for (bool inPlace : {false, true})
-    for (std::size_t k = 0; k < 6; ++k) {
+    for (std::size_t k = 0; k < kCombos; ++k) {
       Problem pb = Problem::reduceScatter(6, 0, inPlace);
       pb.blocks = Blocks::of(counts);
       expectClean(lay, combo(k), pb);
