@@ -1,0 +1,342 @@
+// Failures of the UCX transport: dead and silent peers, cancellation, length mismatches and bad
+// configuration. Every wait is bounded; a hang shows as a failure at the group's deadline.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <thread>
+
+#include "fork_group.hpp"
+#include "patterns.hpp"
+#include "ucx_checks.hpp"
+#include "ucx_tl/ucx_transport.hpp"
+
+namespace hccl::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using tl::Completion;
+using tl::IoVec;
+using tl::Tag;
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void expectKilled(const GroupResult& r, std::initializer_list<int> ranks) {
+  for (int q : ranks) {
+    EXPECT_EQ(r.ranks[static_cast<std::size_t>(q)].signal, SIGKILL) << r.summary();
+  }
+}
+
+// Rank 0 posts a receive and a rendezvous-sized send to each of its peers (rank 1 on its
+// server, rank 2 on another one) and checks that every one fails, naming the peer and its
+// class, within `within`.
+void expectPeersFail(Child& child, tl::UcxTransport& t, double within) {
+  std::vector<std::byte> in1(1 << 16), in2(1 << 16), out(8 << 20);
+  std::vector<Completion> done(4);
+  const IoVec r1{in1.data(), in1.size()};
+  const IoVec r2{in2.data(), in2.size()};
+  const IoVec s{out.data(), out.size()};
+  const auto start = Clock::now();
+  t.recv(1, std::span(&r1, 1), Tag{3, 4, 5}, &done[0]);
+  t.recv(2, std::span(&r2, 1), Tag{3, 4, 5}, &done[1]);
+  t.send(1, std::span(&s, 1), Tag{3, 4, 6}, &done[2]);
+  t.send(2, std::span(&s, 1), Tag{3, 4, 6}, &done[3]);
+  // When each one fails, not just when the last one does.
+  std::vector<double> failedAfter(done.size(), -1);
+  while (secondsSince(start) < within + 3) {
+    t.progress();
+    bool pending = false;
+    for (std::size_t i = 0; i < done.size(); ++i) {
+      if (!done[i].pending() && failedAfter[i] < 0) failedAfter[i] = secondsSince(start);
+      pending = pending || done[i].pending();
+    }
+    if (!pending) break;
+  }
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    const bool toRank1 = i % 2 == 0;
+    const Completion& c = done[i];
+    CHILD_CHECK(!c.pending(),
+                fmt::format("transfer {} still pending after {:.1f} s", i, within + 3));
+    child.report(fmt::format("after {:.2f} s: {}", failedAfter[i], c.error));
+    CHILD_CHECK(c.state == Completion::State::Failed, "a transfer to a dead peer succeeded");
+    CHILD_CHECK(
+        contains(c.error, toRank1 ? "rank 1 over the HCCS class" : "rank 2 over the RoCE class"),
+        c.error);
+    CHILD_CHECK(contains(c.error, "tag comm=3 seq=4"), c.error);
+    CHILD_CHECK(failedAfter[i] <= within,
+                fmt::format("failed after {:.2f} s, more than {:.2f} s", failedAfter[i], within));
+  }
+
+  // The link stays failed: later transfers fail at once.
+  Completion again;
+  t.send(1, std::span(&s, 1), Tag{3, 5, 0}, &again);
+  for (int i = 0; i < 10 && again.pending(); ++i) t.progress();
+  CHILD_CHECK(again.state == Completion::State::Failed, "a send to a dead peer was accepted");
+  child.report("then: " + again.error);
+}
+
+tl::UcxOptions failFast() {
+  tl::UcxOptions o;
+  o.timeout = 4s;
+  o.keepalive = 200ms;
+  return o;
+}
+
+TEST(UcxErrors, PeersKilledMidRunFailTheirTransfersInsideTheTimeout) {
+  const std::vector<int> serverOf = {0, 0, 1};
+  const auto r = runGroup(3, 30s, [&](Child& child) {
+    tl::UcxTransport t(child.rank(), serverOf, child.allGather(), failFast());
+    // A first exchange with everyone, so the links are up and in use.
+    std::vector<std::vector<std::byte>> bufs(6, std::vector<std::byte>(1024));
+    std::vector<Completion> done(6);
+    std::size_t k = 0;
+    for (int q = 0; q < 3; ++q) {
+      if (q == t.rank()) continue;
+      const IoVec out{bufs[k].data(), 1024};
+      t.send(q, std::span(&out, 1), Tag{1, 0, 0}, &done[k]);
+      ++k;
+      const IoVec in{bufs[k].data(), 1024};
+      t.recv(q, std::span(&in, 1), Tag{1, 0, 0}, &done[k]);
+      ++k;
+    }
+    done.resize(k);
+    waitAll(t, done, 10s);
+    for (const auto& c : done) CHILD_CHECK(c.state == Completion::State::Done, c.error);
+    child.barrier();
+    if (t.rank() != 0) child.die();
+    expectPeersFail(child, t, 4.0);
+  });
+  EXPECT_TRUE(r.ranks[0].finished && r.ranks[0].failure.empty()) << r.summary();
+  expectKilled(r, {1, 2});
+}
+
+TEST(UcxErrors, PeersGoneBeforeAnyEndpointFailTransfersInsideTheTimeout) {
+  const std::vector<int> serverOf = {0, 0, 1};
+  const auto r = runGroup(3, 30s, [&](Child& child) {
+    tl::UcxTransport t(child.rank(), serverOf, child.allGather(), failFast());
+    if (t.rank() != 0) child.die();
+    std::this_thread::sleep_for(300ms);  // let them go
+    expectPeersFail(child, t, 4.0);
+  });
+  EXPECT_TRUE(r.ranks[0].finished && r.ranks[0].failure.empty()) << r.summary();
+  expectKilled(r, {1, 2});
+}
+
+// Peers alive but posting nothing: the timeout turns the wait into an error.
+TEST(UcxErrors, SilentPeersTimeOutWithPeerClassAndTag) {
+  const std::vector<int> serverOf = {0, 0, 1};
+  const auto r = runGroup(3, 30s, [&](Child& child) {
+    tl::UcxOptions options;
+    options.timeout = 1500ms;
+    tl::UcxTransport t(child.rank(), serverOf, child.allGather(), options);
+    if (t.rank() == 0) {
+      std::vector<std::byte> in(4096), out(4 << 20);
+      std::vector<Completion> done(4);
+      const IoVec rv{in.data(), in.size()};
+      const IoVec s{out.data(), out.size()};
+      const auto start = Clock::now();
+      t.recv(1, std::span(&rv, 1), Tag{3, 4, 5}, &done[0]);
+      t.recv(2, std::span(&rv, 1), Tag{3, 4, 5}, &done[1]);
+      t.send(1, std::span(&s, 1), Tag{3, 4, 6}, &done[2]);
+      t.send(2, std::span(&s, 1), Tag{3, 4, 6}, &done[3]);
+      waitAll(t, done, 8s);
+      const double elapsed = secondsSince(start);
+      for (std::size_t i = 0; i < done.size(); ++i) {
+        const Completion& c = done[i];
+        child.report(fmt::format("after {:.2f} s: {}", elapsed, c.error));
+        CHILD_CHECK(c.state == Completion::State::Failed, "a transfer nobody matched succeeded");
+        CHILD_CHECK(contains(c.error, i % 2 == 0 ? "rank 1 over the HCCS class"
+                                                 : "rank 2 over the RoCE class"),
+                    c.error);
+        CHILD_CHECK(contains(c.error, fmt::format("tag comm=3 seq=4 msg={}", i < 2 ? 5 : 6)),
+                    c.error);
+        CHILD_CHECK(contains(c.error, "timeout"), c.error);
+      }
+      CHILD_CHECK(elapsed >= 1.5 && elapsed < 5.0,
+                  fmt::format("timed out after {:.2f} s for a 1.5 s timeout", elapsed));
+    }
+    child.barrier();
+  });
+  EXPECT_TRUE(r.ok()) << r.summary();
+}
+
+// cancel() withdraws a receive (a later message with its tag lands in the next receive, not in
+// the cancelled one's buffer) and gives up a send; it leaves completed records alone.
+void cancelScenario(Child& child, const std::vector<int>& serverOf) {
+  tl::UcxTransport t(child.rank(), serverOf, child.allGather(), {});
+  const int peer = 1 - t.rank();
+  if (t.rank() == 0) {
+    std::vector<std::byte> cancelled(4096, std::byte{0x5A});
+    const IoVec c{cancelled.data(), cancelled.size()};
+    Completion recv;
+    t.recv(peer, std::span(&c, 1), Tag{2, 0, 0}, &recv);
+    t.progress();
+    t.cancel(&recv);
+    CHILD_CHECK(recv.state == Completion::State::Failed, "cancel left the receive pending");
+    CHILD_CHECK(contains(recv.error, "cancelled"), recv.error);
+    child.report("cancelled receive: " + recv.error);
+
+    child.barrier();  // rank 1 now sends the message the cancelled receive was waiting for
+    std::vector<std::byte> fresh(4096);
+    const IoVec f{fresh.data(), fresh.size()};
+    Completion second;
+    t.recv(peer, std::span(&f, 1), Tag{2, 0, 0}, &second);
+    waitAll(t, std::vector<Completion*>{&second}, 10s);
+    CHILD_CHECK(second.state == Completion::State::Done, second.error);
+    CHILD_CHECK(!firstMismatch(fresh, seedOf({42})), "the message went astray");
+    CHILD_CHECK(std::all_of(cancelled.begin(), cancelled.end(),
+                            [](std::byte b) { return b == std::byte{0x5A}; }),
+                "UCX wrote into a cancelled receive's buffer");
+
+    Completion finished = second;
+    t.cancel(&finished);  // not a pending record: no effect
+    CHILD_CHECK(finished.state == Completion::State::Done, "cancel changed a finished record");
+
+    auto big = std::make_unique<std::vector<std::byte>>(8 << 20);
+    const IoVec b{big->data(), big->size()};
+    Completion send;
+    t.send(peer, std::span(&b, 1), Tag{2, 1, 0}, &send);  // rank 1 never receives it
+    t.progress();
+    t.cancel(&send);
+    CHILD_CHECK(send.state == Completion::State::Failed, "cancel left the send pending");
+    child.report("cancelled send: " + send.error);
+    big.reset();  // the transport must not read it any more
+    for (int i = 0; i < 1000; ++i) t.progress();
+  } else {
+    child.barrier();
+    std::vector<std::byte> msg(4096);
+    fillPattern(msg, seedOf({42}));
+    const IoVec m{msg.data(), msg.size()};
+    Completion send;
+    t.send(peer, std::span(&m, 1), Tag{2, 0, 0}, &send);
+    waitAll(t, std::vector<Completion*>{&send}, 10s);
+    CHILD_CHECK(send.state == Completion::State::Done, send.error);
+  }
+  child.barrier();
+}
+
+TEST(UcxErrors, CancelOverHccs) {
+  const auto r = runGroup(2, 30s, [](Child& c) { cancelScenario(c, {0, 0}); });
+  EXPECT_TRUE(r.ok()) << r.summary();
+}
+
+TEST(UcxErrors, CancelOverRoce) {
+  const auto r = runGroup(2, 30s, [](Child& c) { cancelScenario(c, {0, 1}); });
+  EXPECT_TRUE(r.ok()) << r.summary();
+}
+
+// A receive whose length differs from the send fails instead of passing off partial data.
+TEST(UcxErrors, LengthMismatchFailsTheReceive) {
+  for (const std::vector<int>& serverOf : {std::vector<int>{0, 0}, std::vector<int>{0, 1}}) {
+    const auto r = runGroup(2, 30s, [&](Child& child) {
+      tl::UcxTransport t(child.rank(), serverOf, child.allGather(), {});
+      const int peer = 1 - t.rank();
+      std::vector<std::byte> a(100), b(200);
+      std::vector<Completion> done(2);
+      if (t.rank() == 0) {
+        const IoVec shortSend{a.data(), 50};
+        const IoVec longSend{b.data(), 200};
+        t.send(peer, std::span(&shortSend, 1), Tag{1, 1, 1}, &done[0]);
+        t.send(peer, std::span(&longSend, 1), Tag{1, 1, 2}, &done[1]);
+        waitAll(t, done, 10s);
+      } else {
+        const IoVec r1{a.data(), 100};
+        const IoVec r2{b.data(), 100};
+        t.recv(peer, std::span(&r1, 1), Tag{1, 1, 1}, &done[0]);
+        t.recv(peer, std::span(&r2, 1), Tag{1, 1, 2}, &done[1]);
+        waitAll(t, done, 10s);
+        for (const auto& c : done) {
+          child.report(c.error);
+          CHILD_CHECK(c.state == Completion::State::Failed, "a mismatched receive succeeded");
+        }
+        CHILD_CHECK(contains(done[0].error, "the matching send had 50 bytes"), done[0].error);
+        CHILD_CHECK(contains(done[1].error, "longer than the receive"), done[1].error);
+      }
+      child.barrier();
+    });
+    EXPECT_TRUE(r.ok()) << r.summary();
+  }
+}
+
+// Every rank runs `options(rank)`; construction must throw on every rank, and each rank's
+// message must contain every string in `expected`.
+void expectSetupError(const std::vector<int>& serverOf,
+                      const std::function<tl::UcxOptions(int)>& options,
+                      const std::vector<std::string>& expected,
+                      const std::function<std::vector<int>(int)>& mapOf = {}) {
+  const auto r = runGroup(static_cast<int>(serverOf.size()), 30s, [&](Child& child) {
+    try {
+      tl::UcxTransport t(child.rank(), mapOf ? mapOf(child.rank()) : serverOf, child.allGather(),
+                         options(child.rank()));
+    } catch (const tl::UcxError& e) {
+      child.report(e.what());
+      for (const auto& part : expected) CHILD_CHECK(contains(e.what(), part), e.what());
+      return;
+    }
+    CHILD_CHECK(false, "construction succeeded");
+  });
+  EXPECT_TRUE(r.ok()) << r.summary();
+}
+
+TEST(UcxErrors, UnknownTransportNamesTheListAndWhatExists) {
+  tl::UcxOptions o;
+  o.hccs.tls = "nosuch_tl";
+  expectSetupError({0}, [&](int) { return o; },
+                   {"HCCS-class", "'nosuch_tl'", "available on this machine", "tcp"});
+}
+
+TEST(UcxErrors, NetworkTransportInTheHccsClassIsRefused) {
+  tl::UcxOptions o;
+  o.hccs.tls = "tcp";
+  expectSetupError({0, 0}, [&](int) { return o; },
+                   {"HCCS-class transport list 'tcp'", "network transports", "intraRoce"});
+}
+
+TEST(UcxErrors, SharedMemoryInTheRoceClassIsRefused) {
+  tl::UcxOptions o;
+  o.roce.tls = "posix,cma,tcp";
+  expectSetupError({0, 1}, [&](int) { return o; },
+                   {"RoCE-class transport list 'posix,cma,tcp'", "shared-memory"});
+}
+
+TEST(UcxErrors, LoopbackOnlyHccsListCannotReachPeers) {
+  tl::UcxOptions o;
+  o.hccs.tls = "self";
+  expectSetupError({0, 0}, [&](int) { return o; }, {"no other rank can be reached"});
+}
+
+TEST(UcxErrors, BadUcxSettingIsRejected) {
+  tl::UcxOptions o;
+  o.roce.ucxConfig = {{"KEEPALIVE_INTERVAL", "soon"}};
+  expectSetupError({0, 1}, [&](int) { return o; }, {"KEEPALIVE_INTERVAL='soon'", "rejected"});
+}
+
+// One rank's bad list fails every rank, with that rank's reason, instead of leaving the others
+// waiting for it.
+TEST(UcxErrors, OneRanksFailureFailsEveryRank) {
+  expectSetupError({0, 0, 0},
+                   [](int rank) {
+                     tl::UcxOptions o;
+                     if (rank == 2) o.hccs.tls = "nosuch_tl";
+                     return o;
+                   },
+                   {"failed on 1 of 3 ranks", "rank 2: HCCS-class", "'nosuch_tl'"});
+}
+
+TEST(UcxErrors, RanksDisagreeingOnTheServerMapFail) {
+  expectSetupError(
+      {0, 0}, [](int) { return tl::UcxOptions{}; }, {"disagrees", "server map"},
+      [](int rank) {
+        return rank == 0 ? std::vector<int>{0, 0} : std::vector<int>{0, 1};
+      });
+}
+
+}  // namespace
+}  // namespace hccl::test
