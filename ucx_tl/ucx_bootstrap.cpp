@@ -138,17 +138,28 @@ std::vector<RankRecord> exchangeRecords(const AllGather& allGather, int rank, in
   gather(allGather, padded, all, "worker addresses");
 
   std::vector<RankRecord> records;
-  std::vector<std::string> failures;
+  // Ranks failing for the same reason are named together, so a group-wide mistake reads once.
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> failures;
+  std::size_t failed = 0;
   for (std::size_t r = 0; r < n; ++r) {
     const auto part = std::span<const std::byte>(all).subspan(r * maxLength, headers[r].blobLength);
     records.push_back(decode(part, headers[r].failed != 0, static_cast<int>(r)));
-    if (!records.back().error.empty()) {
-      failures.push_back(fmt::format("rank {}: {}", r, records.back().error));
-    }
+    const std::string& why = records.back().error;
+    if (why.empty()) continue;
+    ++failed;
+    auto same = std::find_if(failures.begin(), failures.end(),
+                             [&why](const auto& f) { return f.first == why; });
+    if (same == failures.end()) same = failures.insert(failures.end(), {why, {}});
+    same->second.push_back(r);
   }
   if (!failures.empty()) {
-    throw UcxError(fmt::format("UCX set-up failed on {} of {} ranks: {}", failures.size(), size,
-                               fmt::join(failures, "; ")));
+    std::vector<std::string> parts;
+    for (const auto& [why, ranks] : failures) {
+      parts.push_back(
+          fmt::format("rank{} {}: {}", ranks.size() > 1 ? "s" : "", fmt::join(ranks, ","), why));
+    }
+    throw UcxError(fmt::format("UCX set-up failed on {} of {} ranks: {}", failed, size,
+                               fmt::join(parts, "; ")));
   }
   return records;
 }

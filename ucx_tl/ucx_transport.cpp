@@ -40,6 +40,18 @@ void validateGroup(int rank, const std::vector<int>& serverOf, const AllGather& 
   if (!allGather) throw UcxError("UcxTransport: no all-gather callback to bootstrap with");
 }
 
+void validateOptions(const UcxOptions& o) {
+  if (o.timeout.count() < 0) {
+    throw UcxError(
+        fmt::format("UcxTransport: timeout {} ms is negative (0 disables it)", o.timeout.count()));
+  }
+  if (o.keepalive.count() < 0) {
+    throw UcxError(
+        fmt::format("UcxTransport: keepalive {} ms is negative (0 keeps UCX's own interval)",
+                    o.keepalive.count()));
+  }
+}
+
 }  // namespace
 
 UcxTransport::UcxTransport(int rank, std::vector<int> serverOf, const AllGather& allGather,
@@ -63,6 +75,7 @@ UcxTransport::UcxTransport(int rank, std::vector<int> serverOf, const AllGather&
   ucx::RankRecord mine;
   mine.process = ucx::thisProcess();
   try {
+    validateOptions(s.options);
     // Also carries the rank's traffic to itself, so it exists even without same-server peers.
     hints.carriesPeers = hasHccsPeers;
     s.hccs = std::make_unique<ucx::ClassWorker>(LinkClass::Hccs, s.options.hccs, hints);
@@ -204,34 +217,33 @@ void TransportState::shutdown() {
       ucp_request_cancel(op->link->worker->worker(), op->request);
     }
   }
+  deliverFired();
   // Flush each endpoint for a bounded time so the peers' last transfers (acknowledgements of
-  // rendezvous sends, for instance) still complete, then force whatever is left.
-  std::vector<std::pair<Link*, void*>> flushing;
+  // rendezvous sends, for instance) still complete. A link with abandoned transfers would only
+  // hold its flush up: force it closed.
+  std::vector<void*> flushing;
   for (Link& link : links) {
     if (link.ep == nullptr) continue;
     ucp_request_param_t params{};
-    void* request = ucp_ep_close_nbx(link.ep, &params);
-    if (UCS_PTR_IS_PTR(request)) {
-      flushing.emplace_back(&link, request);
-    } else {
-      link.ep = nullptr;
+    if (link.inFlight > 0) {
+      params.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      params.flags = UCP_EP_CLOSE_FLAG_FORCE;
     }
+    void* request = ucp_ep_close_nbx(link.ep, &params);
+    link.ep = nullptr;
+    if (UCS_PTR_IS_PTR(request)) flushing.push_back(request);
   }
   const auto deadline = Clock::now() + std::chrono::seconds(2);
   while (!flushing.empty() && Clock::now() < deadline) {
     for (ClassWorker* w : workers()) w->progress();
-    std::erase_if(flushing, [](const std::pair<Link*, void*>& f) {
-      if (ucp_request_check_status(f.second) == UCS_INPROGRESS) return false;
-      ucp_request_free(f.second);
-      f.first->ep = nullptr;
+    std::erase_if(flushing, [](void* request) {
+      if (ucp_request_check_status(request) == UCS_INPROGRESS) return false;
+      ucp_request_free(request);
       return true;
     });
   }
-  // Still flushing (a silent peer): destroying the worker below discards these endpoints.
-  for (auto& [link, request] : flushing) {
-    ucp_request_free(request);
-    link->ep = nullptr;
-  }
+  // Still flushing (a silent peer): destroying the workers below discards these endpoints.
+  for (void* request : flushing) ucp_request_free(request);
   deliverFired();
   for (auto& [worker, request] : closing) ucp_request_free(request);
   closing.clear();

@@ -66,11 +66,15 @@ struct UcxOptions {
   UcxClassOptions roce;
   // HCCL_INTRA_ROCE_ENABLE: same-server peers are reached through the RoCE class too.
   bool intraRoce = false;
-  // A transfer pending this long while its link delivers nothing fails (0: never). The default
-  // follows HCCL_EXEC_TIMEOUT: a rank may legitimately wait long for a late peer. Dead peers are
-  // found sooner, by UCX's error handling and keepalive.
+  // A transfer pending this long while its link completes nothing fails (0: never). UCX does not
+  // report partial progress, so this must exceed the longest single transfer. The default follows
+  // HCCL_EXEC_TIMEOUT: a rank may legitimately wait long for a late peer. Dead peers are found
+  // much sooner, by UCX's error handling and keepalive, and for same-server peers by checking
+  // their process.
   std::chrono::milliseconds timeout = std::chrono::seconds(1836);
-  // UCX keepalive interval on both classes: how soon an idle link to a dead peer is noticed.
+  // UCX keepalive interval on both classes, and how often same-server peers with transfers in
+  // flight are checked: how soon a dead peer is noticed. 0 keeps UCX's interval (20 s) and
+  // checks every second.
   std::chrono::milliseconds keepalive = std::chrono::seconds(1);
   // Create every endpoint during construction instead of on first use.
   bool eagerEndpoints = false;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "fork_group.hpp"
@@ -292,6 +293,30 @@ TEST(UcxErrors, UnknownTransportNamesTheListAndWhatExists) {
                    {"HCCS-class", "'nosuch_tl'", "available on this machine", "tcp"});
 }
 
+// What a user copying an RDMA cluster's settings gets on a machine without RDMA devices.
+TEST(UcxErrors, RdmaOnlyListWithoutRdmaDeviceNamesWhatExists) {
+  const auto r = runGroup(2, 30s, [](Child& child) {
+    const auto& here = tl::availableTransports();
+    const bool rdma = std::find(here.begin(), here.end(), "rc_verbs") != here.end();
+    tl::UcxOptions o;
+    o.roce.tls = "rc_verbs,ud_verbs";
+    try {
+      tl::UcxTransport t(child.rank(), {0, 1}, child.allGather(), o);
+      CHILD_CHECK(rdma, "construction succeeded without an RDMA device");
+      child.report("this machine has RDMA: nothing to refuse");
+    } catch (const tl::UcxError& e) {
+      child.report(e.what());
+      CHILD_CHECK(!rdma, e.what());
+      CHILD_CHECK(contains(e.what(),
+                           "RoCE-class UCX context with transport list "
+                           "'rc_verbs,ud_verbs' failed") &&
+                      contains(e.what(), "available on this machine"),
+                  e.what());
+    }
+  });
+  EXPECT_TRUE(r.ok()) << r.summary();
+}
+
 TEST(UcxErrors, NetworkTransportInTheHccsClassIsRefused) {
   tl::UcxOptions o;
   o.hccs.tls = "tcp";
@@ -330,12 +355,63 @@ TEST(UcxErrors, OneRanksFailureFailsEveryRank) {
                    {"failed on 1 of 3 ranks", "rank 2: HCCS-class", "'nosuch_tl'"});
 }
 
+TEST(UcxErrors, NegativeTimeoutOnOneRankFailsEveryRank) {
+  expectSetupError({0, 1},
+                   [](int rank) {
+                     tl::UcxOptions o;
+                     if (rank == 0) o.timeout = std::chrono::milliseconds(-5);
+                     return o;
+                   },
+                   {"rank 0: UcxTransport: timeout -5 ms is negative"});
+}
+
 TEST(UcxErrors, RanksDisagreeingOnTheServerMapFail) {
   expectSetupError(
       {0, 0}, [](int) { return tl::UcxOptions{}; }, {"disagrees", "server map"},
       [](int rank) {
         return rank == 0 ? std::vector<int>{0, 0} : std::vector<int>{0, 1};
       });
+}
+
+}  // namespace
+}  // namespace hccl::test
+
+namespace hccl::test {
+namespace {
+
+// Destroying the transport with transfers still pending (a receive nobody sends to, a send nobody
+// receives) neither hangs nor touches their records.
+void destroyWhilePending(Child& child, const std::vector<int>& serverOf) {
+  auto t = std::make_unique<tl::UcxTransport>(child.rank(), serverOf, child.allGather(),
+                                              tl::UcxOptions{});
+  if (child.rank() == 0) {
+    std::vector<std::byte> in(4096), out(8 << 20);
+    Completion recv;
+    Completion send;
+    const IoVec r{in.data(), in.size()};
+    const IoVec s{out.data(), out.size()};
+    t->recv(1, std::span(&r, 1), Tag{5, 0, 0}, &recv);
+    t->send(1, std::span(&s, 1), Tag{5, 0, 1}, &send);
+    for (int i = 0; i < 100; ++i) t->progress();
+    const auto start = Clock::now();
+    t.reset();
+    const double seconds = secondsSince(start);
+    child.report(fmt::format("destroyed with 2 transfers pending in {:.3f} s", seconds));
+    CHILD_CHECK(seconds < 3, fmt::format("destruction took {:.2f} s", seconds));
+    CHILD_CHECK(recv.pending() && send.pending() && recv.error.empty() && send.error.empty(),
+                "the destructor touched an abandoned record");
+  }
+  child.barrier();
+}
+
+TEST(UcxErrors, DestroyWithTransfersPendingOverHccs) {
+  const auto r = runGroup(2, 30s, [](Child& c) { destroyWhilePending(c, {0, 0}); });
+  EXPECT_TRUE(r.ok()) << r.summary();
+}
+
+TEST(UcxErrors, DestroyWithTransfersPendingOverRoce) {
+  const auto r = runGroup(2, 30s, [](Child& c) { destroyWhilePending(c, {0, 1}); });
+  EXPECT_TRUE(r.ok()) << r.summary();
 }
 
 }  // namespace
