@@ -24,7 +24,23 @@
 // its link with an error naming the peer and the class; the endpoint to the rank itself uses the
 // loopback transport, which has no peer to lose.
 //
+// Peer error handling costs the HCCS class UCX's zero-copy (cma) rendezvous: UCX 1.13 only uses
+// memory-access lanes that can invalidate memory under this mode, so large same-server messages
+// are pipelined through the shared-memory FIFO instead.
+//
+// One transport serves a whole process group (e.g. MPI_COMM_WORLD); communicators are told apart
+// by Tag::comm (see ucx_tag.hpp for the tag layout and its wrap-around), not by more transports:
+// each transport opens two UCX contexts.
+//
 // Threading: one thread at a time (UCX workers in single-thread mode).
+//
+// Use:
+//   tl::UcxTransport t(rank, serverOf, allGather, options);  // collective
+//   tl::Completion done;
+//   const tl::IoVec v{buffer, bytes};
+//   t.send(peer, std::span(&v, 1), tl::Tag{comm, seq, msg}, &done);
+//   while (done.pending()) t.progress();
+//   if (done.state == tl::Completion::State::Failed) report(done.error);
 #pragma once
 
 #include <chrono>
@@ -121,9 +137,10 @@ class UcxTransport final : public Transport {
   int progress() override;
   // A receive not yet matched is withdrawn from UCX. A send, or a receive whose data is already
   // moving, cannot be withdrawn alone: the endpoint to that peer is closed, failing every
-  // transfer on it, and later transfers to that peer fail at once. A peer may still match an
-  // abandoned send and read stale data, so only cancel when the whole exchange with the peer is
-  // abandoned (the engine fails the collective).
+  // transfer on it, and later transfers to that peer fail at once. The peer is not told: its
+  // own transfers with this rank fail by its own means (timeout, or this process ending). Only
+  // cancel when the whole exchange with the peer is abandoned (the engine fails the collective).
+  // Throws std::runtime_error in the unexpected case that UCX keeps the buffer for 10 s more.
   void cancel(Completion* done) override;
 
   // Creates the endpoints to `peer` / to every peer now; errors land in linkReport().error.
