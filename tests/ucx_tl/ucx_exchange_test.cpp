@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <array>
 #include <random>
 
 #include "fork_group.hpp"
@@ -252,23 +251,34 @@ void manyTagsOutOfOrder(Child& child, const std::vector<int>& serverOf) {
   child.report(fmt::format("{} sends and {} receives with distinct tags matched exactly",
                            sends.size(), recvs.size()));
 
-  // Equal tags between one pair match in posting order.
+  // Equal tags between one pair match in posting order, rendezvous and eager alike, whether the
+  // receive is posted before the message arrives or after.
   const int next = (t.rank() + 1) % t.size();
   const int prev = (t.rank() + t.size() - 1) % t.size();
-  std::vector<std::array<std::byte, 64>> out(3);
-  std::vector<std::array<std::byte, 64>> in(3);
-  std::vector<Completion> done(6);
-  for (std::size_t k = 0; k < 3; ++k) {
+  const std::vector<std::size_t> sameTagSizes = {200000, 64, 200000, 64};
+  std::vector<std::vector<std::byte>> out;
+  std::vector<std::vector<std::byte>> in;
+  for (std::size_t k = 0; k < sameTagSizes.size(); ++k) {
+    out.emplace_back(sameTagSizes[k]);
+    in.emplace_back(sameTagSizes[k]);
     fillPattern(out[k], seedOf({me, 77, k}));
-    IoVec v{in[k].data(), in[k].size()};
+  }
+  std::vector<Completion> done(2 * sameTagSizes.size());
+  auto postRecv = [&](std::size_t k) {
+    const IoVec v{in[k].data(), in[k].size()};
     t.recv(prev, std::span(&v, 1), Tag{9, 9, 9}, &done[k]);
+  };
+  postRecv(0);
+  postRecv(1);
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    const IoVec v{out[k].data(), out[k].size()};
+    t.send(next, std::span(&v, 1), Tag{9, 9, 9}, &done[out.size() + k]);
   }
-  for (std::size_t k = 0; k < 3; ++k) {
-    IoVec v{out[k].data(), out[k].size()};
-    t.send(next, std::span(&v, 1), Tag{9, 9, 9}, &done[3 + k]);
-  }
+  for (int i = 0; i < 1000; ++i) t.progress();
+  postRecv(2);
+  postRecv(3);
   waitAll(t, done, kTransferLimit);
-  for (std::size_t k = 0; k < 3; ++k) {
+  for (std::size_t k = 0; k < in.size(); ++k) {
     CHILD_CHECK(done[k].state == Completion::State::Done, done[k].error);
     CHILD_CHECK(!firstMismatch(in[k], seedOf({static_cast<std::uint64_t>(prev), 77, k})),
                 fmt::format("equal tags: receive {} got another message", k));
