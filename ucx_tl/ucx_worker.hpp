@@ -1,36 +1,18 @@
-// One link class's UCP context and worker, configured with the class's transport list, and the
-// helpers that read UCX's own reports (context resources, endpoint lanes).
+// One link class's UCP context and worker, configured with the class's transport list.
 #pragma once
 
 #include <ucp/api/ucp.h>
 
 #include <chrono>
 #include <cstddef>
-#include <cstdio>
-#include <functional>
 #include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
+#include "ucx_tl/ucx_reports.hpp"
 #include "ucx_tl/ucx_transport.hpp"
 
 namespace hccl::tl::ucx {
-
-// What a UCX transport can carry, by its name ("posix", "tcp", ...). Local transports never reach
-// another process by themselves (the loopback "self", GPU memory-copy helpers).
-enum class TlKind : std::uint8_t { Local, SharedMemory, Network };
-TlKind kindOf(std::string_view tl);
-
-// Whatever `print` writes to a FILE*, as a string (UCX reports only to streams).
-std::string capture(const std::function<void(FILE*)>& print);
-
-// "tl/dev" of every resource in ucp_context_print_info's report.
-std::vector<std::string> parseResources(std::string_view contextInfo);
-// "tl/dev" of every lane in ucp_ep_print_info's report, without the path index.
-std::vector<std::string> parseLanes(std::string_view endpointInfo);
-// The transport part of "tl/dev".
-std::string_view tlOf(std::string_view resource);
 
 struct WorkerHints {
   std::size_t groupSize = 1;

@@ -15,6 +15,10 @@
 
 namespace hccl::test {
 
+inline bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
 // The transport name of every "lane[i]:  k:transport/device.path" line.
 inline std::vector<std::string> lanesInReport(const std::string& ucxText) {
   static const std::regex lane(R"(lane\[\d+\]:\s+\d+:([A-Za-z0-9_]+)/)");
