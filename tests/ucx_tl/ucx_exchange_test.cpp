@@ -34,9 +34,11 @@ std::vector<IoVec> threePieces(std::vector<std::byte>& buf, std::size_t cut) {
 
 // Every rank sends every size to every rank (itself included), once contiguous and once as an
 // iov whose pieces differ from the receiver's, then checks every byte.
-void allPairsAllSizes(Child& child, const std::vector<int>& serverOf) {
+void allPairsAllSizes(Child& child, const std::vector<int>& serverOf, bool eager) {
   const std::vector<std::size_t> sizes = {0, 1, 7, 4096, 65537, (1u << 20) + 5};
-  tl::UcxTransport t(child.rank(), serverOf, child.allGather(), testOptions());
+  tl::UcxOptions options = testOptions();
+  options.eagerEndpoints = eager;
+  tl::UcxTransport t(child.rank(), serverOf, child.allGather(), options);
   for (int q = 0; q < t.size(); ++q) checkLink(child, t, q, serverOf);
   child.report(t.describe());
 
@@ -93,13 +95,14 @@ void allPairsAllSizes(Child& child, const std::vector<int>& serverOf) {
 
 TEST(UcxExchange, AllPairsAllSizesFourRanksTwoServers) {
   const std::vector<int> serverOf = {0, 0, 1, 1};
-  const auto r = runGroup(4, 40s, [&](Child& c) { allPairsAllSizes(c, serverOf); });
+  const auto r = runGroup(4, 40s, [&](Child& c) { allPairsAllSizes(c, serverOf, false); });
   EXPECT_TRUE(r.ok()) << r.summary();
 }
 
-TEST(UcxExchange, AllPairsAllSizesThreeRanksThreeServers) {
+// With every endpoint created during construction instead of on first use.
+TEST(UcxExchange, AllPairsAllSizesThreeRanksThreeServersEagerEndpoints) {
   const std::vector<int> serverOf = {5, 9, 2};  // any ids; every pair is RoCE-class
-  const auto r = runGroup(3, 40s, [&](Child& c) { allPairsAllSizes(c, serverOf); });
+  const auto r = runGroup(3, 40s, [&](Child& c) { allPairsAllSizes(c, serverOf, true); });
   EXPECT_TRUE(r.ok()) << r.summary();
 }
 
