@@ -1,0 +1,94 @@
+// UcxTransport's state, shared by its set-up code (ucx_transport.cpp) and its transfer engine
+// (ucx_transfers.cpp). Internal to ucx_tl.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ucx_tl/ucx_liveness.hpp"
+#include "ucx_tl/ucx_transport.hpp"
+#include "ucx_tl/ucx_worker.hpp"
+
+namespace hccl::tl {
+
+using Clock = std::chrono::steady_clock;
+
+namespace ucx {
+
+struct TransportState;
+
+// The way to one peer: through exactly one class's worker.
+struct Link {
+  TransportState* state = nullptr;
+  int peer = 0;
+  LinkClass cls = LinkClass::Self;
+  ClassWorker* worker = nullptr;
+  std::vector<std::byte> remoteAddress;
+  ucp_ep_h ep = nullptr;
+  std::string failure;             // once set, the link is unusable and this says why
+  Clock::time_point lastProgress;  // last completion on this link (or its creation)
+  std::string ucxText;             // ucp_ep_print_info's report
+  std::vector<std::string> lanes;  // "tl/dev" per lane
+  bool broken = false;             // queued for closing after an endpoint error
+  ProcessId process;               // the peer's process (checked for same-server peers)
+  std::size_t inFlight = 0;        // posted transfers not yet finished
+};
+
+// One posted transfer, from post until its Completion is set.
+struct Op {
+  TransportState* state = nullptr;
+  Completion* done = nullptr;  // null once abandoned by the destructor
+  Link* link = nullptr;
+  Tag tag;
+  bool isSend = false;
+  std::size_t bytes = 0;
+  std::vector<ucp_dt_iov_t> iov;  // UCX reads it until completion
+  void* request = nullptr;
+  Clock::time_point posted;
+  bool fired = false;  // UCX called back; waiting to be delivered
+  ucs_status_t status = UCS_OK;
+  ucp_tag_recv_info_t info{};
+  std::string failReason;  // why we made UCX give it up, if we did
+};
+
+struct TransportState {
+  int rank = 0;
+  int size = 0;
+  UcxOptions options;
+  std::vector<LinkClass> classes;
+  std::unique_ptr<ClassWorker> hccs;
+  std::unique_ptr<ClassWorker> roce;
+  std::vector<Link> links;  // by peer; never resized after set-up (ops point into it)
+  std::unordered_map<Completion*, std::unique_ptr<Op>> pending;
+  std::vector<Op*> fired;                               // called back by UCX, not yet delivered
+  std::vector<Link*> brokenLinks;                       // endpoint errors not yet handled
+  std::vector<std::pair<ClassWorker*, void*>> closing;  // ucp_ep_close_nbx requests
+  Clock::time_point nextTimeoutScan;
+  Clock::time_point nextLivenessCheck;
+
+  std::vector<ClassWorker*> workers() const;
+  Link& endpoint(int peer);  // creates the endpoint on first use
+  void breakLink(Link& link, const std::string& reason);
+  std::string describe(const Op& op) const;
+  void finish(Op& op);  // sets the record, frees the request, forgets the op
+  int deliverFired();
+  void handleBrokenLinks();
+  void reapClosing();
+  void scanTimeouts(Clock::time_point now);
+  void checkLiveness();
+  void post(int peer, std::span<const IoVec> iov, Tag tag, Completion* done, bool isSend);
+  void cancel(Completion* done);
+  void shutdown();
+};
+
+}  // namespace ucx
+
+struct UcxTransport::Impl : ucx::TransportState {};
+
+}  // namespace hccl::tl

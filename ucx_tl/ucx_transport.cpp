@@ -1,0 +1,261 @@
+// Set-up, teardown and reports of the UCX transport; transfers live in ucx_transfers.cpp.
+#include "ucx_tl/ucx_transport.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "ucx_tl/ucx_bootstrap.hpp"
+#include "ucx_tl/ucx_impl.hpp"
+#include "ucx_tl/ucx_tag.hpp"
+
+namespace hccl::tl {
+
+std::vector<LinkClass> linkClasses(int rank, std::span<const int> serverOf, bool intraRoce) {
+  std::vector<LinkClass> classes(serverOf.size(), LinkClass::Roce);
+  const int mine = serverOf[static_cast<std::size_t>(rank)];
+  for (std::size_t q = 0; q < serverOf.size(); ++q) {
+    if (static_cast<int>(q) == rank) {
+      classes[q] = LinkClass::Self;
+    } else if (serverOf[q] == mine && !intraRoce) {
+      classes[q] = LinkClass::Hccs;
+    }
+  }
+  return classes;
+}
+
+namespace {
+
+void validateGroup(int rank, const std::vector<int>& serverOf, const AllGather& allGather) {
+  if (serverOf.empty() || serverOf.size() > ucx::kMaxRanks) {
+    throw UcxError(fmt::format("UcxTransport: group size {} is out of range (1..{})",
+                               serverOf.size(), ucx::kMaxRanks));
+  }
+  if (rank < 0 || static_cast<std::size_t>(rank) >= serverOf.size()) {
+    throw UcxError(
+        fmt::format("UcxTransport: rank {} is out of range (0..{})", rank, serverOf.size() - 1));
+  }
+  if (!allGather) throw UcxError("UcxTransport: no all-gather callback to bootstrap with");
+}
+
+void validateOptions(const UcxOptions& o) {
+  if (o.timeout.count() < 0) {
+    throw UcxError(
+        fmt::format("UcxTransport: timeout {} ms is negative (0 disables it)", o.timeout.count()));
+  }
+  if (o.keepalive.count() < 0) {
+    throw UcxError(
+        fmt::format("UcxTransport: keepalive {} ms is negative (0 keeps UCX's own interval)",
+                    o.keepalive.count()));
+  }
+}
+
+}  // namespace
+
+UcxTransport::UcxTransport(int rank, std::vector<int> serverOf, const AllGather& allGather,
+                           UcxOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  validateGroup(rank, serverOf, allGather);
+  auto& s = *impl_;
+  s.rank = rank;
+  s.size = static_cast<int>(serverOf.size());
+  s.options = std::move(options);
+  s.classes = linkClasses(rank, serverOf, s.options.intraRoce);
+
+  const bool hasHccsPeers = std::ranges::count(s.classes, LinkClass::Hccs) > 0;
+  const bool hasRocePeers = std::ranges::count(s.classes, LinkClass::Roce) > 0;
+  ucx::WorkerHints hints;
+  hints.groupSize = serverOf.size();
+  hints.ranksPerServer = static_cast<std::size_t>(
+      std::ranges::count(serverOf, serverOf[static_cast<std::size_t>(rank)]));
+  hints.keepalive = s.options.keepalive;
+
+  ucx::RankRecord mine;
+  mine.process = ucx::thisProcess();
+  try {
+    validateOptions(s.options);
+    // Also carries the rank's traffic to itself, so it exists even without same-server peers.
+    hints.carriesPeers = hasHccsPeers;
+    s.hccs = std::make_unique<ucx::ClassWorker>(LinkClass::Hccs, s.options.hccs, hints);
+    const auto a = s.hccs->address();
+    mine.hccs.assign(a.begin(), a.end());
+    if (hasRocePeers) {
+      hints.carriesPeers = true;
+      s.roce = std::make_unique<ucx::ClassWorker>(LinkClass::Roce, s.options.roce, hints);
+      const auto r = s.roce->address();
+      mine.roce.assign(r.begin(), r.end());
+    }
+  } catch (const UcxError& e) {
+    // Still take part in the exchange, so the other ranks fail with this reason instead of
+    // waiting for this rank.
+    mine.hccs.clear();
+    mine.roce.clear();
+    mine.error = e.what();
+  }
+
+  const auto records = ucx::exchangeRecords(
+      allGather, rank, s.size, ucx::layoutFingerprint(serverOf, s.options.intraRoce), mine);
+
+  s.links.resize(serverOf.size());
+  for (std::size_t q = 0; q < s.links.size(); ++q) {
+    ucx::Link& link = s.links[q];
+    link.state = &s;
+    link.peer = static_cast<int>(q);
+    link.cls = s.classes[q];
+    const bool roce = link.cls == LinkClass::Roce;
+    link.worker = roce ? s.roce.get() : s.hccs.get();
+    link.remoteAddress = roce ? records[q].roce : records[q].hccs;
+    link.process = records[q].process;
+    if (link.remoteAddress.empty()) {
+      link.failure = fmt::format("rank {} published no {}-class address", q, className(link.cls));
+    }
+  }
+  s.nextTimeoutScan = Clock::now();
+  s.nextLivenessCheck = Clock::now();
+  if (s.options.eagerEndpoints) connectAll();
+}
+
+UcxTransport::~UcxTransport() {
+  impl_->shutdown();
+}
+
+int UcxTransport::rank() const {
+  return impl_->rank;
+}
+int UcxTransport::size() const {
+  return impl_->size;
+}
+
+LinkClass UcxTransport::linkClass(int peer) const {
+  if (peer < 0 || peer >= impl_->size) {
+    throw std::out_of_range(
+        fmt::format("UcxTransport: no rank {} (the group has ranks 0..{})", peer, impl_->size - 1));
+  }
+  return impl_->classes[static_cast<std::size_t>(peer)];
+}
+
+void UcxTransport::send(int peer, std::span<const IoVec> iov, Tag tag, Completion* done) {
+  impl_->post(peer, iov, tag, done, true);
+}
+
+void UcxTransport::recv(int peer, std::span<const IoVec> iov, Tag tag, Completion* done) {
+  impl_->post(peer, iov, tag, done, false);
+}
+
+int UcxTransport::progress() {
+  auto& s = *impl_;
+  for (ucx::ClassWorker* w : s.workers()) w->progress();
+  int delivered = s.deliverFired();
+  s.handleBrokenLinks();
+  s.reapClosing();
+  const auto now = Clock::now();
+  if (now >= s.nextLivenessCheck) {
+    s.checkLiveness();
+    s.nextLivenessCheck =
+        now + (s.options.keepalive.count() > 0 ? Clock::duration(s.options.keepalive)
+                                               : std::chrono::seconds(1));
+  }
+  if (s.options.timeout.count() > 0 && now >= s.nextTimeoutScan) {
+    s.scanTimeouts(now);
+    s.nextTimeoutScan =
+        now + std::min<Clock::duration>(s.options.timeout / 8, std::chrono::milliseconds(100));
+  }
+  return delivered + s.deliverFired();
+}
+
+void UcxTransport::cancel(Completion* done) {
+  impl_->cancel(done);
+}
+
+void UcxTransport::connect(int peer) {
+  if (peer < 0 || peer >= impl_->size) {
+    throw std::out_of_range(
+        fmt::format("UcxTransport: no rank {} (the group has ranks 0..{})", peer, impl_->size - 1));
+  }
+  impl_->endpoint(peer);
+}
+
+void UcxTransport::connectAll() {
+  for (int q = 0; q < impl_->size; ++q) impl_->endpoint(q);
+}
+
+LinkReport UcxTransport::linkReport(int peer) {
+  connect(peer);
+  const ucx::Link& link = impl_->links[static_cast<std::size_t>(peer)];
+  LinkReport r;
+  r.peer = peer;
+  r.linkClass = link.cls;
+  r.tls = link.worker != nullptr ? link.worker->tls() : std::string();
+  r.transports = link.lanes;
+  r.ucxText = link.ucxText;
+  r.error = link.failure;
+  return r;
+}
+
+std::string UcxTransport::describe() const {
+  std::string out;
+  for (const ucx::ClassWorker* w : impl_->workers()) {
+    out += fmt::format("{} class: transport list '{}' opened {}\n", className(w->linkClass()),
+                       w->tls(), fmt::join(w->resources(), ", "));
+  }
+  return out;
+}
+
+const UcxOptions& UcxTransport::options() const {
+  return impl_->options;
+}
+
+namespace ucx {
+
+void TransportState::shutdown() {
+  // Abandoned records are never touched again; receives nobody will match are withdrawn.
+  for (auto& [record, op] : pending) {
+    op->done = nullptr;
+    if (!op->fired && !op->isSend && op->request != nullptr) {
+      ucp_request_cancel(op->link->worker->worker(), op->request);
+    }
+  }
+  deliverFired();
+  // Flush each endpoint for a bounded time so the peers' last transfers (acknowledgements of
+  // rendezvous sends, for instance) still complete. A link with abandoned transfers would only
+  // hold its flush up: force it closed.
+  std::vector<void*> flushing;
+  for (Link& link : links) {
+    if (link.ep == nullptr) continue;
+    ucp_request_param_t params{};
+    if (link.inFlight > 0) {
+      params.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      params.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    }
+    void* request = ucp_ep_close_nbx(link.ep, &params);
+    link.ep = nullptr;
+    if (UCS_PTR_IS_PTR(request)) flushing.push_back(request);
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(2);
+  while (!flushing.empty() && Clock::now() < deadline) {
+    for (ClassWorker* w : workers()) w->progress();
+    std::erase_if(flushing, [](void* request) {
+      if (ucp_request_check_status(request) == UCS_INPROGRESS) return false;
+      ucp_request_free(request);
+      return true;
+    });
+  }
+  // Still flushing (a silent peer): destroying the workers below discards these endpoints.
+  for (void* request : flushing) ucp_request_free(request);
+  deliverFired();
+  for (auto& [worker, request] : closing) ucp_request_free(request);
+  closing.clear();
+  for (auto& [record, op] : pending) {
+    if (op->request != nullptr) ucp_request_free(op->request);
+  }
+  pending.clear();
+  fired.clear();
+  hccs.reset();
+  roce.reset();
+}
+
+}  // namespace ucx
+
+}  // namespace hccl::tl
