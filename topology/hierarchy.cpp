@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "algorithms/algorithm.hpp"
 #include "topology/error.hpp"
 
 namespace hccl::topo {
+
+static_assert(kNumLevels == algo::kNumLevels, "topology and algorithms must agree on the levels");
 
 Hierarchy Hierarchy::fromLabels(std::span<const RankLabel> labels) {
   if (labels.empty()) throw TopologyError("topology: a hierarchy needs at least one rank");
@@ -137,7 +140,7 @@ std::vector<std::vector<std::uint32_t>> Hierarchy::groups(int level) const {
 }
 
 std::uint32_t Hierarchy::levels() const {
-  if (numServers() == 1) return 1;
+  if (numServers() <= 1) return 1;
   return numSupernodes() == 1 ? 2 : 3;
 }
 
@@ -209,6 +212,7 @@ std::string counted(std::size_t n, std::string_view noun) {
 }  // namespace
 
 std::string Hierarchy::describe() const {
+  if (servers_.empty()) return "no ranks";
   std::string out;
   const std::size_t perServer = servers_.front().members.size();
   if (symmetric()) {

@@ -188,14 +188,21 @@ TEST(HcclTopo, HelpDocumentsTheSpecGrammar) {
 }
 
 TEST(HcclTopo, EnvironmentSourcesWhenNoOptionIsGiven) {
-  const Result r =
-      runTool("--brief");  // no source: falls back to --local unless the variables are set
+  ::unsetenv("RANK_TABLE_FILE");
+  ::unsetenv("HCCL_TOPO_EMULATE");
+  Result r = runTool("--brief");  // nothing set: the local summary
   ASSERT_EQ(r.status, 0) << r.out;
-  const Result e = runTool(
-      "--brief 2>&1 </dev/null; HCCL_TOPO_EMULATE=3+5 " +
-      std::string(std::getenv("HCCL_TOPO") ? std::getenv("HCCL_TOPO") : "hccl_topo") + " --brief");
-  ASSERT_EQ(e.status, 0) << e.out;
-  EXPECT_NE(e.out.find("shape: servers of 3+5 ranks (8 ranks, 2 levels, asymmetric)"),
+  EXPECT_EQ(r.out.rfind("local: ", 0), 0u) << r.out;
+  ::setenv("HCCL_TOPO_EMULATE", "3+5", 1);
+  r = runTool("--brief");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("shape: servers of 3+5 ranks (8 ranks, 2 levels, asymmetric)"),
             std::string::npos)
-      << e.out;
+      << r.out;
+  ::setenv("RANK_TABLE_FILE", fixture("rank_table_2x4_v1.0.json").c_str(), 1);  // takes precedence
+  r = runTool("--brief");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("shape: 2 servers x 4 ranks"), std::string::npos) << r.out;
+  ::unsetenv("RANK_TABLE_FILE");
+  ::unsetenv("HCCL_TOPO_EMULATE");
 }

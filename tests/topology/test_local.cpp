@@ -122,6 +122,20 @@ TEST(Xml, VerbsAndEthernetNicsWithTheirLocality) {
   EXPECT_EQ(nearestName(s), "mlx5_2");
 }
 
+TEST(Xml, RemoteVerbsDeviceBeatsLocalEthernet) {
+  // The verbs fixture without package 0's InfiniBand HCA: package 0 keeps only eno1.
+  std::ifstream in(fixture("two_socket_verbs.xml"));
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::regex hca(R"(<object type="Bridge"[^>]*\[02-02\]">[\s\S]*?</object>\s*</object>)");
+  const std::string xml = std::regex_replace(text.str(), hca, "");
+  ASSERT_NE(xml, text.str());
+  const LocalTopology t = LocalTopology::xmlBuffer(xml);
+  const LocalSummary s = t.summarize("0-3");
+  ASSERT_EQ(s.nics.size(), 3u);
+  EXPECT_EQ(nearestName(s), "mlx5_0");
+}
+
 TEST(Xml, NicOnTheMachineHasNoSingleNumaNode) {
   const LocalTopology t = LocalTopology::xmlFile(fixture("two_socket_machine_eth.xml"));
   const LocalSummary s = t.summarize("4-7");
