@@ -1,0 +1,203 @@
+#include "topology/resolve.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <regex>
+
+#include "topology/emulation.hpp"
+#include "topology/error.hpp"
+#include "topology/rank_table.hpp"
+
+namespace hccl::topo {
+
+SupernodeGrouping SupernodeGrouping::parse(std::string_view text) {
+  SupernodeGrouping g;
+  if (text.empty() || text == "single") return g;
+  constexpr std::string_view kRegex = "regex:";
+  if (text.substr(0, kRegex.size()) == kRegex) {
+    g.kind = Kind::HostnamePattern;
+    g.hostnamePattern = std::string(text.substr(kRegex.size()));
+    try {
+      std::regex check(g.hostnamePattern, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      throw TopologyError(
+          fmt::format("supernode grouping \"{}\": the pattern is not a valid "
+                      "ECMAScript regex ({})",
+                      text, e.what()));
+    }
+    if (g.hostnamePattern.empty())
+      throw TopologyError(fmt::format(
+          "supernode grouping \"{}\": the pattern is empty; expected regex:<pattern>", text));
+    return g;
+  }
+  std::uint64_t n = 0;
+  bool digits = text.size() <= 9;
+  for (char c : text) {
+    if (c < '0' || c > '9') digits = false;
+    if (digits) n = n * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (!digits || n == 0)
+    throw TopologyError(fmt::format(
+        "supernode grouping \"{}\" is not valid; expected \"\" or \"single\" (one supernode), a "
+        "count of servers per supernode (e.g. \"4\"), or \"regex:<pattern>\" whose first capture "
+        "group names a hostname's supernode",
+        text));
+  g.kind = Kind::ServersPerSupernode;
+  g.serversPerSupernode = static_cast<std::uint32_t>(n);
+  return g;
+}
+
+Hierarchy hierarchyFromRecords(std::span<const RankRecord> records,
+                               const SupernodeGrouping& grouping) {
+  if (records.empty()) throw TopologyError("topology: no rank records to build a hierarchy from");
+  const std::size_t n = records.size();
+  // Servers in order of their lowest rank.
+  std::vector<std::size_t> serverOf(n), firstRank;
+  std::map<std::pair<std::string, std::optional<BootId>>, std::size_t> serverIndex;
+  for (std::size_t r = 0; r < n; ++r) {
+    auto [it, fresh] =
+        serverIndex.try_emplace({records[r].hostname, records[r].bootId}, firstRank.size());
+    if (fresh) firstRank.push_back(r);
+    serverOf[r] = it->second;
+  }
+  std::map<std::string, std::size_t> hostnameUses;
+  for (std::size_t first : firstRank) ++hostnameUses[records[first].hostname];
+  std::vector<std::string> serverName;
+  for (std::size_t first : firstRank) {
+    const RankRecord& rec = records[first];
+    serverName.push_back(
+        hostnameUses[rec.hostname] == 1
+            ? rec.hostname
+            : fmt::format("{}@{}", rec.hostname,
+                          rec.bootId ? formatBootId(*rec.bootId) : "unknown-boot"));
+  }
+
+  std::vector<std::string> podOfServer(firstRank.size());
+  const auto hinted = static_cast<std::size_t>(
+      std::count_if(records.begin(), records.end(),
+                    [](const RankRecord& r) { return !r.supernodeHint.empty(); }));
+  if (hinted > 0) {
+    if (hinted < n) {
+      const auto with = std::find_if(records.begin(), records.end(),
+                                     [](const RankRecord& r) { return !r.supernodeHint.empty(); });
+      const auto without = std::find_if(records.begin(), records.end(), [](const RankRecord& r) {
+        return r.supernodeHint.empty();
+      });
+      throw TopologyError(fmt::format(
+          "topology: rank {} gives no supernode hint but rank {} gives \"{}\"; expected every rank "
+          "or none to set {}",
+          without - records.begin(), with - records.begin(), with->supernodeHint,
+          kEnvSupernodeHint));
+    }
+    for (std::size_t r = 0; r < n; ++r) {
+      const std::size_t s = serverOf[r];
+      const std::size_t first = firstRank[s];
+      if (records[r].supernodeHint != records[first].supernodeHint)
+        throw TopologyError(fmt::format(
+            "topology: ranks {} and {} share server {} but give supernode hints \"{}\" and \"{}\"; "
+            "expected one supernode per server",
+            first, r, serverName[s], records[first].supernodeHint, records[r].supernodeHint));
+      podOfServer[s] = records[r].supernodeHint;
+    }
+  } else {
+    switch (grouping.kind) {
+      case SupernodeGrouping::Kind::Single:
+        podOfServer.assign(podOfServer.size(), std::string("0"));
+        break;
+      case SupernodeGrouping::Kind::ServersPerSupernode:
+        if (grouping.serversPerSupernode == 0)
+          throw TopologyError("topology: supernode grouping by count needs a count >= 1");
+        for (std::size_t s = 0; s < podOfServer.size(); ++s)
+          podOfServer[s] = std::to_string(s / grouping.serversPerSupernode);
+        break;
+      case SupernodeGrouping::Kind::HostnamePattern: {
+        std::regex re;
+        try {
+          re = std::regex(grouping.hostnamePattern, std::regex::ECMAScript);
+        } catch (const std::regex_error& e) {
+          throw TopologyError(
+              fmt::format("topology: supernode pattern \"{}\" is not a valid regex "
+                          "({})",
+                          grouping.hostnamePattern, e.what()));
+        }
+        for (std::size_t s = 0; s < podOfServer.size(); ++s) {
+          const std::string& host = records[firstRank[s]].hostname;
+          std::smatch m;
+          if (!std::regex_search(host, m, re))
+            throw TopologyError(fmt::format(
+                "topology: hostname \"{}\" (rank {}) does not match the supernode pattern \"{}\"; "
+                "expected every hostname to match",
+                host, firstRank[s], grouping.hostnamePattern));
+          podOfServer[s] = m.size() > 1 && m[1].matched ? m[1].str() : m[0].str();
+        }
+        break;
+      }
+    }
+  }
+  std::vector<RankLabel> labels(n);
+  for (std::size_t r = 0; r < n; ++r)
+    labels[r] = {serverName[serverOf[r]], podOfServer[serverOf[r]]};
+  return Hierarchy::fromLabels(labels);
+}
+
+TopologySource TopologySource::fromEnvironment() {
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  TopologySource s;
+  s.rankTableFile = env(kEnvRankTable);
+  s.emulationSpec = env(kEnvEmulate);
+  try {
+    s.grouping = SupernodeGrouping::parse(env(kEnvSupernodes));
+  } catch (const TopologyError& e) {
+    throw TopologyError(fmt::format("{}: {}", kEnvSupernodes, e.what()));
+  }
+  s.supernodeHint = env(kEnvSupernodeHint);
+  return s;
+}
+
+std::string_view name(SourceKind k) {
+  switch (k) {
+    case SourceKind::RankTable:
+      return "rank table";
+    case SourceKind::Emulation:
+      return "emulation spec";
+    case SourceKind::Discovery:
+      return "discovery";
+  }
+  return "?";
+}
+
+ResolvedHierarchy resolveHierarchy(const TopologySource& source, std::uint32_t worldSize,
+                                   std::span<const std::uint32_t> worldRanks,
+                                   std::span<const RankRecord> records) {
+  const std::size_t commSize = worldRanks.empty() ? worldSize : worldRanks.size();
+  auto restrict = [&](Hierarchy world) {
+    return worldRanks.empty() ? world : world.subset(worldRanks);
+  };
+  if (!source.rankTableFile.empty()) {
+    const RankTable table = loadRankTable(source.rankTableFile, worldSize);
+    return {restrict(hierarchyFromRankTable(table)), SourceKind::RankTable, source.rankTableFile};
+  }
+  if (!source.emulationSpec.empty()) {
+    const EmulationSpec spec = parseEmulationSpec(source.emulationSpec);
+    if (spec.ranks() != worldSize)
+      throw TopologyError(
+          fmt::format("emulation spec \"{}\" describes {} ranks but the job has {} "
+                      "(MPI_COMM_WORLD); expected a spec of {} ranks",
+                      source.emulationSpec, spec.ranks(), worldSize, worldSize));
+    return {restrict(Hierarchy::fromSpec(spec)), SourceKind::Emulation, source.emulationSpec};
+  }
+  if (records.size() != commSize)
+    throw TopologyError(
+        fmt::format("topology: discovery got {} rank records for a communicator of "
+                    "{} ranks",
+                    records.size(), commSize));
+  return {hierarchyFromRecords(records, source.grouping), SourceKind::Discovery, "discovery"};
+}
+
+}  // namespace hccl::topo
