@@ -29,12 +29,14 @@ CommShape CommShape::pods(std::uint32_t pods, std::uint32_t serversPerPod,
 
 std::string CommShape::describe() const {
   if (levels.empty()) return fmt::format("{} rank{}", ranks, ranks == 1 ? "" : "s");
+  if (!symmetric)
+    return fmt::format("{} ranks flat over level{} links (groups of unequal size)", ranks,
+                       levels.back().level);
   std::string out = fmt::format("{} ranks:", ranks);
   static constexpr const char* kWhat[] = {"per server", "servers", "pods"};
   for (const LevelGroup& g : levels)
     out += fmt::format(" L{} {} {},", g.level, g.size, kWhat[g.level]);
   out.pop_back();
-  if (!symmetric) out += " (asymmetric)";
   return out;
 }
 

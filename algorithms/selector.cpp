@@ -311,7 +311,9 @@ std::optional<LevelChoice> Selector::chooseLevel(const CallInfo& call, std::size
   std::vector<Candidate> all = candidates(call, levelIndex);
   for (const Candidate& c : all) {
     if (!c.capable) continue;
-    if (!best || c.predicted < best->predicted) {
+    // Within a part per million counts as a tie, which the earlier algorithm keeps: equal
+    // formulas (NHR, NB and H-D_R on a power of two) must not flip on rounding.
+    if (!best || c.predicted < best->predicted * (1 - 1e-6)) {
       second = best;
       best = &c;
     } else if (!second || c.predicted < second->predicted) {

@@ -1,0 +1,278 @@
+// hccl_info: what coll_hccl knows and would do, without running MPI.
+//
+//   hccl_info algorithms                 every algorithm, what it serves and where
+//   hccl_info config                     the effective configuration and where each value came from
+//   hccl_info table --shape "4x8"        the decision table for a layout (or --rank-table FILE)
+//   hccl_info tuning [--tuning FILE]     the cost model as a tuning document
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "algorithms/catalog.hpp"
+#include "algorithms/config_settings.hpp"
+#include "algorithms/cost_model.hpp"
+#include "algorithms/generators.hpp"
+#include "algorithms/selector.hpp"
+#include "coll_hccl/engine/hierarchy_layout.hpp"
+#include "topology/emulation.hpp"
+#include "topology/error.hpp"
+#include "topology/rank_table.hpp"
+
+namespace {
+
+using namespace hccl;
+using namespace hccl::algo;
+
+// KEY=VALUE options collected into a lookup layer.
+std::map<std::string, std::string, std::less<>> pairs(const std::vector<std::string>& kv,
+                                                      const char* what) {
+  std::map<std::string, std::string, std::less<>> out;
+  for (const std::string& s : kv) {
+    const auto eq = s.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw CLI::ValidationError(what, fmt::format("expected KEY=VALUE, got \"{}\"", s));
+    out[s.substr(0, eq)] = s.substr(eq + 1);
+  }
+  return out;
+}
+
+struct ConfigOptions {
+  std::vector<std::string> mca, info;
+  std::string tuning;
+
+  void add(CLI::App* app) {
+    app->add_option("--mca", mca,
+                    "Set an MCA parameter as mpirun --mca would, e.g. "
+                    "coll_hccl_algorithm=level0:NA;level1:ring");
+    app->add_option("--info", info, "Set a communicator info key, e.g. hccl_algo=level1:NHR");
+    app->add_option("--tuning", tuning, "Tuning file (overrides coll_hccl_tuning_file)");
+  }
+
+  Settings settings() const {
+    ConfigSources src;
+    if (!info.empty()) src.info = mapLookup(pairs(info, "--info"));
+    if (!mca.empty()) src.mca = mapLookup(pairs(mca, "--mca"));
+    src.env = environmentLookup();
+    auto r = resolveSettings(src);
+    if (!r.ok()) throw std::runtime_error(r.error().message);
+    return r.value();
+  }
+
+  CostModel model(const Settings& s) const {
+    const std::string path = !tuning.empty() ? tuning : s.tuningFile.value;
+    if (path.empty()) return defaultCostModel();
+    std::vector<std::string> warnings;
+    auto r = loadTuningFile(defaultCostModel(), path, warnings);
+    for (const auto& w : warnings) fmt::print(stderr, "hccl_info: warning: {}\n", w);
+    if (!r.ok()) throw std::runtime_error(r.error().message);
+    return r.value();
+  }
+};
+
+std::string bytesText(std::uint64_t b) {
+  if (b >= (1u << 20) && b % (1u << 20) == 0) return fmt::format("{} MiB", b >> 20);
+  if (b >= 1024 && b % 1024 == 0) return fmt::format("{} KiB", b >> 10);
+  return fmt::format("{} B", b);
+}
+
+std::string timeText(double s) {
+  if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
+  if (s < 1) return fmt::format("{:.2f} ms", s * 1e3);
+  return fmt::format("{:.2f} s", s);
+}
+
+std::uint64_t parseSize(const std::string& s) {
+  std::size_t used = 0;
+  const unsigned long long v = std::stoull(s, &used);
+  const std::string unit = s.substr(used);
+  if (unit.empty() || unit == "B") return v;
+  if (unit == "K" || unit == "KiB") return v << 10;
+  if (unit == "M" || unit == "MiB") return v << 20;
+  if (unit == "G" || unit == "GiB") return v << 30;
+  throw CLI::ValidationError("size", fmt::format("unknown unit in \"{}\" (B, K, M, G)", s));
+}
+
+void listAlgorithms(bool json) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const AlgorithmInfo& ai : algorithmCatalog()) {
+    std::vector<std::string> levels, colls;
+    for (int l = 0; l < kNumLevels; ++l)
+      if (ai.hcclLevels[static_cast<std::size_t>(l)]) levels.push_back(fmt::format("level{}", l));
+    for (const GeneratorSpec& g : generatorSpecs()) {
+      if (g.algorithm != ai.id) continue;
+      std::string c(name(g.coll));
+      if (reduces(g.coll)) c += g.rankOrdered ? " (rank order)" : "";
+      colls.push_back(c);
+    }
+    if (ai.id == Algorithm::Pipeline) colls = {"allreduce", "reducescatter", "allgather"};
+    if (json) {
+      out.push_back({{"name", std::string(hcclName(ai.id))},
+                     {"summary", std::string(ai.summary)},
+                     {"hccl_levels", levels},
+                     {"collectives", colls}});
+      continue;
+    }
+    fmt::print("{:<10} {}\n", hcclName(ai.id), ai.summary);
+    fmt::print("{:<10}   HCCL levels: {}; collectives: {}\n", "",
+               levels.empty() ? "-" : fmt::format("{}", fmt::join(levels, ", ")),
+               colls.empty() ? "none yet" : fmt::format("{}", fmt::join(colls, ", ")));
+  }
+  if (json) fmt::print("{}\n", out.dump(2));
+}
+
+void printConfig(const ConfigOptions& co) {
+  const Settings s = co.settings();
+  for (const SettingLine& line : describe(s)) fmt::print("{}\n", line.str());
+  for (const std::string& note : s.algo.value.notes()) fmt::print("  note: {}\n", note);
+  const CostModel m = co.model(s);
+  fmt::print("cost model = {}\n", m.source);
+}
+
+topo::Hierarchy hierarchyFrom(const std::string& shape, const std::string& rankTable) {
+  if (!rankTable.empty()) return topo::hierarchyFromRankTable(topo::loadRankTable(rankTable, {}));
+  return topo::Hierarchy::fromSpec(topo::parseEmulationSpec(shape));
+}
+
+struct TableOptions {
+  std::string shape, rankTable, collectives = "allreduce,reducescatter,allgather", dtype = "fp32",
+                                op = "sum", minSize = "4", maxSize = "64M";
+  unsigned factor = 4;
+  bool why = false, json = false;
+};
+
+void printTable(const ConfigOptions& co, const TableOptions& to) {
+  const topo::Hierarchy h = hierarchyFrom(to.shape, to.rankTable);
+  const Layout lay = engine::layoutOf(h);
+  const Settings settings = co.settings();
+  Selector sel(lay.shape(), settings, co.model(settings));
+  const auto type = parseDataType(to.dtype);
+  if (!type) throw CLI::ValidationError("--dtype", "unknown datatype \"" + to.dtype + "\"");
+  const auto op = parseReduceOp(to.op);
+  if (!op) throw CLI::ValidationError("--op", "unknown op \"" + to.op + "\"");
+  std::vector<Collective> colls;
+  std::string_view rest = to.collectives;
+  while (!rest.empty()) {
+    const std::string_view part = rest.substr(0, rest.find(','));
+    rest.remove_prefix(std::min(rest.size(), part.size() + 1));
+    const auto c = parseCollective(part);
+    if (!c) throw CLI::ValidationError("--coll", fmt::format("unknown collective \"{}\"", part));
+    colls.push_back(*c);
+  }
+  const std::uint64_t lo = parseSize(to.minSize), hi = parseSize(to.maxSize);
+
+  nlohmann::json rows = nlohmann::json::array();
+  const CommShape& shape = sel.shape();
+  if (!to.json) {
+    fmt::print("Decision table for {} ({})\n", h.describe(), shape.describe());
+    for (const SettingLine& line : describe(settings)) fmt::print("  {}\n", line.str());
+    fmt::print("  cost model = {}\n\n", sel.model().source);
+    fmt::print("{:<14} {:>9}", "collective", "bytes");
+    for (const LevelGroup& g : shape.levels)
+      fmt::print("  {:<16}", fmt::format("level{} ({})", g.level, g.size));
+    fmt::print("  {:>10}\n", "predicted");
+  }
+  for (Collective c : colls) {
+    for (std::uint64_t b = lo; b <= hi; b *= to.factor) {
+      CallInfo call;
+      call.coll = c;
+      call.elemSize = sizeOf(*type);
+      call.count = std::max<std::uint64_t>(1, b / call.elemSize);
+      call.type = *type;
+      if (reduces(c)) call.op = *op;
+      const Decision& d = sel.decide(call);
+      if (to.json) {
+        nlohmann::json levels = nlohmann::json::array();
+        for (const LevelChoice& lc : d.levels)
+          levels.push_back({{"level", lc.level},
+                            {"algorithm", std::string(hcclName(lc.algorithm))},
+                            {"reason", std::string(name(lc.reason))},
+                            {"detail", lc.detail},
+                            {"predicted_s", lc.predicted}});
+        rows.push_back({{"collective", std::string(name(c))},
+                        {"bytes", call.bytes()},
+                        {"levels", levels},
+                        {"error", d.error},
+                        {"predicted_s", d.predicted}});
+        continue;
+      }
+      fmt::print("{:<14} {:>9}", name(c), bytesText(call.bytes()));
+      if (!d.ok()) {
+        fmt::print("  declined: {}\n", d.error);
+        continue;
+      }
+      for (const LevelChoice& lc : d.levels) {
+        const char* mark = lc.reason == Reason::Forced     ? "*"
+                           : lc.reason == Reason::Fallback ? "!"
+                                                           : "";
+        fmt::print("  {:<16}", fmt::format("{}{}", hcclName(lc.algorithm), mark));
+      }
+      fmt::print("  {:>10}\n", timeText(d.predicted));
+      if (to.why) fmt::print("{:>25}{}\n", "", d.summary());
+    }
+    if (!to.json) fmt::print("\n");
+  }
+  if (to.json)
+    fmt::print("{}\n", rows.dump(2));
+  else
+    fmt::print("* forced by configuration, ! fallback from a forced algorithm that cannot serve\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"coll_hccl information: algorithms, configuration, decisions, cost model"};
+  app.require_subcommand(1);
+  bool json = false;
+
+  auto* algs = app.add_subcommand("algorithms", "List every algorithm, its collectives and levels");
+  algs->add_flag("--json", json, "Machine-readable output");
+
+  ConfigOptions co;
+  auto* cfg =
+      app.add_subcommand("config", "Effective configuration and where each value came from");
+  co.add(cfg);
+
+  TableOptions to;
+  auto* table =
+      app.add_subcommand("table", "Decision table: collective x size x level -> algorithm");
+  co.add(table);
+  auto* src = table->add_option_group("layout");
+  src->add_option(
+      "--shape", to.shape,
+      "Emulation spec: \"4x8\" (servers x ranks), \"2x2x8\" (pods x servers x ranks), \"3+5\"");
+  src->add_option("--rank-table", to.rankTable, "HCCL rank table file (v1.0 or v1.2)");
+  src->require_option(1);
+  table->add_option("--coll", to.collectives, "Collectives, comma-separated")
+      ->capture_default_str();
+  table->add_option("--dtype", to.dtype, "Datatype: fp32, fp16, bf16, int32, fp64, ...")
+      ->capture_default_str();
+  table->add_option("--op", to.op, "Reduction op")->capture_default_str();
+  table->add_option("--min", to.minSize, "Smallest size (B, K, M, G)")->capture_default_str();
+  table->add_option("--max", to.maxSize, "Largest size")->capture_default_str();
+  table->add_option("--factor", to.factor, "Size step factor")
+      ->capture_default_str()
+      ->check(CLI::Range(2u, 1u << 20));
+  table->add_flag("--why", to.why, "Explain every decision");
+  table->add_flag("--json", to.json, "Machine-readable output");
+
+  auto* tuning = app.add_subcommand("tuning", "Print the cost model as a tuning document");
+  co.add(tuning);
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*algs) listAlgorithms(json);
+    if (*cfg) printConfig(co);
+    if (*table) printTable(co, to);
+    if (*tuning) {
+      const Settings s = co.settings();
+      fmt::print("{}\n", co.model(s).toJson());
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "hccl_info: error: {}\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""hccl_info end to end: decision tables for a server layout and a 3-level rank table, forced
+algorithms and their attribution, configuration errors, the algorithm list and the tuning dump."""
+import json
+import os
+import subprocess
+import sys
+
+exe, rank_table = sys.argv[1], sys.argv[2]
+env = {k: v for k, v in os.environ.items() if not k.startswith(("HCCL_", "COLL_HCCL_"))}
+
+
+def run(*args, extra_env=None, ok=True):
+    e = dict(env, **(extra_env or {}))
+    p = subprocess.run([exe, *args], capture_output=True, text=True, env=e, timeout=120)
+    if ok and p.returncode != 0:
+        sys.exit(f"hccl_info {' '.join(args)} failed ({p.returncode}):\n{p.stderr}")
+    return p
+
+
+def check(cond, what):
+    if not cond:
+        sys.exit("FAIL: " + what)
+
+
+# 4 servers x 8 ranks: two levels, every row decided, level0 inside a server.
+rows = json.loads(run("table", "--shape", "4x8", "--json").stdout)
+check(len(rows) == 3 * 13, f"expected 39 rows (3 collectives x 4 B..64 MiB by 4), got {len(rows)}")
+for r in rows:
+    check(r["error"] == "", f"declined: {r}")
+    check([lv["level"] for lv in r["levels"]] == [0, 1], f"levels of {r['collective']}: {r['levels']}")
+    check(r["predicted_s"] > 0, "predicted time")
+small = [r for r in rows if r["collective"] == "allreduce"][0]
+check(small["levels"][1]["algorithm"] in ("H-D_R", "NHR", "NB"), f"small allreduce: {small}")
+
+# The 3-level rank table: level0, level1 and level2 all present.
+text = run("table", "--rank-table", rank_table).stdout
+check("2 supernodes x 2 servers x 8 ranks" in text, "rank table layout named:\n" + text)
+check("level0 (8)" in text and "level1 (2)" in text and "level2 (2)" in text, "three levels:\n" + text)
+
+# Forcing through the environment, overridden by an MCA value, overridden by an info key.
+rows = json.loads(run("table", "--shape", "6x1", "--json", "--coll", "allreduce",
+                      extra_env={"HCCL_ALGO": "level0:NA;level1:ring"}).stdout)
+check(all(r["levels"][0]["algorithm"] == "ring" and r["levels"][0]["reason"] == "forced"
+          and "env HCCL_ALGO" in r["levels"][0]["detail"] for r in rows), "env forcing")
+rows = json.loads(run("table", "--shape", "6x1", "--json", "--coll", "allreduce",
+                      "--mca", "coll_hccl_algorithm=level1:NHR",
+                      extra_env={"HCCL_ALGO": "level0:NA;level1:ring"}).stdout)
+check(all(r["levels"][0]["algorithm"] == "NHR" for r in rows), "MCA beats env")
+rows = json.loads(run("table", "--shape", "6x1", "--json", "--coll", "allreduce",
+                      "--mca", "coll_hccl_algorithm=level1:NHR",
+                      "--info", "hccl_algo=level1:H-D_R").stdout)
+check(all(r["levels"][0]["algorithm"] == "H-D_R" and "info key" in r["levels"][0]["detail"]
+          for r in rows), "info key beats MCA")
+
+# A malformed HCCL_ALGO: exit 2 and a message naming the token, the source and valid values.
+p = run("config", extra_env={"HCCL_ALGO": "level1:rign"}, ok=False)
+check(p.returncode == 2, f"exit code {p.returncode}")
+for needle in ('"rign"', "env HCCL_ALGO", "valid: ring"):
+    check(needle in p.stderr, f"{needle!r} in: {p.stderr}")
+
+# Listing and tuning dump.
+algs = {a["name"]: a for a in json.loads(run("algorithms", "--json").stdout)}
+check("allreduce (rank order)" in algs["H-D_R"]["collectives"], "RHD allreduce is rank-ordered")
+check("level0" in algs["fullmesh"]["hccl_levels"], "mesh is level0")
+tuning = json.loads(run("tuning").stdout)
+check(tuning["version"] == 1 and "level1" in tuning["levels"], "tuning document")
+print("PASS hccl_info")
