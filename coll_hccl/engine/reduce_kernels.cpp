@@ -1,5 +1,6 @@
 #include "coll_hccl/engine/reduce_kernels.hpp"
 
+#include <bit>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -9,13 +10,17 @@
 #include "coll_hccl/engine/float16.hpp"
 
 // This file is built with -O3 (see coll_hccl/meson.build): GCC 12's -O2 cost model does not
-// vectorise loops of unknown trip count. Each loop is also cloned for AVX-512 and AVX2 and picked
-// at load time, since the build targets baseline x86-64 and a memory-bound sum needs wide loads to
-// approach memory bandwidth.
+// vectorise loops of unknown trip count. The build targets baseline x86-64, so each loop is also
+// compiled for AVX2 and AVX-512 and kernel() picks the widest the CPU runs: a memory-bound sum
+// needs wide loads to approach memory bandwidth. The choice is made by ordinary code at lookup
+// rather than by ifunc (target_clones), whose resolvers run before sanitizer runtimes start and
+// crash them.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define HCCL_VECTOR_CLONES [[gnu::target_clones("avx512f", "avx2", "default")]]
+#define HCCL_X86_WIDE 1
+#define HCCL_TARGET_AVX2 [[gnu::target("avx2")]]
+#define HCCL_TARGET_AVX512 [[gnu::target("avx512f")]]
 #else
-#define HCCL_VECTOR_CLONES
+#define HCCL_X86_WIDE 0
 #endif
 
 namespace hccl::engine {
@@ -54,17 +59,30 @@ template <typename T>
 struct IMin {
   T operator()(T a, T b) const { return a < b ? a : b; }
 };
-// Floating max/min: a NaN operand wins (the left one if both are NaN), and +0 > -0.
+// Floating max/min: a NaN operand wins (the left one if both are NaN), and +0 > -0. Written as one
+// select on a flag so GCC if-converts and vectorises it; the sign test reads the bits for float and
+// double because std::signbit blocks vectorisation of the double loop.
+template <typename T>
+bool negative(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return std::bit_cast<std::uint32_t>(x) >> 31;
+  else if constexpr (std::is_same_v<T, double>)
+    return std::bit_cast<std::uint64_t>(x) >> 63;
+  else
+    return std::signbit(x);
+}
 template <typename T>
 struct FMax {
   T operator()(T a, T b) const {
-    return a > b ? a : b > a ? b : a != a ? a : b != b ? b : std::signbit(a) ? b : a;
+    const bool left = a > b || a != a || (a == b && !negative(a));
+    return left ? a : b;
   }
 };
 template <typename T>
 struct FMin {
   T operator()(T a, T b) const {
-    return a < b ? a : b < a ? b : a != a ? a : b != b ? b : std::signbit(a) ? a : b;
+    const bool left = a < b || a != a || (a == b && negative(a));
+    return left ? a : b;
   }
 };
 template <typename T>
@@ -112,20 +130,55 @@ struct ViaFloat {
 // One loop per aliasing form, with restrict on what the form guarantees, so the compiler vectorises
 // without runtime overlap checks. Contract: dst is a, b, both, or neither, never a partial overlap.
 
-template <typename T, typename Op>
-HCCL_VECTOR_CLONES void disjointLoop(T* __restrict d, const T* a, const T* b, std::size_t n) {
-  const Op op;
-  for (std::size_t i = 0; i < n; ++i) d[i] = op(a[i], b[i]);
+enum class Isa : std::uint8_t { Base, Avx2, Avx512 };
+
+#define HCCL_DEFINE_LOOPS(Suffix, Target)                                                    \
+  template <typename T, typename Op>                                                         \
+  Target void disjointLoop##Suffix(T* __restrict d, const T* a, const T* b, std::size_t n) { \
+    const Op op;                                                                             \
+    for (std::size_t i = 0; i < n; ++i) d[i] = op(a[i], b[i]);                               \
+  }                                                                                          \
+  template <typename T, typename Op>                                                         \
+  Target void intoLeftLoop##Suffix(T* __restrict d, const T* __restrict b, std::size_t n) {  \
+    const Op op;                                                                             \
+    for (std::size_t i = 0; i < n; ++i) d[i] = op(d[i], b[i]);                               \
+  }                                                                                          \
+  template <typename T, typename Op>                                                         \
+  Target void intoRightLoop##Suffix(T* __restrict d, const T* __restrict a, std::size_t n) { \
+    const Op op;                                                                             \
+    for (std::size_t i = 0; i < n; ++i) d[i] = op(a[i], d[i]);                               \
+  }
+
+HCCL_DEFINE_LOOPS(Base, )
+#if HCCL_X86_WIDE
+HCCL_DEFINE_LOOPS(Avx2, HCCL_TARGET_AVX2)
+HCCL_DEFINE_LOOPS(Avx512, HCCL_TARGET_AVX512)
+#endif
+#undef HCCL_DEFINE_LOOPS
+
+template <typename T, typename Op, Isa isa>
+void disjointLoop(T* d, const T* a, const T* b, std::size_t n) {
+#if HCCL_X86_WIDE
+  if constexpr (isa == Isa::Avx512) return disjointLoopAvx512<T, Op>(d, a, b, n);
+  if constexpr (isa == Isa::Avx2) return disjointLoopAvx2<T, Op>(d, a, b, n);
+#endif
+  disjointLoopBase<T, Op>(d, a, b, n);
 }
-template <typename T, typename Op>
-HCCL_VECTOR_CLONES void intoLeftLoop(T* __restrict d, const T* __restrict b, std::size_t n) {
-  const Op op;
-  for (std::size_t i = 0; i < n; ++i) d[i] = op(d[i], b[i]);
+template <typename T, typename Op, Isa isa>
+void intoLeftLoop(T* d, const T* b, std::size_t n) {
+#if HCCL_X86_WIDE
+  if constexpr (isa == Isa::Avx512) return intoLeftLoopAvx512<T, Op>(d, b, n);
+  if constexpr (isa == Isa::Avx2) return intoLeftLoopAvx2<T, Op>(d, b, n);
+#endif
+  intoLeftLoopBase<T, Op>(d, b, n);
 }
-template <typename T, typename Op>
-HCCL_VECTOR_CLONES void intoRightLoop(T* __restrict d, const T* __restrict a, std::size_t n) {
-  const Op op;
-  for (std::size_t i = 0; i < n; ++i) d[i] = op(a[i], d[i]);
+template <typename T, typename Op, Isa isa>
+void intoRightLoop(T* d, const T* a, std::size_t n) {
+#if HCCL_X86_WIDE
+  if constexpr (isa == Isa::Avx512) return intoRightLoopAvx512<T, Op>(d, a, n);
+  if constexpr (isa == Isa::Avx2) return intoRightLoopAvx2<T, Op>(d, a, n);
+#endif
+  intoRightLoopBase<T, Op>(d, a, n);
 }
 template <typename T, typename Op>
 void selfLoop(T* d, std::size_t n) {
@@ -140,7 +193,7 @@ bool aligned(const void* p) {
 
 // Misaligned buffers (legal in MPI) go through aligned blocks on the stack. Each block is read
 // completely before dst is written, so exact aliasing stays correct.
-template <typename T, typename Op>
+template <typename T, typename Op, Isa isa>
 void unalignedReduce(void* dst, const void* a, const void* b, std::size_t n) {
   constexpr std::size_t kBlock = 4096 / sizeof(T);
   T x[kBlock];
@@ -153,97 +206,97 @@ void unalignedReduce(void* dst, const void* a, const void* b, std::size_t n) {
     const std::size_t off = done * sizeof(T);
     std::memcpy(x, pa + off, m * sizeof(T));
     std::memcpy(y, pb + off, m * sizeof(T));
-    intoLeftLoop<T, Op>(x, y, m);
+    intoLeftLoop<T, Op, isa>(x, y, m);
     std::memcpy(d + off, x, m * sizeof(T));
   }
 }
 
-template <typename T, typename Op>
+template <typename T, typename Op, Isa isa>
 void reduceKernel(void* dst, const void* a, const void* b, std::size_t n) {
   if (!aligned<T>(dst) || !aligned<T>(a) || !aligned<T>(b))
-    return unalignedReduce<T, Op>(dst, a, b, n);
+    return unalignedReduce<T, Op, isa>(dst, a, b, n);
   T* d = static_cast<T*>(dst);
   const T* x = static_cast<const T*>(a);
   const T* y = static_cast<const T*>(b);
   if (d == x && d == y)
     selfLoop<T, Op>(d, n);
   else if (d == x)
-    intoLeftLoop<T, Op>(d, y, n);
+    intoLeftLoop<T, Op, isa>(d, y, n);
   else if (d == y)
-    intoRightLoop<T, Op>(d, x, n);
+    intoRightLoop<T, Op, isa>(d, x, n);
   else
-    disjointLoop<T, Op>(d, x, y, n);
+    disjointLoop<T, Op, isa>(d, x, y, n);
 }
 
 // ---- tables
 // ---------------------------------------------------------------------------------------
 
-template <typename T>
+template <Isa isa, typename T>
 ReduceFn integerKernel(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
-      return &reduceKernel<T, Sum<T>>;
+      return &reduceKernel<T, Sum<T>, isa>;
     case ReduceOp::Prod:
-      return &reduceKernel<T, Prod<T>>;
+      return &reduceKernel<T, Prod<T>, isa>;
     case ReduceOp::Max:
-      return &reduceKernel<T, IMax<T>>;
+      return &reduceKernel<T, IMax<T>, isa>;
     case ReduceOp::Min:
-      return &reduceKernel<T, IMin<T>>;
+      return &reduceKernel<T, IMin<T>, isa>;
     case ReduceOp::LAnd:
-      return &reduceKernel<T, LAnd<T>>;
+      return &reduceKernel<T, LAnd<T>, isa>;
     case ReduceOp::LOr:
-      return &reduceKernel<T, LOr<T>>;
+      return &reduceKernel<T, LOr<T>, isa>;
     case ReduceOp::LXor:
-      return &reduceKernel<T, LXor<T>>;
+      return &reduceKernel<T, LXor<T>, isa>;
     case ReduceOp::BAnd:
-      return &reduceKernel<T, BAnd<T>>;
+      return &reduceKernel<T, BAnd<T>, isa>;
     case ReduceOp::BOr:
-      return &reduceKernel<T, BOr<T>>;
+      return &reduceKernel<T, BOr<T>, isa>;
     case ReduceOp::BXor:
-      return &reduceKernel<T, BXor<T>>;
+      return &reduceKernel<T, BXor<T>, isa>;
   }
   return nullptr;
 }
 
-template <typename T>
+template <Isa isa, typename T>
 ReduceFn floatKernel(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
-      return &reduceKernel<T, Sum<T>>;
+      return &reduceKernel<T, Sum<T>, isa>;
     case ReduceOp::Prod:
-      return &reduceKernel<T, Prod<T>>;
+      return &reduceKernel<T, Prod<T>, isa>;
     case ReduceOp::Max:
-      return &reduceKernel<T, FMax<T>>;
+      return &reduceKernel<T, FMax<T>, isa>;
     case ReduceOp::Min:
-      return &reduceKernel<T, FMin<T>>;
+      return &reduceKernel<T, FMin<T>, isa>;
     default:
       return nullptr;
   }
 }
 
-template <typename Format>
+template <Isa isa, typename Format>
 ReduceFn float16Kernel(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
-      return &reduceKernel<std::uint16_t, ViaFloat<Format, Sum>>;
+      return &reduceKernel<std::uint16_t, ViaFloat<Format, Sum>, isa>;
     case ReduceOp::Prod:
-      return &reduceKernel<std::uint16_t, ViaFloat<Format, Prod>>;
+      return &reduceKernel<std::uint16_t, ViaFloat<Format, Prod>, isa>;
     case ReduceOp::Max:
-      return &reduceKernel<std::uint16_t, ViaFloat<Format, FMax>>;
+      return &reduceKernel<std::uint16_t, ViaFloat<Format, FMax>, isa>;
     case ReduceOp::Min:
-      return &reduceKernel<std::uint16_t, ViaFloat<Format, FMin>>;
+      return &reduceKernel<std::uint16_t, ViaFloat<Format, FMin>, isa>;
     default:
       return nullptr;
   }
 }
 
-template <typename T>
+template <Isa isa, typename T>
 ReduceFn complexKernel(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
-      return &reduceKernel<std::complex<T>, Sum<std::complex<T>>>;
+      return &reduceKernel<std::complex<T>, Sum<std::complex<T>>, isa>;
     case ReduceOp::Prod:
-      return &reduceKernel<std::complex<T>, Prod<std::complex<T>>>;
+      return &reduceKernel<std::complex<T>, Prod<std::complex<T>>, isa>;
     default:
       return nullptr;
   }
@@ -251,23 +304,25 @@ ReduceFn complexKernel(ReduceOp op) {
 
 // Bool is a byte where any non-zero value is true: the integer logical ops on uint8 do exactly
 // that.
+template <Isa isa>
 ReduceFn boolKernel(ReduceOp op) {
   switch (op) {
     case ReduceOp::LAnd:
     case ReduceOp::LOr:
     case ReduceOp::LXor:
-      return integerKernel<std::uint8_t>(op);
+      return integerKernel<isa, std::uint8_t>(op);
     default:
       return nullptr;
   }
 }
 
+template <Isa isa>
 ReduceFn byteKernel(ReduceOp op) {
   switch (op) {
     case ReduceOp::BAnd:
     case ReduceOp::BOr:
     case ReduceOp::BXor:
-      return integerKernel<std::uint8_t>(op);
+      return integerKernel<isa, std::uint8_t>(op);
     default:
       return nullptr;
   }
@@ -276,47 +331,107 @@ ReduceFn byteKernel(ReduceOp op) {
 static_assert(sizeof(bool) == 1, "Bool kernels treat bool as one byte");
 static_assert(sizeof(std::complex<float>) == 8 && sizeof(std::complex<double>) == 16);
 
-}  // namespace
-
-ReduceFn kernel(DataType t, ReduceOp op) {
+template <Isa isa>
+ReduceFn kernelFor(DataType t, ReduceOp op) {
   if (!defined(op, t)) return nullptr;
   switch (t) {
     case DataType::Int8:
-      return integerKernel<std::int8_t>(op);
+      return integerKernel<isa, std::int8_t>(op);
     case DataType::Int16:
-      return integerKernel<std::int16_t>(op);
+      return integerKernel<isa, std::int16_t>(op);
     case DataType::Int32:
-      return integerKernel<std::int32_t>(op);
+      return integerKernel<isa, std::int32_t>(op);
     case DataType::Int64:
-      return integerKernel<std::int64_t>(op);
+      return integerKernel<isa, std::int64_t>(op);
     case DataType::UInt8:
-      return integerKernel<std::uint8_t>(op);
+      return integerKernel<isa, std::uint8_t>(op);
     case DataType::UInt16:
-      return integerKernel<std::uint16_t>(op);
+      return integerKernel<isa, std::uint16_t>(op);
     case DataType::UInt32:
-      return integerKernel<std::uint32_t>(op);
+      return integerKernel<isa, std::uint32_t>(op);
     case DataType::UInt64:
-      return integerKernel<std::uint64_t>(op);
+      return integerKernel<isa, std::uint64_t>(op);
     case DataType::Float16:
-      return float16Kernel<Fp16>(op);
+      return float16Kernel<isa, Fp16>(op);
     case DataType::BFloat16:
-      return float16Kernel<Bf16>(op);
+      return float16Kernel<isa, Bf16>(op);
     case DataType::Float32:
-      return floatKernel<float>(op);
+      return floatKernel<isa, float>(op);
     case DataType::Float64:
-      return floatKernel<double>(op);
+      return floatKernel<isa, double>(op);
     case DataType::LongDouble:
-      return floatKernel<long double>(op);
+      return floatKernel<isa, long double>(op);
     case DataType::ComplexFloat:
-      return complexKernel<float>(op);
+      return complexKernel<isa, float>(op);
     case DataType::ComplexDouble:
-      return complexKernel<double>(op);
+      return complexKernel<isa, double>(op);
     case DataType::Bool:
-      return boolKernel(op);
+      return boolKernel<isa>(op);
     case DataType::Byte:
-      return byteKernel(op);
+      return byteKernel<isa>(op);
   }
   return nullptr;
+}
+
+Isa bestIsa() {
+#if HCCL_X86_WIDE
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return Isa::Avx512;
+  if (__builtin_cpu_supports("avx2")) return Isa::Avx2;
+#endif
+  return Isa::Base;
+}
+
+bool runs(Isa isa) {
+  return isa <= bestIsa();
+}
+
+ReduceFn kernelFor(Isa isa, DataType t, ReduceOp op) {
+  switch (isa) {
+#if HCCL_X86_WIDE
+    case Isa::Avx512:
+      return kernelFor<Isa::Avx512>(t, op);
+    case Isa::Avx2:
+      return kernelFor<Isa::Avx2>(t, op);
+#endif
+    default:
+      return kernelFor<Isa::Base>(t, op);
+  }
+}
+
+}  // namespace
+
+ReduceFn kernel(DataType t, ReduceOp op) {
+  static const Isa best = bestIsa();
+  return kernelFor(best, t, op);
+}
+
+ReduceFn kernel(DataType t, ReduceOp op, KernelVariant v) {
+  switch (v) {
+    case KernelVariant::Best:
+      return kernel(t, op);
+    case KernelVariant::Baseline:
+      return kernelFor(Isa::Base, t, op);
+    case KernelVariant::Avx2:
+      return HCCL_X86_WIDE && runs(Isa::Avx2) ? kernelFor(Isa::Avx2, t, op) : nullptr;
+    case KernelVariant::Avx512:
+      return HCCL_X86_WIDE && runs(Isa::Avx512) ? kernelFor(Isa::Avx512, t, op) : nullptr;
+  }
+  return nullptr;
+}
+
+const char* name(KernelVariant v) {
+  switch (v) {
+    case KernelVariant::Best:
+      return bestIsa() == Isa::Avx512 ? "avx512" : bestIsa() == Isa::Avx2 ? "avx2" : "baseline";
+    case KernelVariant::Baseline:
+      return "baseline";
+    case KernelVariant::Avx2:
+      return "avx2";
+    case KernelVariant::Avx512:
+      return "avx512";
+  }
+  return "?";
 }
 
 }  // namespace hccl::engine

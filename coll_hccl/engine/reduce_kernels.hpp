@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "algorithms/types.hpp"
 
@@ -25,6 +26,14 @@ namespace hccl::engine {
 using ReduceFn = void (*)(void* dst, const void* a, const void* b, std::size_t count);
 
 // The kernel for (t, op), or nullptr when MPI does not define op on t (see hccl::defined()).
+// Uses the widest instruction set this CPU runs.
 ReduceFn kernel(DataType t, ReduceOp op);
+
+// Instruction-set variants of the same kernels (x86-64), for tests and measurements. Every variant
+// computes bitwise the same results (no FMA contraction anywhere).
+enum class KernelVariant : std::uint8_t { Best, Baseline, Avx2, Avx512 };
+// nullptr when op is undefined on t or this CPU cannot run the variant.
+ReduceFn kernel(DataType t, ReduceOp op, KernelVariant v);
+const char* name(KernelVariant v);  // Best names the variant it resolves to
 
 }  // namespace hccl::engine

@@ -37,22 +37,24 @@ void store(Bytes& v, std::size_t i, T x) {
 
 // ---- references ---------------------------------------------------------------------------------
 
+// The exact value reduced modulo 2^bits, read back as T (two's complement).
 template <typename T>
-T wrapToType(I128 v) {
+T wrapToType(U128 v) {
   constexpr int bits = 8 * sizeof(T);
-  const U128 m = static_cast<U128>(v) & ((U128{1} << bits) - 1);
+  const U128 m = v & ((U128{1} << bits) - 1);
   using U = std::make_unsigned_t<T>;
   return std::bit_cast<T>(static_cast<U>(m));
 }
 
 template <typename T>
 T refInteger(ReduceOp op, T a, T b) {
-  const I128 x = a, y = b;
+  // Exact in 128 bits for sums; products are taken modulo 2^128, which keeps their low 64 bits.
+  const U128 x = static_cast<U128>(static_cast<I128>(a)),
+             y = static_cast<U128>(static_cast<I128>(b));
   switch (op) {
     case ReduceOp::Sum:
       return wrapToType<T>(x + y);
     case ReduceOp::Prod:
-      // |x*y| < 2^127 for 64-bit operands, except both = INT64_MIN: 2^126 fits too.
       return wrapToType<T>(x * y);
     case ReduceOp::Max:
       return a < b ? b : a;
@@ -463,10 +465,8 @@ class KernelTest : public ::testing::TestWithParam<Pair> {};
 // n not a multiple of any vector width, so vector body and scalar tail both run.
 constexpr std::size_t kCount = 1000 + 13;
 
-TEST_P(KernelTest, MatchesReferenceInEveryAliasingForm) {
-  const auto [t, op] = GetParam();
-  const ReduceFn fn = kernel(t, op);
-  ASSERT_NE(fn, nullptr);
+// Checks one kernel in every aliasing form, misaligned, and that it writes only `count` elements.
+void checkKernel(DataType t, ReduceOp op, ReduceFn fn, const std::string& variant) {
   std::mt19937_64 rng(static_cast<std::uint64_t>(t) * 131 + static_cast<std::uint64_t>(op));
   const std::size_t es = sizeOf(t);
   const Bytes a = makeValues(t, op, kCount, rng, 0);
@@ -475,19 +475,19 @@ TEST_P(KernelTest, MatchesReferenceInEveryAliasingForm) {
 
   Bytes dst(a.size(), std::byte{0x5a});
   fn(dst.data(), a.data(), b.data(), kCount);
-  expectSame(t, op, a, b, dst, want, "dst disjoint");
+  expectSame(t, op, a, b, dst, want, variant + ", dst disjoint");
 
   Bytes left = a;  // dst == a
   fn(left.data(), left.data(), b.data(), kCount);
-  expectSame(t, op, a, b, left, want, "dst == a");
+  expectSame(t, op, a, b, left, want, variant + ", dst == a");
 
   Bytes right = b;  // dst == b
   fn(right.data(), a.data(), right.data(), kCount);
-  expectSame(t, op, a, b, right, want, "dst == b");
+  expectSame(t, op, a, b, right, want, variant + ", dst == b");
 
   Bytes self = a;  // dst == a == b
   fn(self.data(), self.data(), self.data(), kCount);
-  expectSame(t, op, a, a, self, reference(t, op, a, a), "dst == a == b");
+  expectSame(t, op, a, a, self, reference(t, op, a, a), variant + ", dst == a == b");
 
   // Misaligned by one byte: MPI buffers need not be aligned to the element type.
   if (es > 1) {
@@ -496,16 +496,31 @@ TEST_P(KernelTest, MatchesReferenceInEveryAliasingForm) {
     std::memcpy(ub.data() + 1, b.data(), b.size());
     fn(ud.data() + 1, ua.data() + 1, ub.data() + 1, kCount);
     Bytes got(ud.begin() + 1, ud.end());
-    expectSame(t, op, a, b, got, want, "misaligned, dst disjoint");
+    expectSame(t, op, a, b, got, want, variant + ", misaligned, dst disjoint");
     fn(ub.data() + 1, ua.data() + 1, ub.data() + 1, kCount);
     got.assign(ub.begin() + 1, ub.end());
-    expectSame(t, op, a, b, got, want, "misaligned, dst == b");
+    expectSame(t, op, a, b, got, want, variant + ", misaligned, dst == b");
   }
 
   // A prefix only: the kernel must not write past count.
   Bytes part(a.size(), std::byte{0x5a});
   fn(part.data(), a.data(), b.data(), 7);
   for (std::size_t i = 7 * es; i < part.size(); ++i) ASSERT_EQ(part[i], std::byte{0x5a}) << i;
+}
+
+// Every instruction-set variant this CPU runs must give the reference results.
+TEST_P(KernelTest, MatchesReferenceInEveryAliasingForm) {
+  const auto [t, op] = GetParam();
+  ASSERT_NE(kernel(t, op), nullptr);
+  int variants = 0;
+  for (KernelVariant v : {KernelVariant::Baseline, KernelVariant::Avx2, KernelVariant::Avx512}) {
+    const ReduceFn fn = kernel(t, op, v);
+    if (fn == nullptr) continue;
+    ++variants;
+    checkKernel(t, op, fn, name(v));
+  }
+  EXPECT_GE(variants, 1);
+  EXPECT_EQ(kernel(t, op), kernel(t, op, KernelVariant::Best));
 }
 
 std::string pairName(const ::testing::TestParamInfo<Pair>& info) {
