@@ -31,7 +31,7 @@ ReduceFn kernel(DataType t, ReduceOp op);
 
 // Instruction-set variants of the same kernels (x86-64), for tests and measurements. Every variant
 // computes bitwise the same results (no FMA contraction anywhere).
-enum class KernelVariant : std::uint8_t { Best, Baseline, Avx2, Avx512 };
+enum class KernelVariant : std::uint8_t { Best, Baseline, Avx2 };
 // nullptr when op is undefined on t or this CPU cannot run the variant.
 ReduceFn kernel(DataType t, ReduceOp op, KernelVariant v);
 const char* name(KernelVariant v);  // Best names the variant it resolves to

@@ -18,7 +18,9 @@ int main() {
   } cases[] = {{DataType::Float32, ReduceOp::Sum}, {DataType::Float64, ReduceOp::Sum},
                {DataType::Int32, ReduceOp::Sum},   {DataType::Float32, ReduceOp::Max},
                {DataType::Int8, ReduceOp::Sum},    {DataType::BFloat16, ReduceOp::Sum},
-               {DataType::Float16, ReduceOp::Sum}, {DataType::Float64, ReduceOp::Prod}};
+               {DataType::Float16, ReduceOp::Sum}, {DataType::Float64, ReduceOp::Prod},
+               {DataType::Float32, ReduceOp::Sum}};
+  std::printf("kernels: %s\n", engine::name(engine::KernelVariant::Best));
   for (const auto& c : cases) {
     const engine::ReduceFn fn = engine::kernel(c.t, c.op);
     const std::size_t n = kBytes / sizeOf(c.t);
@@ -36,6 +38,20 @@ int main() {
     std::printf("%-5s %-6s 16 MiB: %6.2f GB/s (%.3f ms)\n", std::string(name(c.op)).c_str(),
                 std::string(name(c.t)).c_str(), static_cast<double>(kBytes) / best / 1e9,
                 best * 1e3);
+  }
+  // The fp32 sum in every instruction-set variant this CPU runs.
+  for (engine::KernelVariant v : {engine::KernelVariant::Baseline, engine::KernelVariant::Avx2}) {
+    const engine::ReduceFn fn = engine::kernel(DataType::Float32, ReduceOp::Sum, v);
+    if (fn == nullptr) continue;
+    double best = 1e30;
+    for (int rep = 0; rep < 10; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      fn(inout.data(), in.data(), inout.data(), kBytes / 4);
+      const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+      best = std::min(best, dt.count());
+    }
+    std::printf("sum   fp32   16 MiB, %-8s: %6.2f GB/s\n", engine::name(v),
+                static_cast<double>(kBytes) / best / 1e9);
   }
   return 0;
 }
