@@ -1,0 +1,135 @@
+// Runs one rank's schedule over a transport with real memory.
+//
+// A step posts all of its transfers, waits for all of them, then runs its local operations in
+// order (Copy: dst = a; Reduce: dst = a (+) b through the Reduction). The executor is a state
+// machine without threads: start() validates the schedule against the bindings and resolves every
+// transfer to an iov up front; progress() advances as far as it can without blocking and says
+// whether the run is over, so MPI's progress loop can drive nonblocking collectives; run() loops on
+// progress() for blocking callers. Nothing throws out of start(), progress() or run(): errors
+// become the Failed state with a message naming the rank, step, transfer or op, peer and cause,
+// and pending transfers are cancelled.
+//
+// Tags: the caller gives comm and seq; msg numbers the transfers to (and, separately, from) each
+// peer in posting order, so the k-th send a->b carries the same tag as the k-th receive on b from
+// a. The counters live in MessageCounters, which outlives a run: the chunks of one collective
+// continue one numbering under one seq.
+//
+// Steady state: after the first run of a schedule shape, start() and progress() reuse their
+// storage and do not allocate (error messages aside).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.hpp"
+#include "coll_hccl/engine/binding.hpp"
+#include "coll_hccl/engine/reduction.hpp"
+#include "ucx_tl/transport.hpp"
+
+namespace hccl::engine {
+
+class MessageCounters {
+ public:
+  MessageCounters() = default;
+  explicit MessageCounters(int ranks) { reset(ranks); }
+  // Back to zero for a new collective (a new seq) on a group of `ranks`.
+  void reset(int ranks);
+  int ranks() const { return static_cast<int>(sends_.size()); }
+  std::uint32_t nextSend(int peer) { return sends_[static_cast<std::size_t>(peer)]++; }
+  std::uint32_t nextRecv(int peer) { return recvs_[static_cast<std::size_t>(peer)]++; }
+
+ private:
+  std::vector<std::uint32_t> sends_;
+  std::vector<std::uint32_t> recvs_;
+};
+
+struct ExecStats {
+  std::uint64_t steps = 0;  // steps completed
+  std::uint64_t sends = 0;  // transfers completed, by direction
+  std::uint64_t recvs = 0;
+  std::uint64_t bytesSent = 0;
+  std::uint64_t bytesReceived = 0;
+  std::uint64_t elementsReduced = 0;  // by Reduce ops
+  std::uint64_t elementsCopied = 0;   // by Copy ops
+};
+
+class Executor {
+ public:
+  enum class State : std::uint8_t { Idle, Running, Done, Failed };
+
+  // elemSize: bytes per element of the schedule's datatype. `reduction` may be null for schedules
+  // without Reduce ops; it is used from progress() only and must outlive the executor's runs.
+  Executor(tl::Transport& transport, std::size_t elemSize, Reduction* reduction = nullptr);
+  ~Executor();  // cancels a run in flight
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Begins running `schedule` (this transport's rank's schedule) with buffers bound by `bindings`.
+  // schedule, bindings and counters must stay valid and unchanged until the run is over. Returns
+  // false when the run failed already (bad binding, schedule bug, nothing posted); a run still in
+  // flight is cancelled first.
+  bool start(const algo::RankSchedule& schedule, const Bindings& bindings,
+             MessageCounters& counters, std::uint32_t comm, std::uint32_t seq) noexcept;
+  // Advances without blocking; true once the run is over (Done or Failed).
+  bool progress() noexcept;
+  // Drives progress() to the end; `idle` runs after every pass that did not finish (default:
+  // yield; the in-process transport's wait() sleeps until something arrives). Returns true on
+  // success.
+  bool run(const std::function<void()>& idle = {}) noexcept;
+
+  State state() const { return state_; }
+  bool done() const { return state_ == State::Done; }
+  bool failed() const { return state_ == State::Failed; }
+  const std::string& error() const { return error_; }
+  const ExecStats& stats() const { return stats_; }
+  std::size_t elemSize() const { return elemSize_; }
+
+ private:
+  struct PlannedTransfer {
+    std::size_t iovBegin = 0;
+    std::size_t iovCount = 0;
+    std::size_t bytes = 0;
+    tl::Tag tag;
+  };
+
+  void plan(MessageCounters& counters, std::uint32_t comm, std::uint32_t seq);
+  void planTransfer(std::size_t step, std::size_t index, const algo::Transfer& x,
+                    MessageCounters& counters, std::uint32_t comm, std::uint32_t seq);
+  void checkOp(std::size_t step, std::size_t index, const algo::LocalOp& op) const;
+  void checkBound(const algo::Slice& s, std::size_t step, std::size_t index) const;
+  void postStep();
+  bool advance();  // true when the run is over
+  void runOp(std::size_t index, const algo::LocalOp& op);
+  void fail(std::string message) noexcept;
+  void cancelPending() noexcept;
+  std::string where(std::size_t step) const;
+  std::string whereTransfer(std::size_t step, std::size_t index) const;
+  std::string whereOp(std::size_t step, std::size_t index) const;
+
+  tl::Transport& transport_;
+  std::size_t elemSize_;
+  Reduction* reduction_;
+  int rank_;
+  int size_;
+
+  const algo::RankSchedule* schedule_ = nullptr;
+  const Bindings* bindings_ = nullptr;
+  State state_ = State::Idle;
+  std::string error_;
+  ExecStats stats_;
+
+  // Resolved at start(), reused across runs.
+  std::vector<PlannedTransfer> transfers_;  // every transfer of the schedule, step by step
+  std::vector<std::size_t> stepFirst_;      // transfers_ index of each step's first transfer
+  std::vector<tl::IoVec> iovs_;
+  std::vector<tl::Completion> completions_;  // one per transfer of the current step
+
+  std::size_t step_ = 0;
+  bool posted_ = false;
+  std::size_t postedCount_ = 0;
+};
+
+}  // namespace hccl::engine
