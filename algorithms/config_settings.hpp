@@ -56,7 +56,7 @@ struct SettingKeys {
 };
 
 inline constexpr SettingKeys kAlgoKeys{"algo", "hccl_algo", "coll_hccl_algorithm", "HCCL_ALGO"};
-inline constexpr SettingKeys kBuffSizeKeys{"buffsize", "hccl_buffsize", "coll_hccl_buffsize",
+inline constexpr SettingKeys kBuffSizeKeys{"buffsize", "hccl_buffsize", "coll_hccl_buffsize_mb",
                                            "HCCL_BUFFSIZE"};
 inline constexpr SettingKeys kDeterministicKeys{"deterministic", "hccl_deterministic",
                                                 "coll_hccl_deterministic", "HCCL_DETERMINISTIC"};

@@ -96,6 +96,8 @@ static int create_engine_comm(mca_coll_hccl_module_t* m, ompi_communicator_t* co
   params.comm_id = cid;
   params.name =
       MCA_COLL_HCCL_NAME(comm); /* often still empty here: Open MPI names communicators later */
+  params.world_rank = ompi_comm_rank(&ompi_mpi_comm_world.comm);
+  params.world_size = ompi_comm_size(&ompi_mpi_comm_world.comm);
   params.allgather = bootstrap_allgather;
   params.allgather_ctx = m;
 

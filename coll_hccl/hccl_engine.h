@@ -31,7 +31,7 @@ extern "C" {
 
 /* Bumped on any incompatible change; both parameter structs carry it so that an adapter and an
  * engine built from different trees refuse each other instead of misreading fields. */
-#define HCCL_ENGINE_API_VERSION 1
+#define HCCL_ENGINE_API_VERSION 2
 
 /* ---------------------------------------------------------------------------------------------
  * Status codes. Every function returning hccl_status_t uses these; messages go to err buffers. */
@@ -157,6 +157,9 @@ typedef struct hccl_comm_params {
                                   other communicator alive in this process (Open MPI's context
                                   id), e.g. to keep messages of different communicators apart */
   const char* name;            /* printable, for log lines only; may be "" */
+  int world_rank;              /* this process's rank in MPI_COMM_WORLD */
+  int world_size;              /* size of MPI_COMM_WORLD: communicators inside it share one
+                                  transport, and rank tables describe MPI_COMM_WORLD */
   hccl_allgather_fn allgather; /* see above; never NULL */
   void* allgather_ctx;         /* passed back to allgather */
   hccl_setting_t settings[HCCL_SETTING_COUNT]; /* indexed by hccl_setting_id_t */

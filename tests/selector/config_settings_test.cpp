@@ -64,7 +64,7 @@ TEST(Settings, PrecedenceAndProvenanceForEveryCombination) {
     }
     if (hasMca) {
       mca = {{"coll_hccl_algorithm", algo.mca},
-             {"coll_hccl_buffsize", buff.mca},
+             {"coll_hccl_buffsize_mb", buff.mca},
              {"coll_hccl_deterministic", det.mca},
              {"coll_hccl_selection", sel.mca},
              {"coll_hccl_tuning_file", file.mca}};
@@ -91,7 +91,7 @@ TEST(Settings, PrecedenceAndProvenanceForEveryCombination) {
     EXPECT_EQ(got.algo.from.str(), from("hccl_algo", "coll_hccl_algorithm", "HCCL_ALGO"));
     EXPECT_EQ(got.buffSizeMB.value, std::stoul(pick(buff, "200")));
     EXPECT_EQ(got.buffSizeMB.from.str(),
-              from("hccl_buffsize", "coll_hccl_buffsize", "HCCL_BUFFSIZE"));
+              from("hccl_buffsize", "coll_hccl_buffsize_mb", "HCCL_BUFFSIZE"));
     EXPECT_EQ(got.deterministic.value, hasInfo              ? Determinism::Strict
                                        : (hasMca || hasEnv) ? Determinism::On
                                                             : Determinism::Off);
@@ -108,7 +108,7 @@ TEST(Settings, PrecedenceAndProvenanceForEveryCombination) {
 
 TEST(Settings, BlankValuesFallThrough) {
   const Settings got = resolved(sources({{"hccl_buffsize", ""}, {"hccl_algo", "  "}},
-                                        {{"coll_hccl_buffsize", " \t"}},
+                                        {{"coll_hccl_buffsize_mb", " \t"}},
                                         {{"HCCL_BUFFSIZE", "300"}, {"HCCL_ALGO", "level1:NHR"}}));
   EXPECT_EQ(got.buffSizeMB.value, 300u);
   EXPECT_EQ(got.buffSizeMB.from, (Provenance{Layer::Env, "HCCL_BUFFSIZE"}));
@@ -131,9 +131,9 @@ TEST(Settings, InvalidHigherLayerIsAnErrorWithItsSource) {
   }
   {
     const auto r =
-        resolveSettings(sources({}, {{"coll_hccl_buffsize", "0"}}, {{"HCCL_BUFFSIZE", "100"}}));
+        resolveSettings(sources({}, {{"coll_hccl_buffsize_mb", "0"}}, {{"HCCL_BUFFSIZE", "100"}}));
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().source, "MCA coll_hccl_buffsize");
+    EXPECT_EQ(r.error().source, "MCA coll_hccl_buffsize_mb");
     EXPECT_EQ(r.error().message,
               "HCCL_BUFFSIZE: value \"0\" at position 1 is too small; valid: an integer number of "
               "MB from 1 to 4294967295 (default 200) (from MCA coll_hccl_buffsize)");

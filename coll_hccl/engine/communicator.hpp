@@ -1,0 +1,100 @@
+// One communicator as the engine sees it: its hierarchy, its selector, the transport that reaches
+// its ranks, and the plans and scratch buffers its calls reuse.
+//
+// A call goes: describe (the arguments MPI requires to match on every rank) -> decide (selector,
+// cached) -> plan (chunk size and per-chunk schedules, cached per call shape) -> run (a Request
+// binds the plan to this call's buffers and drives it through the executor).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/chunking.hpp"
+#include "algorithms/hierarchical.hpp"
+#include "algorithms/selector.hpp"
+#include "coll_hccl/engine/reduction.hpp"
+#include "coll_hccl/engine/settings_bridge.hpp"
+#include "coll_hccl/hccl_engine.h"
+#include "topology/hierarchy.hpp"
+#include "ucx_tl/transport.hpp"
+
+namespace hccl::engine {
+
+class Request;
+
+// The part of a call that every rank shares, normalised: opaque byte types with a predefined op
+// or no op become elements of one byte.
+struct CallShape {
+  algo::CallInfo info;
+  algo::Problem problem;
+  bool userOp = false;
+};
+
+// Everything about a call that depends only on its shape: the chunks and their schedules.
+struct Plan {
+  algo::Decision decision;
+  algo::LevelAlgorithms algorithms{};
+  std::vector<algo::Chunk> chunks;
+  std::vector<std::shared_ptr<const algo::RankSchedule>> schedules;  // one per chunk
+  std::uint64_t scratchElems = 0;
+};
+
+// Process-wide state shared by communicators: the world transport, the local topology record.
+class EngineState;
+
+class Communicator {
+ public:
+  using Log = std::function<void(int level, const std::string& line)>;
+
+  // Collective (see hccl_comm_create). Throws nothing: failures come back as status + message,
+  // identical on every rank.
+  static hccl_status_t create(EngineState& engine, const hccl_comm_params_t& params,
+                              std::unique_ptr<Communicator>& out, std::string& err);
+  ~Communicator();
+
+  // 1 take, 0 decline (explain says why), < 0 error.
+  int supported(const hccl_coll_desc_t& desc, std::string& explain);
+  hccl_status_t start(const hccl_coll_desc_t& desc, std::unique_ptr<Request>& req,
+                      std::string& err);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  std::uint32_t commTag() const { return commTag_; }
+  tl::Transport& transport() { return *transport_; }
+  const std::string& label() const { return label_; }
+
+  // Scratch buffers: a request borrows one for its lifetime (concurrent calls each need their own).
+  std::byte* borrowScratch(std::size_t bytes);
+  void returnScratch(std::byte* p);
+
+ private:
+  Communicator() = default;
+  hccl_status_t describe(const hccl_coll_desc_t& desc, CallShape& shape, std::string& why) const;
+  std::shared_ptr<const Plan> planFor(const CallShape& shape, std::string& err);
+  std::string decisionTable();
+
+  EngineState* engine_ = nullptr;
+  int rank_ = 0, size_ = 0;
+  std::uint32_t commTag_ = 0;
+  std::uint32_t seq_ = 0;
+  std::string label_;
+  EngineOptions options_;
+  std::unique_ptr<topo::Hierarchy> hierarchy_;
+  std::unique_ptr<algo::Layout> layout_;
+  std::unique_ptr<algo::Selector> selector_;
+  std::shared_ptr<tl::Transport> transport_;
+  std::map<std::string, std::shared_ptr<const Plan>> plans_;
+  std::map<std::string, std::shared_ptr<const algo::RankSchedule>> schedules_;
+  struct Scratch {
+    std::unique_ptr<std::byte[]> data;
+    std::size_t bytes = 0;
+    bool busy = false;
+  };
+  std::vector<Scratch> scratch_;
+};
+
+}  // namespace hccl::engine

@@ -1,0 +1,52 @@
+// A collective call in flight: the plan's chunks run one after the other through one executor,
+// bound to this call's buffers; the same per-peer message numbering runs across chunks.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "coll_hccl/engine/binding.hpp"
+#include "coll_hccl/engine/communicator.hpp"
+#include "coll_hccl/engine/executor.hpp"
+#include "coll_hccl/engine/reduction.hpp"
+
+namespace hccl::engine {
+
+class Request {
+ public:
+  Request(Communicator& comm, std::shared_ptr<const Plan> plan, const void* send, void* recv,
+          std::size_t elemSize, std::optional<Reduction> reduction, std::uint32_t seq);
+  ~Request();
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+
+  // Starts the first chunk; false when it failed at once (error() says why).
+  bool start();
+  // Advances without blocking; true once finished (check failed()).
+  bool progress();
+  bool finished() const { return finished_; }
+  bool failed() const { return !error_.empty(); }
+  const std::string& error() const { return error_; }
+
+ private:
+  bool startChunk();
+  void bind(const algo::BufferMap& map, const std::byte* base, Binding& into) const;
+
+  Communicator& comm_;
+  std::shared_ptr<const Plan> plan_;
+  const std::byte* send_;
+  std::byte* recv_;
+  std::size_t elemSize_;
+  std::optional<Reduction> reduction_;
+  std::uint32_t seq_;
+  std::byte* scratch_ = nullptr;
+  MessageCounters counters_;
+  std::unique_ptr<Executor> executor_;  // reset before the scratch it may use goes back
+  Bindings bindings_;
+  std::size_t chunk_ = 0;
+  bool finished_ = false;
+  std::string error_;
+};
+
+}  // namespace hccl::engine

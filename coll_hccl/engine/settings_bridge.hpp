@@ -1,0 +1,29 @@
+// The adapter hands every setting over as the layers that set it (info key > MCA > environment,
+// each with a printable source); this turns them into the engine's options, with the same parsers
+// and error messages hccl_info uses.
+#pragma once
+
+#include <string>
+
+#include "algorithms/config_settings.hpp"
+#include "coll_hccl/hccl_engine.h"
+#include "ucx_tl/ucx_transport.hpp"
+
+namespace hccl::engine {
+
+struct EngineOptions {
+  algo::Settings settings;  // algo, buffsize, deterministic, selection, tuning file
+  tl::UcxOptions ucx;       // link-class transport lists, intra-RoCE, timeout
+  std::string ucxSources;   // where the transport settings came from, for logs
+  int verbose = 0;
+};
+
+// Resolves every setting from its highest layer. Errors name the setting, the value, its source
+// and what is valid (the message of the first bad setting).
+algo::ConfigResult<EngineOptions> optionsFromLayers(const hccl_setting_t (&layers)[HCCL_SETTING_COUNT]);
+
+// Every setting that must be equal on all ranks for them to decide alike, as one string.
+// (Transport lists and the timeout may differ between servers.)
+std::string fingerprint(const EngineOptions& o);
+
+}  // namespace hccl::engine
