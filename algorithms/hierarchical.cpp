@@ -179,14 +179,8 @@ RankSchedule composeHierarchical(const Layout& layout, const LevelAlgorithms& al
   if (!layout.symmetric()) {
     // Unequal servers cannot be split level by level: run the outermost level's algorithm flat
     // over every rank, on the links of that level (shape() presents the layout the same way).
-    Embedding e;
-    e.members.resize(layout.ranks());
-    for (std::uint32_t r = 0; r < layout.ranks(); ++r) e.members[r] = r;
     const int top = used.empty() ? 0 : used.back();
-    e.level = static_cast<std::uint8_t>(top);
-    embed(out, generatorFor(algs[static_cast<std::size_t>(top)], pb.coll)(pb, rank), e);
-    prune(out);
-    return out;
+    return composeFlat(layout, algs[static_cast<std::size_t>(top)], top, pb, rank);
   }
   const bool usesLevel1 = std::find(used.begin(), used.end(), 1) != used.end();
   const bool usesLevel2 = std::find(used.begin(), used.end(), 2) != used.end();
@@ -214,6 +208,21 @@ RankSchedule composeHierarchical(const Layout& layout, const LevelAlgorithms& al
     default:
       throw std::invalid_argument(fmt::format("{} is not composed over levels yet", name(pb.coll)));
   }
+  prune(out);
+  return out;
+}
+
+RankSchedule composeFlat(const Layout& layout, Algorithm a, int level, const Problem& pb,
+                         std::uint32_t rank) {
+  if (pb.ranks != layout.ranks())
+    throw std::invalid_argument(fmt::format("a problem of {} ranks on a layout of {}", pb.ranks,
+                                            layout.ranks()));
+  Embedding e;
+  e.members.resize(layout.ranks());
+  for (std::uint32_t r = 0; r < layout.ranks(); ++r) e.members[r] = r;
+  e.level = static_cast<std::uint8_t>(level);
+  RankSchedule out;
+  embed(out, generatorFor(a, pb.coll)(pb, rank), e);
   prune(out);
   return out;
 }

@@ -38,6 +38,11 @@ using LevelAlgorithms = std::array<Algorithm, kNumLevels>;  // indexed by level
 RankSchedule composeHierarchical(const Layout& layout, const LevelAlgorithms& algs,
                                  const Problem& pb, std::uint32_t rank);
 
+// Rank `rank`'s schedule running `a` over every rank of the layout as one group, on the links of
+// `level`.
+RankSchedule composeFlat(const Layout& layout, Algorithm a, int level, const Problem& pb,
+                         std::uint32_t rank);
+
 // True when composeHierarchical() reduces in rank order for this layout and these algorithms.
 bool composedRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Collective c);
 

@@ -154,6 +154,7 @@ CommShape Layout::shape() const {
   CommShape s;
   s.ranks = ranks_;
   s.symmetric = symmetric_;
+  s.blockOrder = blockOrder_;
   for (int l = 0; l < kNumLevels; ++l) {
     const Groups& gs = groups_[static_cast<std::size_t>(l)];
     const std::uint32_t size = static_cast<std::uint32_t>(gs.front().size());

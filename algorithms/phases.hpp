@@ -26,6 +26,7 @@ struct CommShape {
   std::uint32_t ranks = 1;
   std::vector<LevelGroup> levels;  // levels whose groups have more than one rank, inner first
   bool symmetric = true;           // every group of a level has the same size
+  bool blockOrder = true;          // servers hold consecutive rank ranges, in order
 
   // p ranks on one server; or `servers` servers of `perServer` ranks; or pods of those.
   static CommShape flat(std::uint32_t p, int level = 0);

@@ -148,6 +148,20 @@ Decision Selector::pipelineDecision(Reason why, std::string detail, double predi
 }
 
 Decision Selector::compute(const CallInfo& call) const {
+  if (needsRankOrder(call) && !shape_.blockOrder && shape_.levels.size() > 1) {
+    if (!flat_) {
+      CommShape f = shape_;
+      f.levels = {{shape_.levels.back().level, shape_.ranks}};
+      f.blockOrder = true;
+      flat_ = std::make_unique<Selector>(f, settings_, model_);
+    }
+    Decision d = flat_->compute(call);
+    d.flat = true;
+    for (LevelChoice& c : d.levels)
+      c.detail += "; flat over all ranks: servers do not hold consecutive ranks, and a rank-order "
+                  "reduction cannot be split by server";
+    return d;
+  }
   // Pipeline spans level0 and level1, so it is weighed as a whole plan.
   const std::string pipeWhy = pipelineWhyNot(call);
   const auto forced1 = settings_.algo.value.forced(call.coll, 1);

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -61,6 +62,9 @@ struct Decision {
   std::vector<LevelChoice> levels;  // one per shape level, inner first
   std::string error;                // non-empty: nothing can serve the call (the engine declines)
   double predicted = 0;             // sum over levels
+  // Run the single level's algorithm over every rank instead of composing levels: a rank-order
+  // reduction on a layout whose servers do not hold consecutive ranks cannot be split by server.
+  bool flat = false;
 
   bool ok() const { return error.empty(); }
   // "level0 fullmesh (model: 12.1 us; ring 20.3 us), level1 H-D_R (forced by env HCCL_ALGO)"
@@ -110,6 +114,7 @@ class Selector {
   CostModel model_;
   using Key = std::tuple<int, std::uint64_t, std::size_t, int, int, bool, bool, bool>;
   std::map<Key, Decision> cache_;
+  mutable std::unique_ptr<Selector> flat_;  // the same communicator seen as one flat group
 };
 
 }  // namespace hccl::algo

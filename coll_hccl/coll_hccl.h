@@ -102,6 +102,8 @@ typedef struct mca_coll_hccl_settings_t {
 } mca_coll_hccl_settings_t;
 
 int mca_coll_hccl_register_settings(void);
+/* Nonzero when the communicator's info carries `key`. */
+int mca_coll_hccl_has_info(ompi_communicator_t* comm, const char* key);
 int mca_coll_hccl_collect_settings(ompi_communicator_t* comm, mca_coll_hccl_settings_t* out);
 void mca_coll_hccl_free_settings(mca_coll_hccl_settings_t* s);
 void mca_coll_hccl_log_settings(const mca_coll_hccl_settings_t* s, const char* comm_name);

@@ -127,7 +127,14 @@ static int create_engine_comm(mca_coll_hccl_module_t* m, ompi_communicator_t* co
     return OMPI_ERROR;
   }
   /* One rank tells the user; "not for this communicator" is not an error. */
-  if (HCCL_SUCCESS != st) {
+  if (HCCL_SUCCESS != st && failed == params.size) {
+    /* The engine fails on every rank alike, naming the rank that caused it: rank 0 says it. */
+    int level = 0 == rank ? (HCCL_ERR_UNSUPPORTED == st ? 1 : 0) : 2;
+    opal_output_verbose(level, c->output,
+                        "%s: engine set-up failed: %s: %s; this communicator uses the other coll "
+                        "components",
+                        label, hccl_status_string(st), err);
+  } else if (HCCL_SUCCESS != st) {
     int level = 2;
     if (rank == first_failed) level = HCCL_ERR_UNSUPPORTED == st ? 1 : 0;
     opal_output_verbose(level, c->output,
@@ -174,6 +181,14 @@ mca_coll_base_module_t* mca_coll_hccl_comm_query(ompi_communicator_t* comm, int*
   if (OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2) {
     opal_output_verbose(3, c->output, "declining cid %u: %s", (unsigned)MCA_COLL_HCCL_CID(comm),
                         OMPI_COMM_IS_INTER(comm) ? "intercommunicator" : "single rank");
+    return NULL;
+  }
+  /* HAN builds its own two-level hierarchy out of sub-communicators it marks with this key and
+   * hands them to tuned/sm/libnbc by preference, without excluding us: taking them would run
+   * our hierarchy inside HAN's and make a HAN comparison partly ours. */
+  if (mca_coll_hccl_has_info(comm, "ompi_comm_coll_han_topo_level")) {
+    opal_output_verbose(3, c->output, "declining cid %u: a HAN sub-communicator",
+                        (unsigned)MCA_COLL_HCCL_CID(comm));
     return NULL;
   }
   mca_coll_hccl_module_t* m = OBJ_NEW(mca_coll_hccl_module_t);

@@ -148,6 +148,14 @@ static void add_mca_layer(mca_coll_hccl_settings_t* s, int id, const char* value
   add_layer(&s->layers[id], value, keep(s, source));
 }
 
+static char* info_value(ompi_communicator_t* comm, const char* key);
+
+int mca_coll_hccl_has_info(ompi_communicator_t* comm, const char* key) {
+  char* v = info_value(comm, key);
+  free(v);
+  return NULL != v;
+}
+
 static char* info_value(ompi_communicator_t* comm, const char* key) {
   opal_info_t* info = comm->super.s_info;
   int flag = 0;

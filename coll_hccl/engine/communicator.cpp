@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <set>
@@ -45,6 +46,7 @@ struct Hello {
   std::uint32_t tagBusy;  // this rank already has a live communicator with the same tag
   std::uint32_t pad;
   std::byte record[topo::RankRecord::kSize];
+  char error[256];  // why this rank's set-up failed, so every rank can say it
 };
 
 std::string rankList(const std::vector<int>& ranks) {
@@ -108,6 +110,7 @@ hccl_status_t Communicator::create(EngineState& engine, const hccl_comm_params_t
     localErr = fmt::format("local set-up failed: {}", e.what());
   }
   mine.status = local;
+  std::snprintf(mine.error, sizeof mine.error, "%s", localErr.c_str());
   mine.tagBusy = engine.liveTags.count(c->commTag_) > 0 ? 1 : 0;
 
   // 2. Everyone learns everyone's outcome, placement and configuration.
@@ -116,10 +119,6 @@ hccl_status_t Communicator::create(EngineState& engine, const hccl_comm_params_t
     err = "the bootstrap all-gather failed";
     return HCCL_ERR_BOOTSTRAP;
   }
-  if (local != HCCL_SUCCESS) {
-    err = localErr;
-    return local;
-  }
   std::vector<int> differ, busy;
   for (int r = 0; r < c->size_; ++r) {
     const Hello& h = all[static_cast<std::size_t>(r)];
@@ -127,9 +126,8 @@ hccl_status_t Communicator::create(EngineState& engine, const hccl_comm_params_t
       err = fmt::format("rank {} runs a different coll_hccl engine version", r);
       return HCCL_ERR_BOOTSTRAP;
     }
-    if (h.status != HCCL_SUCCESS) {
-      err = fmt::format("rank {} could not set up ({})", r,
-                        hccl_status_string(static_cast<hccl_status_t>(h.status)));
+    if (h.status != HCCL_SUCCESS) {  // the first failing rank's reason, on every rank
+      err = fmt::format("rank {}: {}", r, std::string(h.error, strnlen(h.error, sizeof h.error)));
       return static_cast<hccl_status_t>(h.status);
     }
     if (h.config != all[0].config) differ.push_back(r);
@@ -355,16 +353,19 @@ std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::strin
   algo::LevelAlgorithms algs{algo::Algorithm::Ring, algo::Algorithm::Ring, algo::Algorithm::Ring};
   for (const algo::LevelChoice& lc : d.levels) algs[static_cast<std::size_t>(lc.level)] = lc.algorithm;
   const algo::Problem& pb = s.problem;
-  std::string key = fmt::format("{}|{}|{}|{}|{}|{}", toString(pb), s.info.elemSize,
+  std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", toString(pb), s.info.elemSize,
                                 static_cast<int>(algs[0]), static_cast<int>(algs[1]),
-                                static_cast<int>(algs[2]), pb.blocks.isUniform());
+                                static_cast<int>(algs[2]), pb.blocks.isUniform(), d.flat);
   if (!pb.blocks.isUniform())
     for (std::uint32_t r = 0; r < pb.ranks; ++r) key += fmt::format(",{}", pb.blocks.count(r));
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
 
   const algo::Layout& lay = *layout_;
-  const auto gen = [&lay, algs](const algo::Problem& q, std::uint32_t r) {
-    return algo::composeHierarchical(lay, algs, q, r);
+  const bool flat = d.flat;
+  const int top = d.levels.empty() ? 0 : d.levels.back().level;
+  const auto gen = [&lay, algs, flat, top](const algo::Problem& q, std::uint32_t r) {
+    return flat ? algo::composeFlat(lay, algs[static_cast<std::size_t>(top)], top, q, r)
+                : algo::composeHierarchical(lay, algs, q, r);
   };
   auto plan = std::make_shared<Plan>();
   plan->decision = d;

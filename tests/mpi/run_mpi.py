@@ -42,10 +42,10 @@ def parse_args():
                     help="at least one call must have been run by the engine")
     ap.add_argument("--expect-line", action="append", default=[], metavar="REGEX",
                     help="a line of the job's output must match")
-    ap.add_argument("--skip-if-placeholder", metavar="WHY",
-                    help="skip (77) when the placeholder engine answered, printing WHY")
-    ap.add_argument("--skip-if-real-engine", action="store_true",
-                    help="skip (77) unless the placeholder engine answered (its test hooks)")
+    ap.add_argument("--expect-all-taken", action="store_true",
+                    help="every intercepted call must have been run by the engine")
+    ap.add_argument("--expect-decisions", metavar="REGEX",
+                    help="every call the engine ran must report a decision matching REGEX")
     ap.add_argument("--ompi-info", action="store_true",
                     help="run ompi_info instead of mpirun; program = expected parameter names")
     ap.add_argument("program", nargs="+")
@@ -101,14 +101,6 @@ def run_job(args):
     sys.stdout.write(text if len(text) < 200_000 else text[:100_000] + "\n[...]\n" + text[-100_000:])
     lines = text.splitlines()
 
-    placeholder = any(re.match(r"coll:hccl: .*coll_hccl engine .*placeholder", l) for l in lines)
-    if args.skip_if_placeholder and placeholder:
-        print(f"SKIP: {args.skip_if_placeholder}")
-        return None
-    if args.skip_if_real_engine and not placeholder:
-        print("SKIP: this test uses a test hook of the placeholder engine")
-        return None
-
     failures = []
     if out.returncode == 124:
         failures.append(f"timed out after {args.timeout} s")
@@ -133,6 +125,16 @@ def run_job(args):
     taken = [l for l in hccl if " -> hccl: " in l]
     if args.expect_taken and not taken:
         failures.append("no call was run by the engine")
+    calls = [l for l in hccl if re.match(r"coll:hccl: MPI_\w+ on ", l)]
+    if args.expect_all_taken:
+        declined = [l for l in calls if " -> hccl: " not in l]
+        if declined:
+            failures.append(f"{len(declined)} call(s) not run by the engine, e.g.: {declined[0]}")
+    if args.expect_decisions:
+        off = [l for l in taken if not re.search(args.expect_decisions, l)]
+        if off:
+            failures.append(f"{len(off)} decision(s) do not match {args.expect_decisions!r}, "
+                            f"e.g.: {off[0]}")
     errors = [l for l in hccl if re.search(r"failed|could not|error", l)]
     if errors and not args.expect_line:
         failures.append(f"coll_hccl reported errors: {errors[0]}")

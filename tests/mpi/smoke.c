@@ -129,6 +129,22 @@ static void run_all(MPI_Comm comm, const char* label) {
 }
 
 int main(int argc, char** argv) {
+  /* --env-on-rank R K=V: set K=V in rank R's environment before MPI_Init, so one rank alone sees
+   * a setting (Open MPI exports the world rank before MPI_Init). */
+  const char* world_rank = getenv("OMPI_COMM_WORLD_RANK");
+  for (int i = 1; i + 2 < argc; ++i) {
+    if (0 != strcmp(argv[i], "--env-on-rank")) continue;
+    if (NULL != world_rank && atoi(argv[i + 1]) == atoi(world_rank)) {
+      char* kv = argv[i + 2];
+      char* eq = strchr(kv, '=');
+      if (NULL != eq) {
+        *eq = '\0';
+        setenv(kv, eq + 1, 1);
+        *eq = '=';
+      }
+    }
+    i += 2;
+  }
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
