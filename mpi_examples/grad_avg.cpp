@@ -122,17 +122,16 @@ class Demo {
   // Returns the number of failed checks (same on every rank).
   int runStep(int step) {
     int failures = 0;
-    std::vector<std::vector<float>> grads;
-    for (std::size_t l : layers_) failures += averageLayer(step, l, grads.emplace_back());
-    failures += shardedUpdate(step, grads);
+    for (std::size_t l : layers_) failures += averageLayer(step, l);
+    failures += shardedUpdate(step);
     failures += shareMetrics(step);
     return failures;
   }
 
  private:
-  int averageLayer(int step, std::size_t l, std::vector<float>& g) {
+  int averageLayer(int step, std::size_t l) {
     const Layer& layer = kModel[l];
-    g.resize(layer.count);
+    std::vector<float> g(layer.count);
     for (std::size_t i = 0; i < layer.count; ++i) g[i] = gradient(rank_, l, step, i);
     const double start = alignedStart();
     MPI_Allreduce(MPI_IN_PLACE, g.data(), static_cast<int>(layer.count), MPI_FLOAT, MPI_SUM,
@@ -147,19 +146,20 @@ class Demo {
     return report(step, "allreduce(sum)/size", layer.name, layer.count, seconds, wrong);
   }
 
-  int shardedUpdate(int step, const std::vector<std::vector<float>>& averaged) {
-    // The flat gradient is each rank's own (not yet averaged) gradient, as the sharded optimizer
-    // sees it when it replaces the allreduce; `averaged` only supplies the layer boundaries.
+  int shardedUpdate(int step) {
+    // The flat gradient holds each rank's own (not yet averaged) gradients, layer after layer:
+    // a sharded optimizer reduce-scatters them instead of allreducing.
     const auto n = static_cast<std::size_t>(size_);
     std::vector<float> flat(shard_ * n, 0.0f);
     std::vector<float> expected(shard_ * n, 0.0f);
     std::size_t offset = 0;
     for (std::size_t k = 0; k < layers_.size(); ++k) {
-      for (std::size_t i = 0; i < averaged[k].size(); ++i) {
+      const std::size_t count = kModel[layers_[k]].count;
+      for (std::size_t i = 0; i < count; ++i) {
         flat[offset + i] = gradient(rank_, layers_[k], step, i);
         expected[offset + i] = expectedAverage(size_, layers_[k], step, i);
       }
-      offset += averaged[k].size();
+      offset += count;
     }
     std::vector<float> shard(shard_);
     double start = alignedStart();

@@ -3,6 +3,7 @@
 // machine state. `hccl_bench --help` lists the options; mpi_examples/README.md explains the output.
 #include <mpi.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

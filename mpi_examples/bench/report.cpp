@@ -13,7 +13,7 @@ namespace bench {
 
 namespace {
 
-constexpr int kSideWidth = 51;  // time, min, max (10 each), algbw, busbw (7 each), #wrong (7)
+constexpr int kSideWidth = 54;  // time, min, max (11 each), algbw, busbw (7 each), #wrong (7)
 constexpr int kLeadWidth = 37;  // size, count, type, redop
 
 double median(std::vector<double> v) {
@@ -42,7 +42,7 @@ std::string redopText(Coll c, const Options& o) {
 }
 
 std::string sideText(const SideSummary& s, std::size_t wrong, bool checked) {
-  return fmt::format("{:10.2f}{:10.2f}{:10.2f}{:7.2f}{:7.2f}{:>7}", s.timeUs, s.minUs, s.maxUs,
+  return fmt::format("{:11.2f}{:11.2f}{:11.2f}{:7.2f}{:7.2f}{:>7}", s.timeUs, s.minUs, s.maxUs,
                      s.algbw, s.busbw, checked ? fmt::format("{}", wrong) : "-");
 }
 
@@ -163,7 +163,7 @@ void printTableHead(Coll c, const Options& o) {
              banner("B: " + o.labelB, kSideWidth - 1));
   fmt::print("#{:>11}{:>11}{:>8}{:>7}", "size", "count", "type", "redop");
   for (int side = 0; side < 2; ++side) {
-    fmt::print("{:>10}{:>10}{:>10}{:>7}{:>7}{:>7}", "time(us)", "min(us)", "max(us)", "algbw",
+    fmt::print("{:>11}{:>11}{:>11}{:>7}{:>7}{:>7}", "time(us)", "min(us)", "max(us)", "algbw",
                "busbw", "#wrong");
   }
   fmt::print("{:>8}  {}\n", "ratio", "[pairs]");
