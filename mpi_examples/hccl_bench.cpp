@@ -102,9 +102,10 @@ int run(const Options& o, int rank, int size) {
   examples::InfoKeys keysB;
   if (!o.compare.empty()) keysB.emplace_back("ompi_comm_coll_preference", o.compare);
 
-  // Statistics and checks travel on a third communicator configured like B, so the component
+  // Statistics and checks travel on a third communicator without coll_hccl, so the component
   // under test never carries the numbers that judge it.
-  MPI_Comm control = examples::dupWithInfo(MPI_COMM_WORLD, keysB);
+  MPI_Comm control =
+      examples::dupWithInfo(MPI_COMM_WORLD, {{"ompi_comm_coll_preference", "^hccl"}});
   if (!jsonWritable(o, rank, control)) {
     MPI_Comm_free(&control);
     return 2;
