@@ -80,14 +80,24 @@ bench::Row measureSize(const bench::Call& call, const Options& o, MPI_Comm a, MP
                        MPI_Comm control, int rank, int size) {
   bench::Row row{call.coll, call.shape, o.itersFor(call.shape.bytes), 0, {}, {}};
   row.warmup = o.warmupFor(row.iters);
+  // Only local work (refilling the inputs) between blocks; the spreads are gathered afterwards.
+  std::vector<double> secondsA;
+  std::vector<double> secondsB;
+  auto block = [&](MPI_Comm comm, std::vector<double>& out) {
+    call.prepare(rank, size);
+    out.push_back(bench::timeCalls(call, comm, row.warmup, row.iters));
+  };
   for (int pair = 0; pair < o.pairs; ++pair) {
-    call.prepare(rank, size);
-    row.a.pairs.push_back(
-        bench::spreadOnRoot(bench::timeCalls(call, a, row.warmup, row.iters), control));
-    call.prepare(rank, size);
-    row.b.pairs.push_back(
-        bench::spreadOnRoot(bench::timeCalls(call, b, row.warmup, row.iters), control));
+    if (o.counterbalance && pair % 2 == 1) {
+      block(b, secondsB);
+      block(a, secondsA);
+    } else {
+      block(a, secondsA);
+      block(b, secondsB);
+    }
   }
+  row.a.pairs = bench::spreadsOnRoot(secondsA, control);
+  row.b.pairs = bench::spreadsOnRoot(secondsB, control);
   if (o.check) {
     row.a.wrong = wrongOnRoot(call, o.injectWrong, a, control, rank, size);
     row.b.wrong = wrongOnRoot(call, o.injectWrong, b, control, rank, size);

@@ -3,6 +3,8 @@
 
 #include <mpi.h>
 
+#include <vector>
+
 #include "bench/collective.hpp"
 
 namespace bench {
@@ -20,7 +22,10 @@ struct RankSpread {
 // rank's mean seconds per timed call.
 double timeCalls(const Call& call, MPI_Comm comm, int warmup, int iters);
 
-// Gathers every rank's mean onto rank 0 of control; meaningful on rank 0 only.
-RankSpread spreadOnRoot(double seconds, MPI_Comm control);
+// Gathers every rank's means (one per block) onto rank 0 of control and returns one spread per
+// block there (empty elsewhere). Called once per size, after all its blocks: any communication
+// between blocks changes the block that follows it (a gather between blocks made the first block
+// of every pair about 20% slower at 8 B on this VM, whichever communicator it used).
+std::vector<RankSpread> spreadsOnRoot(const std::vector<double>& seconds, MPI_Comm control);
 
 }  // namespace bench

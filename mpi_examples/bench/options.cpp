@@ -113,6 +113,7 @@ std::variant<Options, int> parseOptions(int argc, char** argv, bool print) {
   std::string opName = "sum";
   o.compare = "^hccl";
   bool noCheck = false;
+  std::string order = "abab";
 
   app.add_option("-C,--collectives", colls, "Collectives to measure, comma separated")
       ->delimiter(',')
@@ -133,6 +134,11 @@ std::variant<Options, int> parseOptions(int argc, char** argv, bool print) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("-p,--pairs", o.pairs, "A/B pairs per size (medians are taken over them)")
       ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_option("--order", order,
+                 "Block order within pairs: abab (A first in every pair) or abba (A first in "
+                 "even pairs, B first in odd ones, cancelling any bias of the position)")
+      ->check(CLI::IsMember({"abab", "abba"}))
       ->capture_default_str();
   app.add_option("-d,--datatype", typeName, "Element type")
       ->check(CLI::IsMember(typeNames()))
@@ -164,6 +170,7 @@ std::variant<Options, int> parseOptions(int argc, char** argv, bool print) {
     o.type = findType(typeName);
     o.op = findOp(opName);
     o.check = !noCheck;
+    o.counterbalance = order == "abba";
     o.collectives.clear();
     for (const auto& c : colls) {
       const Coll parsed = *parseColl(c);  // IsMember has vetted the name

@@ -19,6 +19,7 @@ struct Options {
   int iters = 0;    // 0: scaled by size, see itersFor
   int warmup = -1;  // -1: a tenth of the iterations, at least 2
   int pairs = 4;
+  bool counterbalance = false;  // --order abba: pairs alternate A B / B A
   const TypeInfo* type = nullptr;
   const OpInfo* op = nullptr;
   bool inPlace = false;

@@ -126,8 +126,8 @@ void printHeader(const RunInfo& run, const Options& o) {
              examples::formatSize(o.minBytes), examples::formatSize(o.maxBytes), o.factor,
              o.type->name, o.op->name, o.inPlace ? "in place" : "out of place",
              o.check ? ", results checked" : ", results NOT checked");
-  fmt::print("# iterations {}; warm-up {}; {} A/B pair(s) per size, A first\n", iters, warmup,
-             o.pairs);
+  fmt::print("# iterations {}; warm-up {}; {} A/B pair(s) per size, {}\n", iters, warmup, o.pairs,
+             o.counterbalance ? "order A B, B A, A B, ... (abba)" : "A first (abab)");
   if (o.injectWrong) {
     fmt::print(
         "# SELF-TEST (--inject-wrong): rank 0 spoils one output element before each check\n");
@@ -264,6 +264,7 @@ nlohmann::json toJson(const RunInfo& run, const Options& o, const std::vector<Ro
         {"iters", o.iters > 0 ? nlohmann::json(o.iters) : nlohmann::json("scaled")},
         {"warmup", o.warmup >= 0 ? nlohmann::json(o.warmup) : nlohmann::json("iters/10")},
         {"pairs", o.pairs},
+        {"order", o.counterbalance ? "abba" : "abab"},
         {"datatype", o.type->name},
         {"op", o.op->name},
         {"in_place", o.inPlace},
