@@ -98,6 +98,14 @@ class Demo {
     const auto n = static_cast<std::size_t>(size_);
     shard_ = (total + n - 1) / n;  // the flat buffer is padded to a multiple of the size
     flatCount_ = total;
+    // Allocated (and touched) once, as a framework keeps its gradient buckets: the calls then
+    // time communication, not first-touch page faults.
+    for (std::size_t l : layers_) grads_.emplace_back(kModel[l].count, 0.0f);
+    flat_.assign(shard_ * n, 0.0f);
+    expected_.assign(shard_ * n, 0.0f);
+    shardBuf_.assign(shard_, 0.0f);
+    params_.assign(shard_, 0.0f);
+    gathered_.assign(shard_ * n, 0.0f);
   }
 
   void printHeader(const examples::HostLayout& hosts) const {
@@ -122,16 +130,17 @@ class Demo {
   // Returns the number of failed checks (same on every rank).
   int runStep(int step) {
     int failures = 0;
-    for (std::size_t l : layers_) failures += averageLayer(step, l);
+    for (std::size_t k = 0; k < layers_.size(); ++k) failures += averageLayer(step, k);
     failures += shardedUpdate(step);
     failures += shareMetrics(step);
     return failures;
   }
 
  private:
-  int averageLayer(int step, std::size_t l) {
+  int averageLayer(int step, std::size_t k) {
+    const std::size_t l = layers_[k];
     const Layer& layer = kModel[l];
-    std::vector<float> g(layer.count);
+    std::vector<float>& g = grads_[k];
     for (std::size_t i = 0; i < layer.count; ++i) g[i] = gradient(rank_, l, step, i);
     const double start = alignedStart();
     MPI_Allreduce(MPI_IN_PLACE, g.data(), static_cast<int>(layer.count), MPI_FLOAT, MPI_SUM,
@@ -149,9 +158,8 @@ class Demo {
   int shardedUpdate(int step) {
     // The flat gradient holds each rank's own (not yet averaged) gradients, layer after layer:
     // a sharded optimizer reduce-scatters them instead of allreducing.
-    const auto n = static_cast<std::size_t>(size_);
-    std::vector<float> flat(shard_ * n, 0.0f);
-    std::vector<float> expected(shard_ * n, 0.0f);
+    std::vector<float>& flat = flat_;
+    std::vector<float>& expected = expected_;
     std::size_t offset = 0;
     for (std::size_t k = 0; k < layers_.size(); ++k) {
       const std::size_t count = kModel[layers_[k]].count;
@@ -161,7 +169,7 @@ class Demo {
       }
       offset += count;
     }
-    std::vector<float> shard(shard_);
+    std::vector<float>& shard = shardBuf_;
     double start = alignedStart();
     MPI_Reduce_scatter_block(flat.data(), shard.data(), static_cast<int>(shard_), MPI_FLOAT,
                              MPI_SUM, MPI_COMM_WORLD);
@@ -176,11 +184,11 @@ class Demo {
         report(step, "reduce_scatter_block", "flat grads, 1 shard/rank", shard_, seconds, wrong);
 
     // Parameters restart from the same values each step, so the check needs no history.
-    std::vector<float> params(shard_);
+    std::vector<float>& params = params_;
     for (std::size_t i = 0; i < shard_; ++i) {
       params[i] = initialParameter(mine + i) - kLearningRate * shard[i];
     }
-    std::vector<float> all(shard_ * n);
+    std::vector<float>& all = gathered_;
     start = alignedStart();
     MPI_Allgather(params.data(), static_cast<int>(shard_), MPI_FLOAT, all.data(),
                   static_cast<int>(shard_), MPI_FLOAT, MPI_COMM_WORLD);
@@ -251,6 +259,12 @@ class Demo {
   std::vector<std::size_t> layers_;
   std::size_t shard_ = 0;
   std::size_t flatCount_ = 0;
+  std::vector<std::vector<float>> grads_;  // one bucket per layer
+  std::vector<float> flat_;                // all gradients, padded to n shards
+  std::vector<float> expected_;            // the averages this rank expects, same layout
+  std::vector<float> shardBuf_;
+  std::vector<float> params_;
+  std::vector<float> gathered_;
 };
 
 constexpr const char* kUsage =
