@@ -1,0 +1,132 @@
+#include "bench/collective.hpp"
+
+#include <cstring>
+
+namespace bench {
+
+namespace {
+
+int asCount(std::size_t n) {
+  return static_cast<int>(n);
+}  // callers keep counts <= INT_MAX
+
+char* at(void* base, std::size_t elements, std::size_t typeSize) {
+  return static_cast<char*>(base) + elements * typeSize;
+}
+
+}  // namespace
+
+std::string_view name(Coll c) {
+  switch (c) {
+    case Coll::Allreduce:
+      return "allreduce";
+    case Coll::Allgather:
+      return "allgather";
+    case Coll::ReduceScatter:
+      return "reduce_scatter";
+  }
+  return "?";
+}
+
+std::optional<Coll> parseColl(std::string_view s) {
+  for (Coll c : {Coll::Allreduce, Coll::Allgather, Coll::ReduceScatter}) {
+    if (name(c) == s) return c;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> collNames() {
+  return {"allreduce", "allgather", "reduce_scatter"};
+}
+
+std::optional<Shape> shapeFor(Coll c, std::size_t sizeBytes, std::size_t typeSize, int nranks) {
+  const auto n = static_cast<std::size_t>(nranks);
+  const double ranks = static_cast<double>(nranks);
+  Shape s;
+  switch (c) {
+    case Coll::Allreduce:
+      s.block = sizeBytes / typeSize;
+      s.sendCount = s.block;
+      s.recvCount = s.block;
+      s.busFactor = 2.0 * (ranks - 1.0) / ranks;
+      break;
+    case Coll::Allgather:
+      s.block = sizeBytes / typeSize / n;
+      s.sendCount = s.block;
+      s.recvCount = s.block * n;
+      s.busFactor = (ranks - 1.0) / ranks;
+      break;
+    case Coll::ReduceScatter:
+      s.block = sizeBytes / typeSize / n;
+      s.sendCount = s.block * n;
+      s.recvCount = s.block;
+      s.busFactor = (ranks - 1.0) / ranks;
+      break;
+  }
+  if (s.block == 0) return std::nullopt;
+  s.bytes = (c == Coll::Allreduce ? s.block : s.block * n) * typeSize;
+  return s;
+}
+
+void Call::run(MPI_Comm comm) const {
+  const void* sbuf = inPlace ? MPI_IN_PLACE : send;
+  switch (coll) {
+    case Coll::Allreduce:
+      MPI_Allreduce(sbuf, recv, asCount(shape.block), type->handle, op->handle(), comm);
+      break;
+    case Coll::Allgather:
+      // In place, each rank's own block already sits at its offset in recv; counts are ignored.
+      MPI_Allgather(sbuf, asCount(shape.block), type->handle, recv, asCount(shape.block),
+                    type->handle, comm);
+      break;
+    case Coll::ReduceScatter:
+      MPI_Reduce_scatter_block(sbuf, recv, asCount(shape.block), type->handle, op->handle(), comm);
+      break;
+  }
+}
+
+void Call::prepare(int rank, int nranks) const {
+  const Pattern p{op->op, nranks};
+  const std::size_t ts = type->size;
+  std::memset(recv, kSentinelByte, shape.recvCount * ts);
+  switch (coll) {
+    case Coll::Allreduce:
+      type->fill(inPlace ? recv : send, shape.block, p, rank, 0);
+      break;
+    case Coll::Allgather:
+      if (inPlace) {
+        type->fill(at(recv, static_cast<std::size_t>(rank) * shape.block, ts), shape.block, p, rank,
+                   0);
+      } else {
+        type->fill(send, shape.block, p, rank, 0);
+      }
+      break;
+    case Coll::ReduceScatter:
+      // In place the input fills all n blocks of recv; the result lands in the first block.
+      type->fill(inPlace ? recv : send, shape.sendCount, p, rank, 0);
+      break;
+  }
+}
+
+std::size_t Call::countWrong(int rank, int nranks) const {
+  const Pattern p{op->op, nranks};
+  const std::size_t ts = type->size;
+  switch (coll) {
+    case Coll::Allreduce:
+      return type->countWrongReduced(recv, shape.block, p, 0);
+    case Coll::Allgather: {
+      std::size_t wrong = 0;
+      for (int r = 0; r < nranks; ++r) {
+        wrong += type->countWrongValues(at(recv, static_cast<std::size_t>(r) * shape.block, ts),
+                                        shape.block, p, r, 0);
+      }
+      return wrong;
+    }
+    case Coll::ReduceScatter:
+      return type->countWrongReduced(recv, shape.block, p,
+                                     static_cast<std::size_t>(rank) * shape.block);
+  }
+  return 0;
+}
+
+}  // namespace bench

@@ -1,0 +1,55 @@
+// The three collectives the benchmark measures: buffer shapes, the call itself, and the check of
+// one call's result against the locally computed expectation.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench/elements.hpp"
+
+namespace bench {
+
+enum class Coll { Allreduce, Allgather, ReduceScatter };
+
+std::string_view name(Coll c);
+std::optional<Coll> parseColl(std::string_view s);
+std::vector<std::string> collNames();
+
+// Sizes follow nccl-tests: `bytes` is the whole per-rank output for allreduce and allgather and
+// the whole per-rank input for reduce_scatter (n blocks); `block` is the element count per rank
+// (allgather send count, reduce_scatter_block receive count; for allreduce the whole count).
+struct Shape {
+  std::size_t block = 0;
+  std::size_t sendCount = 0;  // elements in the send buffer (out of place)
+  std::size_t recvCount = 0;  // elements in the receive buffer
+  std::size_t bytes = 0;
+  // nccl-tests busbw = algbw x factor: 2(n-1)/n for allreduce, (n-1)/n for the others.
+  double busFactor = 0.0;
+};
+
+// nullopt when the size holds less than one element per rank for this collective.
+std::optional<Shape> shapeFor(Coll c, std::size_t sizeBytes, std::size_t typeSize, int nranks);
+
+// One collective call with fixed arguments, on the communicator it is given.
+struct Call {
+  Coll coll;
+  Shape shape;
+  const TypeInfo* type;
+  const OpInfo* op;
+  bool inPlace;
+  void* send;
+  void* recv;
+
+  void run(MPI_Comm comm) const;
+  // Fills the input from the pattern and paints the rest of the output with the sentinel.
+  void prepare(int rank, int nranks) const;
+  // Wrong elements in this rank's output after run() following prepare().
+  std::size_t countWrong(int rank, int nranks) const;
+};
+
+}  // namespace bench

@@ -1,0 +1,278 @@
+#include "bench/report.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "common/size_text.hpp"
+
+namespace bench {
+
+namespace {
+
+constexpr int kSideWidth = 54;  // time, min, max (11 each), algbw, busbw (7 each), #wrong (7)
+constexpr int kLeadWidth = 37;  // size, count, type, redop
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t mid = v.size() / 2;
+  return v.size() % 2 == 1 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
+}
+
+std::string banner(const std::string& label, int width) {
+  std::string text = " " + label + " ";
+  if (static_cast<int>(text.size()) > width - 4)
+    text = text.substr(0, static_cast<std::size_t>(width - 4));
+  const auto fill = static_cast<std::size_t>(width) - text.size();
+  return std::string(fill / 2, '-') + text + std::string(fill - fill / 2, '-');
+}
+
+std::string infoText(const std::vector<std::pair<std::string, std::string>>& keys) {
+  std::vector<std::string> items;
+  for (const auto& [k, v] : keys) items.push_back(k + "=" + v);
+  return fmt::format("{{{}}}", fmt::join(items, ", "));
+}
+
+std::string redopText(Coll c, const Options& o) {
+  return c == Coll::Allgather ? "none" : std::string(o.op->name);
+}
+
+std::string sideText(const SideSummary& s, std::size_t wrong, bool checked) {
+  return fmt::format("{:11.2f}{:11.2f}{:11.2f}{:7.2f}{:7.2f}{:>7}", s.timeUs, s.minUs, s.maxUs,
+                     s.algbw, s.busbw, checked ? fmt::format("{}", wrong) : "-");
+}
+
+nlohmann::json sideJson(const SideResult& side, const Shape& shape, const std::string& label,
+                        bool checked) {
+  const SideSummary s = summarize(side, shape);
+  nlohmann::json pairs = nlohmann::json::array();
+  for (const auto& p : side.pairs) {
+    pairs.push_back({{"min_us", p.min}, {"avg_us", p.avg}, {"max_us", p.max}});
+  }
+  nlohmann::json j{{"label", label},    {"time_us", s.timeUs},   {"min_us", s.minUs},
+                   {"max_us", s.maxUs}, {"algbw_GBps", s.algbw}, {"busbw_GBps", s.busbw},
+                   {"pairs", pairs}};
+  j["wrong"] = checked ? nlohmann::json(side.wrong) : nlohmann::json(nullptr);
+  return j;
+}
+
+std::vector<std::pair<std::string, std::string>> keysOfA(const Options& o) {
+  std::vector<std::pair<std::string, std::string>> keys;
+  if (!o.preferA.empty()) keys.emplace_back("ompi_comm_coll_preference", o.preferA);
+  if (!o.hcclAlgo.empty()) keys.emplace_back("hccl_algo", o.hcclAlgo);
+  return keys;
+}
+
+std::vector<std::pair<std::string, std::string>> keysOfB(const Options& o) {
+  std::vector<std::pair<std::string, std::string>> keys;
+  if (!o.compare.empty()) keys.emplace_back("ompi_comm_coll_preference", o.compare);
+  return keys;
+}
+
+}  // namespace
+
+SideSummary summarize(const SideResult& side, const Shape& shape) {
+  std::vector<double> avg;
+  std::vector<double> lo;
+  std::vector<double> hi;
+  for (const auto& p : side.pairs) {
+    avg.push_back(p.avg);
+    lo.push_back(p.min);
+    hi.push_back(p.max);
+  }
+  SideSummary s;
+  s.timeUs = median(avg);
+  s.minUs = median(lo);
+  s.maxUs = median(hi);
+  if (s.timeUs > 0.0) {
+    s.algbw = static_cast<double>(shape.bytes) / (s.timeUs * 1e-6) / 1e9;
+    s.busbw = s.algbw * shape.busFactor;
+  }
+  return s;
+}
+
+Ratio ratioOf(const Row& row) {
+  std::vector<double> ratios;
+  for (std::size_t k = 0; k < row.a.pairs.size() && k < row.b.pairs.size(); ++k) {
+    if (row.a.pairs[k].avg > 0.0) ratios.push_back(row.b.pairs[k].avg / row.a.pairs[k].avg);
+  }
+  Ratio r;
+  if (ratios.empty()) return r;
+  r.median = median(ratios);
+  const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+  r.lo = *lo;
+  r.hi = *hi;
+  return r;
+}
+
+void printHeader(const RunInfo& run, const Options& o) {
+  std::vector<std::string> colls;
+  for (Coll c : o.collectives) colls.emplace_back(name(c));
+  const std::string iters =
+      o.iters > 0
+          ? fmt::format("{} per block at every size", o.iters)
+          : std::string("1000 per block up to 8 KiB, 100 above, fewer beyond 1 MiB (>= 10)");
+  const std::string warmup = o.warmup >= 0 ? fmt::format("{}", o.warmup) : "iters/10 (>= 2)";
+  fmt::print(
+      "# hccl_bench: OSU-style timing, nccl-tests columns, A and B alternating in one run\n");
+  fmt::print("# np {} on {} host(s), {}..{} ranks per host; {}; started {}\n", run.nranks,
+             run.hosts.hosts, run.hosts.minRanksPerHost, run.hosts.maxRanksPerHost, run.library,
+             run.started);
+  fmt::print("# collectives {}; sizes {} .. {}, x{}; {}, op {}, {}{}\n", fmt::join(colls, ","),
+             examples::formatSize(o.minBytes), examples::formatSize(o.maxBytes), o.factor,
+             o.type->name, o.op->name, o.inPlace ? "in place" : "out of place",
+             o.check ? ", results checked" : ", results NOT checked");
+  fmt::print("# iterations {}; warm-up {}; {} A/B pair(s) per size, {}\n", iters, warmup, o.pairs,
+             o.counterbalance ? "order A B, B A, A B, ... (abba)" : "A first (abab)");
+  if (o.injectWrong) {
+    fmt::print(
+        "# SELF-TEST (--inject-wrong): rank 0 spoils one output element before each check\n");
+  }
+  fmt::print("# A \"{}\": dup of MPI_COMM_WORLD, info {}\n", o.labelA, infoText(keysOfA(o)));
+  if (!o.preferA.empty()) {
+    fmt::print("#   A's preference, as Open MPI 4.1.4 reads it: {}\n",
+               examples::describe(examples::parseCollPreference(o.preferA)));
+  }
+  fmt::print("# B \"{}\": dup of MPI_COMM_WORLD, info {}\n", o.labelB, infoText(keysOfB(o)));
+  if (!o.compare.empty()) {
+    fmt::print("#   B's preference, as Open MPI 4.1.4 reads it: {}\n",
+               examples::describe(examples::parseCollPreference(o.compare)));
+  }
+  fmt::print(
+      "# time: mean us per call over the timed calls, then over ranks (OSU Avg); min/max: "
+      "fastest/slowest rank; each the median over the pairs\n");
+  fmt::print(
+      "# size = bytes of the full per-rank buffer (allreduce, allgather: output; "
+      "reduce_scatter: input), count = elements per rank block\n");
+  fmt::print(
+      "# algbw = size/time; busbw = algbw x 2(n-1)/n (allreduce), x (n-1)/n (allgather, "
+      "reduce_scatter); GB/s = 1e9 B/s\n");
+  fmt::print(
+      "# ratio = time B / time A, median over pairs and [lowest-highest pair]; > 1 means A "
+      "is faster\n");
+  std::fflush(stdout);
+}
+
+void printTableHead(Coll c, const Options& o) {
+  fmt::print("#\n# {}\n", name(c));
+  fmt::print("#{:{}} {} {}\n", "", kLeadWidth - 1, banner("A: " + o.labelA, kSideWidth - 1),
+             banner("B: " + o.labelB, kSideWidth - 1));
+  fmt::print("#{:>11}{:>11}{:>8}{:>7}", "size", "count", "type", "redop");
+  for (int side = 0; side < 2; ++side) {
+    fmt::print("{:>11}{:>11}{:>11}{:>7}{:>7}{:>7}", "time(us)", "min(us)", "max(us)", "algbw",
+               "busbw", "#wrong");
+  }
+  fmt::print("{:>8}  {}\n", "ratio", "[pairs]");
+  std::fflush(stdout);
+}
+
+void printRow(const Row& row, const Options& o) {
+  const Ratio r = ratioOf(row);
+  fmt::print("{:>12}{:>11}{:>8}{:>7}{}{}{:8.3f}  [{:.3f}-{:.3f}]\n", row.shape.bytes,
+             row.shape.block, o.type->name, redopText(row.coll, o),
+             sideText(summarize(row.a, row.shape), row.a.wrong, o.check),
+             sideText(summarize(row.b, row.shape), row.b.wrong, o.check), r.median, r.lo, r.hi);
+  std::fflush(stdout);
+}
+
+void printTableFoot(Coll c, const std::vector<Row>& rows, const Options& o) {
+  std::size_t wrongA = 0;
+  std::size_t wrongB = 0;
+  double busA = 0.0;
+  double busB = 0.0;
+  double logRatio = 0.0;
+  std::size_t n = 0;
+  for (const auto& row : rows) {
+    if (row.coll != c) continue;
+    wrongA += row.a.wrong;
+    wrongB += row.b.wrong;
+    busA += summarize(row.a, row.shape).busbw;
+    busB += summarize(row.b, row.shape).busbw;
+    logRatio += std::log(ratioOf(row).median);
+    ++n;
+  }
+  if (n == 0) {
+    fmt::print("# {}: no size holds one element per rank\n", name(c));
+    return;
+  }
+  const double count = static_cast<double>(n);
+  fmt::print(
+      "# {}: avg busbw A {:.3f} GB/s, B {:.3f} GB/s; ratio B/A geometric mean over {} sizes "
+      "{:.3f}; #wrong A {}, B {}\n",
+      name(c), busA / count, busB / count, n, std::exp(logRatio / count),
+      o.check ? fmt::format("{}", wrongA) : "-", o.check ? fmt::format("{}", wrongB) : "-");
+  std::fflush(stdout);
+}
+
+void printVerdict(std::size_t wrongA, std::size_t wrongB, const Options& o) {
+  if (!o.check) {
+    fmt::print("#\n# Results not checked (--no-check)\n");
+  } else if (wrongA + wrongB == 0) {
+    fmt::print("#\n# Wrong values: 0 OK\n");
+  } else {
+    fmt::print("#\n# Wrong values: A {}, B {} FAILED\n", wrongA, wrongB);
+  }
+  std::fflush(stdout);
+}
+
+nlohmann::json toJson(const RunInfo& run, const Options& o, const std::vector<Row>& rows) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& row : rows) {
+    const Ratio r = ratioOf(row);
+    std::vector<double> perPair;
+    for (std::size_t k = 0; k < row.a.pairs.size() && k < row.b.pairs.size(); ++k) {
+      perPair.push_back(row.a.pairs[k].avg > 0.0 ? row.b.pairs[k].avg / row.a.pairs[k].avg : 0.0);
+    }
+    results.push_back({
+        {"collective", name(row.coll)},
+        {"bytes", row.shape.bytes},
+        {"count", row.shape.block},
+        {"type", o.type->name},
+        {"op", redopText(row.coll, o)},
+        {"in_place", o.inPlace},
+        {"iters", row.iters},
+        {"warmup", row.warmup},
+        {"bus_factor", row.shape.busFactor},
+        {"a", sideJson(row.a, row.shape, o.labelA, o.check)},
+        {"b", sideJson(row.b, row.shape, o.labelB, o.check)},
+        {"ratio_b_over_a",
+         {{"median", r.median}, {"min", r.lo}, {"max", r.hi}, {"per_pair", perPair}}},
+    });
+  }
+  nlohmann::json infoA = nlohmann::json::object();
+  for (const auto& [k, v] : keysOfA(o)) infoA[k] = v;
+  nlohmann::json infoB = nlohmann::json::object();
+  for (const auto& [k, v] : keysOfB(o)) infoB[k] = v;
+  std::vector<std::string> colls;
+  for (Coll c : o.collectives) colls.emplace_back(name(c));
+  return {
+      {"benchmark", "hccl_bench"},
+      {"np", run.nranks},
+      {"hosts", run.hosts.hosts},
+      {"ranks_per_host", {run.hosts.minRanksPerHost, run.hosts.maxRanksPerHost}},
+      {"library", run.library},
+      {"started", run.started},
+      {"settings",
+       {{"collectives", colls},
+        {"min_bytes", o.minBytes},
+        {"max_bytes", o.maxBytes},
+        {"step_factor", o.factor},
+        {"iters", o.iters > 0 ? nlohmann::json(o.iters) : nlohmann::json("scaled")},
+        {"warmup", o.warmup >= 0 ? nlohmann::json(o.warmup) : nlohmann::json("iters/10")},
+        {"pairs", o.pairs},
+        {"order", o.counterbalance ? "abba" : "abab"},
+        {"datatype", o.type->name},
+        {"op", o.op->name},
+        {"in_place", o.inPlace},
+        {"checked", o.check}}},
+      {"a", {{"label", o.labelA}, {"info", infoA}}},
+      {"b", {{"label", o.labelB}, {"info", infoB}}},
+      {"results", results},
+  };
+}
+
+}  // namespace bench

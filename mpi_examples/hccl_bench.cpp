@@ -1,0 +1,182 @@
+// hccl_bench: allreduce, allgather and reduce_scatter(_block) timed on two communicators in the
+// same run, alternating, so that coll_hccl (A) and Open MPI's own components (B) meet the same
+// machine state. `hccl_bench --help` lists the options; mpi_examples/README.md explains the output.
+#include <mpi.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <variant>
+
+#include "bench/collective.hpp"
+#include "bench/measure.hpp"
+#include "bench/options.hpp"
+#include "bench/report.hpp"
+#include "common/mpi_env.hpp"
+
+namespace {
+
+using bench::Options;
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<void, FreeDeleter>;
+
+// Page-aligned and touched, so that first-touch page faults never land in a timed call.
+Buffer pageAlignedBuffer(std::size_t bytes) {
+  constexpr std::size_t kPage = 4096;
+  const std::size_t rounded = (bytes + kPage - 1) / kPage * kPage;
+  Buffer b(std::aligned_alloc(kPage, rounded));
+  if (!b) {
+    std::fprintf(stderr, "hccl_bench: cannot allocate %zu bytes\n", rounded);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  }
+  std::memset(b.get(), 0, rounded);
+  return b;
+}
+
+std::string isoNow() {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &local);
+  return text;
+}
+
+// Rank 0 opens the JSON file up front, so that a bad path stops the run before it measures.
+bool jsonWritable(const Options& o, int rank, MPI_Comm comm) {
+  int ok = 1;
+  if (rank == 0 && !o.jsonPath.empty()) {
+    std::ofstream probe(o.jsonPath);
+    if (!probe) {
+      std::cerr << "hccl_bench: cannot write --json file '" << o.jsonPath
+                << "': " << std::strerror(errno) << "\n";
+      ok = 0;
+    }
+  }
+  MPI_Bcast(&ok, 1, MPI_INT, 0, comm);
+  return ok == 1;
+}
+
+std::size_t wrongOnRoot(const bench::Call& call, bool injectWrong, MPI_Comm comm, MPI_Comm control,
+                        int rank, int size) {
+  call.prepare(rank, size);
+  call.run(comm);
+  if (injectWrong && rank == 0) static_cast<unsigned char*>(call.recv)[0] ^= 0x40;
+  unsigned long long local = call.countWrong(rank, size);
+  unsigned long long total = 0;
+  MPI_Reduce(&local, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, control);
+  return static_cast<std::size_t>(total);
+}
+
+bench::Row measureSize(const bench::Call& call, const Options& o, MPI_Comm a, MPI_Comm b,
+                       MPI_Comm control, int rank, int size) {
+  bench::Row row{call.coll, call.shape, o.itersFor(call.shape.bytes), 0, {}, {}};
+  row.warmup = o.warmupFor(row.iters);
+  // Only local work (refilling the inputs) between blocks; the spreads are gathered afterwards.
+  std::vector<double> secondsA;
+  std::vector<double> secondsB;
+  auto block = [&](MPI_Comm comm, std::vector<double>& out) {
+    call.prepare(rank, size);
+    out.push_back(bench::timeCalls(call, comm, row.warmup, row.iters));
+  };
+  for (int pair = 0; pair < o.pairs; ++pair) {
+    if (o.counterbalance && pair % 2 == 1) {
+      block(b, secondsB);
+      block(a, secondsA);
+    } else {
+      block(a, secondsA);
+      block(b, secondsB);
+    }
+  }
+  row.a.pairs = bench::spreadsOnRoot(secondsA, control);
+  row.b.pairs = bench::spreadsOnRoot(secondsB, control);
+  if (o.check) {
+    row.a.wrong = wrongOnRoot(call, o.injectWrong, a, control, rank, size);
+    row.b.wrong = wrongOnRoot(call, o.injectWrong, b, control, rank, size);
+  }
+  return row;
+}
+
+int run(const Options& o, int rank, int size) {
+  examples::InfoKeys keysA;
+  if (!o.preferA.empty()) keysA.emplace_back("ompi_comm_coll_preference", o.preferA);
+  if (!o.hcclAlgo.empty()) keysA.emplace_back("hccl_algo", o.hcclAlgo);
+  examples::InfoKeys keysB;
+  if (!o.compare.empty()) keysB.emplace_back("ompi_comm_coll_preference", o.compare);
+
+  // Statistics and checks travel on a third communicator without coll_hccl, so the component
+  // under test never carries the numbers that judge it.
+  MPI_Comm control =
+      examples::dupWithInfo(MPI_COMM_WORLD, {{"ompi_comm_coll_preference", "^hccl"}});
+  if (!jsonWritable(o, rank, control)) {
+    MPI_Comm_free(&control);
+    return 2;
+  }
+  MPI_Comm a = examples::dupWithInfo(MPI_COMM_WORLD, keysA);
+  MPI_Comm b = examples::dupWithInfo(MPI_COMM_WORLD, keysB);
+
+  bench::RunInfo info{size, examples::hostLayout(control), examples::libraryVersion(), isoNow()};
+  Buffer send = pageAlignedBuffer(o.maxBytes);
+  Buffer recv = pageAlignedBuffer(o.maxBytes);
+  if (rank == 0) bench::printHeader(info, o);
+
+  std::vector<bench::Row> rows;
+  std::size_t wrongA = 0;
+  std::size_t wrongB = 0;
+  for (bench::Coll coll : o.collectives) {
+    if (rank == 0) bench::printTableHead(coll, o);
+    std::size_t previousBytes = 0;
+    for (std::size_t bytes = o.minBytes; bytes <= o.maxBytes;) {
+      const auto shape = bench::shapeFor(coll, bytes, o.type->size, size);
+      if (shape && shape->bytes != previousBytes) {
+        previousBytes = shape->bytes;
+        const bench::Call call{coll, *shape, o.type, o.op, o.inPlace, send.get(), recv.get()};
+        bench::Row row = measureSize(call, o, a, b, control, rank, size);
+        wrongA += row.a.wrong;
+        wrongB += row.b.wrong;
+        if (rank == 0) bench::printRow(row, o);
+        rows.push_back(std::move(row));
+      }
+      if (bytes > o.maxBytes / o.factor) break;
+      bytes *= o.factor;
+    }
+    if (rank == 0) bench::printTableFoot(coll, rows, o);
+  }
+  if (rank == 0) {
+    bench::printVerdict(wrongA, wrongB, o);
+    if (!o.jsonPath.empty()) {
+      std::ofstream(o.jsonPath) << bench::toJson(info, o, rows).dump(2) << "\n";
+    }
+  }
+  unsigned long long wrong = wrongA + wrongB;
+  MPI_Bcast(&wrong, 1, MPI_UNSIGNED_LONG_LONG, 0, control);
+
+  MPI_Comm_free(&a);
+  MPI_Comm_free(&b);
+  MPI_Comm_free(&control);
+  return wrong == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  int size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const auto parsed = bench::parseOptions(argc, argv, rank == 0);
+  const int status = std::holds_alternative<int>(parsed)
+                         ? std::get<int>(parsed)
+                         : run(std::get<Options>(parsed), rank, size);
+  MPI_Finalize();
+  return status;
+}
