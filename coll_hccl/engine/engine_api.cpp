@@ -16,6 +16,7 @@ using hccl::engine::Communicator;
 using hccl::engine::EngineState;
 using hccl::engine::engineState;
 using hccl::engine::Request;
+namespace tl = hccl::tl;
 
 struct hccl_comm {
   std::unique_ptr<Communicator> impl;
@@ -33,11 +34,14 @@ void put(char* buf, std::size_t len, const std::string& msg) {
   buf[n] = '\0';
 }
 
-// Runs `body` under the engine lock; exceptions become statuses with their message.
+// Runs `body` (under the engine lock when threads may call concurrently); exceptions become
+// statuses with their message.
 template <typename F>
 hccl_status_t guarded(char* err, std::size_t errlen, F&& body) noexcept {
   try {
-    std::lock_guard<std::recursive_mutex> g(engineState().lock);
+    EngineState& e = engineState();
+    if (!e.threadMultiple) return body();
+    std::lock_guard<std::recursive_mutex> g(e.lock);
     return body();
   } catch (const std::bad_alloc&) {
     put(err, errlen, "out of memory");
@@ -173,7 +177,7 @@ hccl_status_t hccl_req_test(hccl_req_t* req, char* err, size_t errlen) {
   return guarded(err, errlen, [&] {
     if (!req) return HCCL_ERR_ARG;
     Request& r = *req->impl;
-    if (!r.progress()) return HCCL_PENDING;
+    if (!r.progress(false)) return HCCL_PENDING;
     if (r.failed()) {
       put(err, errlen, r.error());
       return r.error().find("no progress") != std::string::npos ? HCCL_ERR_TIMEOUT
@@ -196,8 +200,17 @@ int hccl_progress(void) {
   int completed = 0;
   char ignored[8];
   (void)guarded(ignored, sizeof ignored, [&] {
+    // Drive each transport once, however many calls share it, then advance every call.
+    tl::Transport* driven[8];
+    std::size_t n = 0;
+    for (Request* r : engineState().active) {
+      tl::Transport* t = &r->communicator().transport();
+      if (std::find(driven, driven + n, t) != driven + n) continue;
+      t->progress();
+      if (n < std::size(driven)) driven[n++] = t;
+    }
     for (Request* r : engineState().active)
-      if (!r->finished() && r->progress()) ++completed;
+      if (!r->finished() && r->progress(false)) ++completed;
     return HCCL_SUCCESS;
   });
   return completed;

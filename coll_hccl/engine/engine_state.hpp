@@ -42,7 +42,8 @@ class EngineState {
   std::multiset<std::uint32_t> liveTags;
   std::set<Request*> active;
 
-  std::recursive_mutex lock;  // serialises every API call (MPI_THREAD_MULTIPLE)
+  std::recursive_mutex lock;  // serialises every API call under MPI_THREAD_MULTIPLE
+  bool threadMultiple = false;
 
  private:
   hccl_log_fn log_ = nullptr;

@@ -49,9 +49,9 @@ bool Request::startChunk() {
   return true;
 }
 
-bool Request::progress() {
+bool Request::progress(bool drive) {
   while (!finished_) {
-    if (!executor_->progress()) return false;
+    if (!(drive ? executor_->progress() : executor_->poll())) return false;
     if (executor_->failed()) {
       error_ = executor_->error();
       finished_ = true;

@@ -23,8 +23,10 @@ class Request {
 
   // Starts the first chunk; false when it failed at once (error() says why).
   bool start();
-  // Advances without blocking; true once finished (check failed()).
-  bool progress();
+  // Advances without blocking; true once finished (check failed()). With drive = false the
+  // transport is not progressed (the caller does that once for every request sharing it).
+  bool progress(bool drive = true);
+  Communicator& communicator() { return comm_; }
   bool finished() const { return finished_; }
   bool failed() const { return !error_.empty(); }
   const std::string& error() const { return error_; }
