@@ -88,7 +88,9 @@ const char* hccl_status_string(hccl_status_t status) {
   return "unknown status";
 }
 
-const char* hccl_engine_version(void) { return "coll_hccl engine 0.1.0"; }
+const char* hccl_engine_version(void) {
+  return "coll_hccl engine 0.1.0";
+}
 
 hccl_status_t hccl_engine_init(const hccl_engine_params_t* params, char* err, size_t errlen) {
   return guarded(err, errlen, [&] {
@@ -167,7 +169,7 @@ hccl_status_t hccl_coll_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, h
       put(err, errlen, msg);
       return st;
     }
-    engineState().active.insert(r.get());
+    engineState().active.push_back(r.get());
     *req = new hccl_req{std::move(r)};
     return HCCL_SUCCESS;
   });
@@ -190,7 +192,11 @@ hccl_status_t hccl_req_test(hccl_req_t* req, char* err, size_t errlen) {
 void hccl_req_free(hccl_req_t* req) {
   char ignored[8];
   (void)guarded(ignored, sizeof ignored, [&] {
-    if (req) engineState().active.erase(req->impl.get());
+    if (req) {
+      std::erase(engineState().active, req->impl.get());
+      Communicator& c = req->impl->communicator();
+      c.release(std::move(req->impl));
+    }
     delete req;
     return HCCL_SUCCESS;
   });

@@ -83,6 +83,9 @@ class Executor {
   // success.
   bool run(const std::function<void()>& idle = {}) noexcept;
 
+  // Rebinds the reduction for the next run (not while one is in flight).
+  void setReduction(Reduction* reduction) { reduction_ = reduction; }
+
   State state() const { return state_; }
   bool done() const { return state_ == State::Done; }
   bool failed() const { return state_ == State::Failed; }
