@@ -155,6 +155,16 @@ void placeResult(Step& s, Slice done, Slice start, Slice scratchFree) {
   copy(s, start, tmp);
 }
 
+// Part1's closing step: each survivor hands `all` back to the rank it folded.
+void unfold(RankSchedule& out, const Fold& f, std::uint32_t r, Slice all) {
+  if (!f.inPart1(r)) return;
+  Step& s = out.newStep();
+  if (f.active(r))
+    send(s, f.pairPeer(r), all);
+  else
+    recv(s, f.pairPeer(r), all);
+}
+
 }  // namespace
 
 RankSchedule rhdAllReduce(const Problem& pb, std::uint32_t r) {
@@ -182,13 +192,7 @@ RankSchedule rhdAllReduce(const Problem& pb, std::uint32_t r) {
         halvingDoublingRS(out, f, f.coreRank(r), pieces, pt, Slice{Buf::Scratch, 0, 0});
     halvingDoublingAG(out, f, f.coreRank(r), pieces, pt, before);
   }
-  if (f.inPart1(r)) {
-    Step& s = out.newStep();
-    if (f.active(r))
-      send(s, f.pairPeer(r), all);
-    else
-      recv(s, f.pairPeer(r), all);
-  }
+  unfold(out, f, r, all);
   prune(out);
   return out;
 }
@@ -279,14 +283,7 @@ RankSchedule rhdAllGather(const Problem& pb, std::uint32_t r) {
       recv(s, f.rankOf(me ^ d), theirs);
     }
   }
-  if (f.inPart1(r)) {
-    Step& s = out.newStep();
-    const Slice all{Buf::Output, 0, pb.total()};
-    if (f.active(r))
-      send(s, f.pairPeer(r), all);
-    else
-      recv(s, f.pairPeer(r), all);
-  }
+  unfold(out, f, r, Slice{Buf::Output, 0, pb.total()});
   prune(out);
   return out;
 }
@@ -307,12 +304,7 @@ RankSchedule rhdBroadcast(const Problem& pb, std::uint32_t r) {
         recv(out.newStep(), abs(rel - d), all);
     }
   }
-  if (f.inPart1(r)) {
-    if (f.active(r))
-      send(out.newStep(), f.pairPeer(r), all);
-    else
-      recv(out.newStep(), f.pairPeer(r), all);
-  }
+  unfold(out, f, r, all);
   return out;
 }
 
