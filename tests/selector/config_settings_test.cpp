@@ -136,7 +136,7 @@ TEST(Settings, InvalidHigherLayerIsAnErrorWithItsSource) {
     EXPECT_EQ(r.error().source, "MCA coll_hccl_buffsize_mb");
     EXPECT_EQ(r.error().message,
               "HCCL_BUFFSIZE: value \"0\" at position 1 is too small; valid: an integer number of "
-              "MB from 1 to 4294967295 (default 200) (from MCA coll_hccl_buffsize)");
+              "MB from 1 to 4294967295 (default 200) (from MCA coll_hccl_buffsize_mb)");
   }
   {
     const auto r = resolveSettings(sources({}, {}, {{"HCCL_DETERMINISTIC", "maybe"}}));
