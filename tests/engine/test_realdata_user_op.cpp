@@ -13,6 +13,7 @@
 
 #include "algorithms/generators.hpp"
 #include "algorithms/hierarchical.hpp"
+#include "algorithms/selector.hpp"
 #include "algorithms/verifier.hpp"
 #include "tests/algorithms/problems.hpp"
 #include "tests/engine/realdata_check.hpp"
@@ -161,7 +162,7 @@ TEST(UserOpComposed, RankOrderExactlyWhenClaimed) {
         const LevelAlgorithms la{a0, a1, Algorithm::HalvingDoubling};
         for (Collective c : {Collective::AllReduce, Collective::ReduceScatter}) {
           // A ReduceScatter over two or more levels claims rank order but does not keep it (see
-          // ReduceScatterOverLevelsIsNotRankOrdered below): left to that test.
+          // RankOrderBug below): left to those tests.
           if (c == Collective::ReduceScatter && lay.symmetric() && lay.shape().levels.size() > 1 &&
               algo::composedRankOrdered(lay, la, c))
             continue;
@@ -188,15 +189,17 @@ TEST(UserOpComposed, RankOrderExactlyWhenClaimed) {
   EXPECT_GT(shownUnordered, 0u);
 }
 
-// Bug: a ReduceScatter composed over two levels runs the outer level first (hierarchical.hpp:
+// ---- a bug: ReduceScatter over levels is not rank-ordered ------------------------------------
+//
+// A ReduceScatter composed over two levels runs the outer level first (hierarchical.hpp:
 // "top RS -> ... -> L0 RS"), so over 2 servers of 3 ranks rank r's block is
 // (in0 (+) in3) (+) (in1 (+) in4) (+) (in2 (+) in5), not in0 (+) in1 (+) ... (+) in5, even with
 // fullmesh, which reduces in rank order, at every level. composedRankOrdered() checks only the
-// levels' generators and claims rank order; the selector's incapable() reasons per phase the
-// same way, so a non-commutative MPI_Reduce_scatter with fullmesh forced on both levels would
-// get this order. The real data and the symbolic verifier agree that the order is not the rank
-// order; the claim must say so too.
-TEST(UserOpComposed, ReduceScatterOverLevelsIsNotRankOrdered) {
+// levels' generators and claims rank order; Selector::incapable() reasons per phase the same way,
+// so a non-commutative MPI_Reduce_scatter with fullmesh forced on both levels gets this order.
+// These tests fail until that is fixed (they run as their own meson test, realdata_rank_order_bug).
+
+TEST(RankOrderBug, ComposedReduceScatterClaim) {
   const Layout lay = Layout::servers(2, 3);
   const LevelAlgorithms mesh{Algorithm::Mesh, Algorithm::Mesh, Algorithm::Mesh};
   for (bool inPlace : {false, true}) {
@@ -213,6 +216,40 @@ TEST(UserOpComposed, ReduceScatterOverLevelsIsNotRankOrdered) {
            "(first mismatch:\n"
         << o.firstMismatch << ")\nverifier: " << algo::describe(issues);
   }
+}
+
+// The same, as the engine meets it: the selector's decision for a non-commutative
+// reduce_scatter with HCCL_ALGO=level0:fullmesh;level1:fullmesh, turned into a schedule the way
+// Communicator::planFor does. Declining, or running flat, would be right; a wrong product is not.
+TEST(RankOrderBug, SelectorForcedFullmesh) {
+  const Layout lay = Layout::servers(2, 3);
+  auto settings = algo::resolveSettings(
+      {{}, {}, algo::mapLookup({{"HCCL_ALGO", "level0:fullmesh;level1:fullmesh"}})});
+  ASSERT_TRUE(settings.ok()) << settings.error().message;
+  algo::Selector sel(lay.shape(), settings.value(), algo::defaultCostModel());
+  algo::CallInfo call;
+  call.coll = Collective::ReduceScatter;
+  call.count = 5;
+  call.elemSize = sizeof(Mat);
+  call.commutative = false;  // a user op: type and op stay unset
+  const algo::Decision& d = sel.decide(call);
+  if (!d.ok()) return;  // declined: the engine falls back to Open MPI's own algorithms
+  LevelAlgorithms algs{Algorithm::Ring, Algorithm::Ring, Algorithm::Ring};
+  for (const algo::LevelChoice& lc : d.levels)
+    algs[static_cast<std::size_t>(lc.level)] = lc.algorithm;
+  const int top = d.levels.empty() ? 0 : d.levels.back().level;
+  const Problem pb = Problem::reduceScatter(6, 5);
+  algo::Schedule s{pb, {}};
+  for (std::uint32_t r = 0; r < 6; ++r)
+    s.ranks.push_back(d.flat
+                          ? algo::composeFlat(lay, algs[static_cast<std::size_t>(top)], top, pb, r)
+                          : algo::composeHierarchical(lay, algs, pb, r));
+  const UserOpOutcome o = run(s, 4);
+  ASSERT_TRUE(o.error.empty()) << o.error;
+  EXPECT_EQ(o.rankOrderMismatches, 0u)
+      << "non-commutative reduce_scatter on 2x3 decided as " << d.summary()
+      << (d.flat ? " (flat)" : " (composed)") << " gives another product:\n"
+      << o.firstMismatch;
 }
 
 // Interleaved ranks with rank-ordered algorithms at every level: the composition reduces server
