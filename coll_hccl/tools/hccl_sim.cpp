@@ -678,13 +678,15 @@ int main(int argc, char** argv) {
   app.add_flag("--in-place", o.inPlace, "Run the in-place variants");
   app.add_option("--root", o.root, "Root of broadcast, reduce and scatter (modulo p)")
       ->capture_default_str();
-  auto* printOpt = app.add_flag("--print-schedule{0}", o.scheduleRank,
-                                "Print one rank's schedule under each row (--print-schedule=R for "
-                                "rank R, default 0)");
+  bool printSchedule = false;
+  std::uint32_t scheduleRank = 0;
+  app.add_flag("--print-schedule", printSchedule, "Print one rank's schedule under each row");
+  app.add_option("--schedule-rank", scheduleRank, "The rank --print-schedule shows (modulo p)")
+      ->capture_default_str();
   app.add_flag("--corrupt", o.corrupt,
                "Flip a bit of one result before checking, to show what a failed row looks like");
   CLI11_PARSE(app, argc, argv);
-  if (printOpt->count() == 0) o.scheduleRank = -1;
+  if (printSchedule) o.scheduleRank = static_cast<int>(std::min(scheduleRank, kMaxRanks));
 
   try {
     const auto type = parseDataType(o.dtype);
@@ -744,7 +746,7 @@ int main(int argc, char** argv) {
     printTable(rows, levels);
     std::size_t failed = 0;
     for (const Row& r : rows) failed += r.failed();
-    fmt::print("\n{} rows, {} failed ({}, {}, count {}{})\n", rows.size(), failed, o.dtype, o.op,
+    fmt::print("\nrows: {}, failed: {} ({}, {}, count {}{})\n", rows.size(), failed, o.dtype, o.op,
                o.count, o.inPlace ? ", in place" : "");
     return failed ? 1 : 0;
   } catch (const CLI::ValidationError& e) {
