@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <thread>
 
 namespace hccl::calib {
 namespace {
@@ -13,6 +14,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::uint32_t kComm = 4000;  // apart from anything else sharing the transport
 constexpr std::uint64_t kMaxIterations = 200000;
+constexpr std::uint64_t kMaxBlock = 64;
 
 }  // namespace
 
@@ -23,9 +25,16 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
+double lowerQuartile(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const std::size_t k = (v.size() - 1) / 4;
+  std::ranges::nth_element(v, v.begin() + static_cast<std::ptrdiff_t>(k));
+  return v[k];
+}
+
 StepProbe::StepProbe(tl::Transport& transport, Sync& sync, std::size_t maxBytes,
-                     std::chrono::milliseconds limit)
-    : t_(transport), sync_(sync), limit_(limit) {
+                     std::chrono::milliseconds limit, bool yieldWhileWaiting)
+    : t_(transport), sync_(sync), limit_(limit), yield_(yieldWhileWaiting) {
   const auto p = static_cast<std::size_t>(t_.size());
   sendBuf_.resize(p);
   recvBuf_.resize(p);
@@ -67,6 +76,7 @@ void StepProbe::step(std::span<const int> peers, std::size_t bytes) {
       pending = pending || c.pending();
     }
     if (!pending) return;
+    if (yield_ && spins % 256 == 255) std::this_thread::yield();
     if (spins % 1024 == 1023 && Clock::now() > end) {
       for (tl::Completion& c : done_) t_.cancel(&c);
       throw std::runtime_error(
@@ -95,32 +105,53 @@ std::uint64_t StepProbe::iterationsFor(std::span<const int> partners, std::size_
   }
   // Sized by the fastest pilot step, the cost of a step nothing interrupted: under load most
   // pilot steps may be interrupted, and sizing by them would leave too few steps for a median.
-  // But at most ten sample lengths at the pilot's median pace, so a loaded machine slows the
-  // calibration down by a bounded factor.
+  // sample()'s time budget bounds what that costs when the steps turn out slower.
   const double fastest = std::max(*std::ranges::min_element(pilot), 1e-7);
-  const double typical = std::max(median(pilot), 1e-7);
-  const double want = std::min(sampleSeconds / fastest, 10 * sampleSeconds / typical);
   const auto mine = static_cast<std::uint64_t>(
-      std::clamp(std::ceil(want), 8.0, static_cast<double>(kMaxIterations)));
+      std::clamp(std::ceil(sampleSeconds / fastest), 8.0, static_cast<double>(kMaxIterations)));
   return sync_.maxOf(peers.empty() ? 0 : mine);
 }
 
-double StepProbe::sample(std::span<const int> partners, std::size_t bytes,
-                         std::uint64_t iterations) {
+double StepProbe::sample(std::span<const int> partners, std::size_t bytes, std::uint64_t iterations,
+                         double budgetSeconds) {
   const std::vector<int> peers = peersOf(partners);
   ++seq_;
   msg_ = 0;
-  sync_.barrier();
-  step(peers, bytes);  // the first step absorbs the barrier's skew between ranks
   times_.clear();
-  auto last = Clock::now();
-  for (std::uint64_t i = 0; i < iterations; ++i) {
+  // Blocks of steps; after each, rank 0 decides the next block's length (0: stop, when every
+  // step is done or the budget is spent), so every member runs the same steps. A block lasts
+  // about an eighth of the budget at the last block's pace, and at most kMaxBlock steps: on a
+  // loaded machine the pace can drop a thousandfold from one block to the next (a step that
+  // waits for a descheduled peer lasts a time slice), and the cap bounds the overshoot. The
+  // first step after each agreement absorbs the skew it leaves between ranks and is not timed.
+  const auto start = Clock::now();
+  sync_.barrier();
+  for (std::uint64_t block = 8; block > 0;) {
     step(peers, bytes);
-    const auto now = Clock::now();
-    times_.push_back(std::chrono::duration<double>(now - last).count());
-    last = now;
+    const auto first = Clock::now();
+    auto last = first;
+    for (std::uint64_t i = 0; i < block; ++i) {
+      step(peers, bytes);
+      const auto now = Clock::now();
+      times_.push_back(std::chrono::duration<double>(now - last).count());
+      last = now;
+    }
+    std::uint64_t next = 0;
+    const std::uint64_t left = iterations - std::min<std::uint64_t>(iterations, times_.size());
+    if (t_.rank() == 0 && left > 0 &&
+        std::chrono::duration<double>(last - start).count() < budgetSeconds) {
+      const double pace = std::max(
+          std::chrono::duration<double>(last - first).count() / static_cast<double>(block), 1e-7);
+      next = static_cast<std::uint64_t>(std::clamp(budgetSeconds / 8 / pace, 8.0,
+                                                   static_cast<double>(std::min(left, kMaxBlock))));
+    }
+    block = sync_.maxOf(next);
   }
-  return median(times_);
+  return lowerQuartile(times_);
+}
+
+double StepProbe::budget(double sampleSeconds) {
+  return std::max(4 * sampleSeconds, 0.05);
 }
 
 StepTiming StepProbe::measure(std::span<const int> partners, std::size_t bytes, int repeat,
@@ -129,7 +160,7 @@ StepTiming StepProbe::measure(std::span<const int> partners, std::size_t bytes, 
   timing.bytes = bytes;
   timing.iterations = iterationsFor(partners, bytes, sampleSeconds);
   for (int k = 0; k < repeat; ++k)
-    timing.samples.push_back(sample(partners, bytes, timing.iterations));
+    timing.samples.push_back(sample(partners, bytes, timing.iterations, budget(sampleSeconds)));
   timing.seconds = median(timing.samples);
   return timing;
 }

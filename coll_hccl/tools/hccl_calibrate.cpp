@@ -14,8 +14,10 @@
 //   ring step does; steps back to back, time per step). First with every process on one server
 //   (the HCCS class: shared memory) -> level0; then with every process on its own server (the
 //   RoCE class: verbs, or tcp on a machine without RDMA) -> level1 and level2, which one machine
-//   cannot tell apart. Sizes: 0 B and powers of 4 from 64 B to --max-size; at each size the
-//   median of --repeat samples, each sample long enough (a few ms) for the clock to be exact.
+//   cannot tell apart. Sizes: 0 B and powers of 4 from 64 B to --max-size (--quick: powers of
+//   16); at each size the median of --repeat samples, a sample being the lower quartile of the
+//   times of its steps (thousands of them for small messages), which leaves out the steps whose
+//   peer the scheduler had put aside: they measure the other tenants, not the link.
 //   If UCX cannot be set up (or with --inprocess) the in-process transport is timed instead,
 //   with threads, for level0 only; level1/2 then keep their defaults.
 //   links (level0): with 3 processes on one server, rank 0 steps with one peer, then with two
@@ -47,8 +49,12 @@
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -138,8 +144,8 @@ LinksTimings timeLinks(StepProbe& probe, const Plan& plan) {
   const std::uint64_t n1 = probe.iterationsFor(one, l.bytes, plan.sampleSeconds);
   const std::uint64_t n2 = probe.iterationsFor(two, l.bytes, plan.sampleSeconds);
   for (int k = 0; k < plan.repeat; ++k) {  // alternating, so drift hits both alike
-    l.one.push_back(probe.sample(one, l.bytes, n1));
-    l.two.push_back(probe.sample(two, l.bytes, n2));
+    l.one.push_back(probe.sample(one, l.bytes, n1, StepProbe::budget(plan.sampleSeconds)));
+    l.two.push_back(probe.sample(two, l.bytes, n2, StepProbe::budget(plan.sampleSeconds)));
   }
   return l;
 }
@@ -206,7 +212,7 @@ Measurements measureInProcess(const Plan& plan) {
   std::mutex mu;
   auto rankMain = [&](int r) {
     try {
-      StepProbe probe(fabric.endpoint(r), sync, plan.maxBytes, plan.stepLimit);
+      StepProbe probe(fabric.endpoint(r), sync, plan.maxBytes, plan.stepLimit, true);
       ClassTimings c = timeSizes(probe, plan);
       if (r == 0) ms.level0 = std::move(c);
     } catch (const std::exception& e) {
@@ -247,8 +253,10 @@ LineFit fitAndReport(const std::string& title, const ClassTimings& c, int repeat
     y.push_back(p.seconds);
   }
   const LineFit f = fitLine(x, y);
-  fmt::print(stderr, "{} over {}: time per step (median step of a sample, median of {} samples)\n",
-             title, c.carriers, repeat);
+  fmt::print(
+      stderr,
+      "{} over {}: time per step (lower quartile of a sample's steps, median of {} samples)\n",
+      title, c.carriers, repeat);
   fmt::print(stderr, "  {:>9} {:>12} {:>12} {:>9} {:>7} {:>10}\n", "bytes", "measured", "fitted",
              "residual", "spread", "steps");
   for (std::size_t i = 0; i < c.points.size(); ++i) {
@@ -365,15 +373,30 @@ std::string hostAndDate() {
   return fmt::format("{}, {}", host, date);
 }
 
+// Before measuring: a minute of measurements should not end in "cannot write".
+void checkWritable(const std::string& path) {
+  if (path == "-") return;
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  const std::string d = dir.empty() ? "." : dir.string();
+  if (::access(d.c_str(), W_OK) != 0)
+    throw CLI::ValidationError("--output", fmt::format("cannot write into the directory {} ({})", d,
+                                                       std::strerror(errno)));
+}
+
+// Through a temporary and a rename, so a reader never sees half a file.
 void writeOutput(const std::string& path, const std::string& text) {
   if (path == "-") {
     fmt::print("{}\n", text);
     return;
   }
-  std::ofstream out(path);
+  const std::string tmp = path + ".tmp";
+  std::ofstream out(tmp);
   out << text << '\n';
   out.close();
-  if (!out) throw std::runtime_error(fmt::format("cannot write {}", path));
+  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  }
   fmt::print(stderr, "wrote {}\n", path);
 }
 
@@ -427,6 +450,8 @@ int main(int argc, char** argv) {
     if (gammaBytes < 4096 || gammaBytes > (std::size_t{1} << 31))
       throw CLI::ValidationError("--gamma-size",
                                  fmt::format("{} bytes is outside [4K, 2G]", gammaBytes));
+
+    checkWritable(output);
 
     Measurements ms;
     std::string ucxError = "--inprocess given";

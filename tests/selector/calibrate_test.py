@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 calibrate, info = sys.argv[1], sys.argv[2]
 env = {k: v for k, v in os.environ.items() if not k.startswith(("HCCL_", "COLL_HCCL_", "UCX_"))}
@@ -28,32 +29,49 @@ def step_time(level, nbytes):
     return level["alpha_us"] * 1e-6 + nbytes / (level["bandwidth_GBps"] * 1e9)
 
 
+def faster(l0, l1):
+    """level0 beats level1 on latency and on a 64 KiB step, or why not."""
+    if not l0["alpha_us"] < l1["alpha_us"]:
+        return f"level0 alpha {l0['alpha_us']} us vs level1 {l1['alpha_us']} us"
+    if not step_time(l0, 65536) < step_time(l1, 65536):
+        return f"64 KiB step: level0 {step_time(l0, 65536)} s vs level1 {step_time(l1, 65536)} s"
+    return ""
+
+
 with tempfile.TemporaryDirectory() as tmp:
     path = os.path.join(tmp, "tuning.json")
-    p = run(calibrate, "--quick", "--output", path)
-    print(p.stderr)
-    with open(path) as f:
-        doc = json.load(f)
+    # Shared memory must come out faster than the network. Other processes on a shared 2-core
+    # machine can spoil one measurement, so a second run is allowed before that counts as failed;
+    # everything else is checked on every run.
+    start = time.monotonic()
+    for attempt in (1, 2):
+        p = run(calibrate, "--quick", "--timeout", "30", "--output", path, timeout=40)
+        print(p.stderr)
+        with open(path) as f:
+            doc = json.load(f)
 
-    # Every level measured over UCX, numbers positive and within sane bounds.
-    check(doc["version"] == 1, "version")
-    check("UCX" in doc["description"], "measured over UCX: " + doc["description"])
-    levels = doc["levels"]
-    check(set(levels) == {"level0", "level1", "level2"}, f"levels: {sorted(levels)}")
-    for name, lv in levels.items():
-        check(0 < lv["alpha_us"] < 1e5, f"{name} alpha_us {lv['alpha_us']}")
-        check(1e-3 < lv["bandwidth_GBps"] < 1e4, f"{name} bandwidth_GBps {lv['bandwidth_GBps']}")
-    check(1 <= levels["level0"]["links"] <= 2, f"level0 links {levels['level0'].get('links')}")
-    check(levels["level1"] == levels["level2"], "level2 is the RoCE class, like level1")
-    # Shared memory beats the network at small and medium sizes.
-    l0, l1 = levels["level0"], levels["level1"]
-    check(l0["alpha_us"] < l1["alpha_us"], f"level0 alpha {l0['alpha_us']} vs level1 {l1['alpha_us']}")
-    check(step_time(l0, 65536) < step_time(l1, 65536), f"64 KiB step: level0 {l0} vs level1 {l1}")
-    gamma = doc["gamma"]
-    check(gamma["fp32"]["sum"] > 0 and "*" in gamma["*"], f"gamma: {gamma}")
-    for t, ops in gamma.items():
-        for op, v in ops.items():
-            check(0.01 < v < 1e4, f"gamma {t}.{op} = {v}")
+        # Every level measured over UCX, numbers positive and within sane bounds.
+        check(doc["version"] == 1, "version")
+        check("UCX" in doc["description"], "measured over UCX: " + doc["description"])
+        levels = doc["levels"]
+        check(set(levels) == {"level0", "level1", "level2"}, f"levels: {sorted(levels)}")
+        for name, lv in levels.items():
+            check(0 < lv["alpha_us"] < 1e5, f"{name} alpha_us {lv['alpha_us']}")
+            check(1e-3 < lv["bandwidth_GBps"] < 1e4, f"{name} bandwidth_GBps {lv['bandwidth_GBps']}")
+        check(1 <= levels["level0"]["links"] <= 2, f"level0 links {levels['level0'].get('links')}")
+        check(levels["level1"] == levels["level2"], "level2 is the RoCE class, like level1")
+        gamma = doc["gamma"]
+        check(gamma["fp32"]["sum"] > 0 and "*" in gamma["*"], f"gamma: {gamma}")
+        for t, ops in gamma.items():
+            for op, v in ops.items():
+                check(0.01 < v < 1e4, f"gamma {t}.{op} = {v}")
+        why = faster(levels["level0"], levels["level1"])
+        if not why:
+            break
+        print(f"attempt {attempt}: {why}")
+        if time.monotonic() - start > 25:
+            break
+    check(not why, why)
 
     # The file loads without warnings, and the model it gives is the file's.
     p = run(info, "tuning", "--tuning", path)
@@ -95,5 +113,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check(p.returncode != 0 and "[1K, 1G]" in p.stderr, p.stderr)
     p = run(calibrate, "--repeat", "0", ok=False)
     check(p.returncode != 0 and "--repeat" in p.stderr, p.stderr)
+    p = run(calibrate, "--quick", "--output", "/nonexistent-dir/t.json", ok=False)
+    check(p.returncode != 0 and "/nonexistent-dir" in p.stderr, p.stderr)
 
 print("PASS hccl_calibrate")
