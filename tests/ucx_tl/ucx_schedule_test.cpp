@@ -29,6 +29,7 @@
 #include "coll_hccl/engine/reduction.hpp"
 #include "fork_group.hpp"
 #include "patterns.hpp"
+#include "ucx_checks.hpp"
 #include "ucx_tl/ucx_transport.hpp"
 
 namespace hccl::test {
@@ -204,6 +205,11 @@ void runOverUcx(Child& child, const std::vector<int>& serverOf, const std::vecto
   options.timeout = 15s;  // a schedule that deadlocks fails instead of waiting for the deadline
   tl::UcxTransport t(child.rank(), serverOf, child.allGather(), options);
   const auto r = static_cast<std::size_t>(child.rank());
+  // Where levels matter, UCX's own endpoint report must show shared memory to same-server peers
+  // and a network transport to the others.
+  if (std::ranges::any_of(cases, [](const Case& c) { return c.levelsMapped; }))
+    for (int q = 0; q < t.size(); ++q)
+      if (q != t.rank()) checkLink(child, t, q, serverOf);
   engine::MessageCounters counters;
   std::uint32_t seq = 0;
   std::size_t reordered = 0, floats = 0;
