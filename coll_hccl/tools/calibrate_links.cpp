@@ -80,9 +80,8 @@ void StepProbe::step(std::span<const int> peers, std::size_t bytes) {
     if (spins % 1024 == 1023 && Clock::now() > end) {
       for (tl::Completion& c : done_) t_.cancel(&c);
       throw std::runtime_error(
-          fmt::format("rank {}: a step of {} bytes did not complete within "
-                      "{} ms",
-                      t_.rank(), bytes, limit_.count()));
+          fmt::format("rank {}: a step of {} bytes did not complete within {} ms", t_.rank(), bytes,
+                      limit_.count()));
     }
     t_.progress();
   }
@@ -104,7 +103,7 @@ std::uint64_t StepProbe::iterationsFor(std::span<const int> partners, std::size_
     pilot.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
   // Sized by the fastest pilot step, the cost of a step nothing interrupted: under load most
-  // pilot steps may be interrupted, and sizing by them would leave too few steps for a median.
+  // pilot steps may be interrupted, and sizing by them would leave too few steps to time.
   // sample()'s time budget bounds what that costs when the steps turn out slower.
   const double fastest = std::max(*std::ranges::min_element(pilot), 1e-7);
   const auto mine = static_cast<std::uint64_t>(
@@ -142,8 +141,9 @@ double StepProbe::sample(std::span<const int> partners, std::size_t bytes, std::
         std::chrono::duration<double>(last - start).count() < budgetSeconds) {
       const double pace = std::max(
           std::chrono::duration<double>(last - first).count() / static_cast<double>(block), 1e-7);
-      next = static_cast<std::uint64_t>(std::clamp(budgetSeconds / 8 / pace, 8.0,
-                                                   static_cast<double>(std::min(left, kMaxBlock))));
+      const auto most = static_cast<double>(std::min(left, kMaxBlock));
+      next = static_cast<std::uint64_t>(
+          std::clamp(budgetSeconds / 8 / pace, std::min(8.0, most), most));
     }
     block = sync_.maxOf(next);
   }

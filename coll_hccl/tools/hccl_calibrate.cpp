@@ -488,17 +488,17 @@ int main(int argc, char** argv) {
 
     json doc;
     doc["version"] = 1;
-    doc["description"] =
-        !description.empty() ? description
-        : ms.level1
-            ? fmt::format(
-                  "hccl_calibrate{} on {}: level0 over UCX {}, level1/2 over "
-                  "UCX {}",
-                  quick ? " --quick" : "", hostAndDate(), ms.level0.carriers, ms.level1->carriers)
-            : fmt::format(
-                  "hccl_calibrate{} on {}: level0 over the in-process "
-                  "transport ({}); level1/2 not measured",
-                  quick ? " --quick" : "", hostAndDate(), ms.why);
+    const std::string mode = quick ? " --quick" : "";
+    std::string what;
+    if (ms.level1)
+      what = fmt::format("hccl_calibrate{} on {}: level0 over UCX {}, level1/2 over UCX {}", mode,
+                         hostAndDate(), ms.level0.carriers, ms.level1->carriers);
+    else
+      what = fmt::format(
+          "hccl_calibrate{} on {}: level0 over the in-process transport ({}); level1/2 not "
+          "measured",
+          mode, hostAndDate(), ms.why);
+    doc["description"] = description.empty() ? what : description;
     doc["levels"]["level0"] = levelJson(f0, links);
     if (f1) {
       doc["levels"]["level1"] = levelJson(*f1, std::nullopt);
