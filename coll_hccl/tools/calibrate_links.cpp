@@ -1,0 +1,168 @@
+#include "coll_hccl/tools/calibrate_links.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <thread>
+
+namespace hccl::calib {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::uint32_t kComm = 4000;  // apart from anything else sharing the transport
+constexpr std::uint64_t kMaxIterations = 200000;
+constexpr std::uint64_t kMaxBlock = 64;
+
+}  // namespace
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::ranges::sort(v);
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+double lowerQuartile(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const std::size_t k = (v.size() - 1) / 4;
+  std::ranges::nth_element(v, v.begin() + static_cast<std::ptrdiff_t>(k));
+  return v[k];
+}
+
+StepProbe::StepProbe(tl::Transport& transport, Sync& sync, std::size_t maxBytes,
+                     std::chrono::milliseconds limit, bool yieldWhileWaiting)
+    : t_(transport), sync_(sync), limit_(limit), yield_(yieldWhileWaiting) {
+  const auto p = static_cast<std::size_t>(t_.size());
+  sendBuf_.resize(p);
+  recvBuf_.resize(p);
+  for (std::size_t q = 0; q < p; ++q) {
+    if (static_cast<int>(q) == t_.rank()) continue;
+    // Touched now, so page faults stay out of the timings.
+    sendBuf_[q].assign(maxBytes, std::byte{0x5a});
+    recvBuf_[q].assign(maxBytes, std::byte{0});
+  }
+  done_.reserve(2 * p);
+  times_.reserve(kMaxIterations);
+}
+
+std::vector<int> StepProbe::peersOf(std::span<const int> partners) const {
+  if (t_.rank() == 0) return {partners.begin(), partners.end()};
+  if (std::ranges::find(partners, t_.rank()) != partners.end()) return {0};
+  return {};
+}
+
+void StepProbe::step(std::span<const int> peers, std::size_t bytes) {
+  if (peers.empty()) return;
+  done_.assign(2 * peers.size(), tl::Completion{});
+  const tl::Tag tag{kComm, seq_, msg_++};
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    const auto q = static_cast<std::size_t>(peers[i]);
+    const tl::IoVec in{recvBuf_[q].data(), bytes};
+    t_.recv(peers[i], std::span(&in, 1), tag, &done_[2 * i]);
+  }
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    const auto q = static_cast<std::size_t>(peers[i]);
+    const tl::IoVec out{sendBuf_[q].data(), bytes};
+    t_.send(peers[i], std::span(&out, 1), tag, &done_[2 * i + 1]);
+  }
+  const auto end = Clock::now() + limit_;
+  for (std::uint32_t spins = 0;; ++spins) {
+    bool pending = false;
+    for (const tl::Completion& c : done_) {
+      if (c.state == tl::Completion::State::Failed) throw std::runtime_error(c.error);
+      pending = pending || c.pending();
+    }
+    if (!pending) return;
+    if (yield_ && spins % 256 == 255) std::this_thread::yield();
+    if (spins % 1024 == 1023 && Clock::now() > end) {
+      for (tl::Completion& c : done_) t_.cancel(&c);
+      throw std::runtime_error(
+          fmt::format("rank {}: a step of {} bytes did not complete within {} ms", t_.rank(), bytes,
+                      limit_.count()));
+    }
+    t_.progress();
+  }
+}
+
+std::uint64_t StepProbe::iterationsFor(std::span<const int> partners, std::size_t bytes,
+                                       double sampleSeconds) {
+  const std::vector<int> peers = peersOf(partners);
+  ++seq_;
+  msg_ = 0;
+  sync_.barrier();
+  // Two steps to warm up (endpoints, registration), then a short pilot.
+  for (int i = 0; i < 2; ++i) step(peers, bytes);
+  constexpr int kPilot = 8;
+  std::vector<double> pilot;
+  for (int i = 0; i < kPilot; ++i) {
+    const auto t0 = Clock::now();
+    step(peers, bytes);
+    pilot.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  // Sized by the fastest pilot step, the cost of a step nothing interrupted: under load most
+  // pilot steps may be interrupted, and sizing by them would leave too few steps to time.
+  // sample()'s time budget bounds what that costs when the steps turn out slower.
+  const double fastest = std::max(*std::ranges::min_element(pilot), 1e-7);
+  const auto mine = static_cast<std::uint64_t>(
+      std::clamp(std::ceil(sampleSeconds / fastest), 8.0, static_cast<double>(kMaxIterations)));
+  return sync_.maxOf(peers.empty() ? 0 : mine);
+}
+
+double StepProbe::sample(std::span<const int> partners, std::size_t bytes, std::uint64_t iterations,
+                         double budgetSeconds) {
+  const std::vector<int> peers = peersOf(partners);
+  ++seq_;
+  msg_ = 0;
+  times_.clear();
+  // Blocks of steps; after each, rank 0 decides the next block's length (0: stop, when every
+  // step is done or the budget is spent), so every member runs the same steps. A block lasts
+  // about an eighth of the budget at the last block's pace, and at most kMaxBlock steps: on a
+  // loaded machine the pace can drop a thousandfold from one block to the next (a step that
+  // waits for a descheduled peer lasts a time slice), and the cap bounds the overshoot. The
+  // first step after each agreement absorbs the skew it leaves between ranks and is not timed.
+  const auto start = Clock::now();
+  sync_.barrier();
+  for (std::uint64_t block = 8; block > 0;) {
+    step(peers, bytes);
+    const auto first = Clock::now();
+    auto last = first;
+    for (std::uint64_t i = 0; i < block; ++i) {
+      step(peers, bytes);
+      const auto now = Clock::now();
+      times_.push_back(std::chrono::duration<double>(now - last).count());
+      last = now;
+    }
+    std::uint64_t next = 0;
+    const std::uint64_t left = iterations - std::min<std::uint64_t>(iterations, times_.size());
+    if (t_.rank() == 0 && left > 0 &&
+        std::chrono::duration<double>(last - start).count() < budgetSeconds) {
+      const double pace = std::max(
+          std::chrono::duration<double>(last - first).count() / static_cast<double>(block), 1e-7);
+      const auto most = static_cast<double>(std::min(left, kMaxBlock));
+      next = static_cast<std::uint64_t>(
+          std::clamp(budgetSeconds / 8 / pace, std::min(8.0, most), most));
+    }
+    block = sync_.maxOf(next);
+  }
+  return lowerQuartile(times_);
+}
+
+double StepProbe::budget(double sampleSeconds) {
+  return std::max(4 * sampleSeconds, 0.05);
+}
+
+StepTiming StepProbe::measure(std::span<const int> partners, std::size_t bytes, int repeat,
+                              double sampleSeconds) {
+  StepTiming timing;
+  timing.bytes = bytes;
+  timing.iterations = iterationsFor(partners, bytes, sampleSeconds);
+  for (int k = 0; k < repeat; ++k)
+    timing.samples.push_back(sample(partners, bytes, timing.iterations, budget(sampleSeconds)));
+  timing.seconds = median(timing.samples);
+  return timing;
+}
+
+}  // namespace hccl::calib

@@ -1,0 +1,531 @@
+// hccl_calibrate: measures the cost model's numbers on the machine at hand and writes them as a
+// tuning file (schema: algorithms/cost_model.hpp), so that automatic selection reflects this
+// machine rather than the built-in guesses.
+//
+//   hccl_calibrate --output tuning.json            measure (a minute or so) and write
+//   hccl_calibrate --quick                         seconds: fewer sizes and repetitions
+//   mpirun --mca coll_hccl_tuning_file tuning.json ...   use it (or hccl_info table --tuning)
+//
+// What it measures
+//   alpha, beta per link class. Over the product's transport, tl::UcxTransport: the tool forks
+//   2 processes (3 to estimate `links`) joined pairwise by socketpairs, which carry the
+//   all-gather that bootstraps UCX, and times schedule steps between rank 0 and rank 1 (see
+//   calibrate_links.hpp: both post one send and one receive of m bytes and wait for both, as a
+//   ring step does; steps back to back, time per step). First with every process on one server
+//   (the HCCS class: shared memory) -> level0; then with every process on its own server (the
+//   RoCE class: verbs, or tcp on a machine without RDMA) -> level1 and level2, which one machine
+//   cannot tell apart. Sizes: 0 B and powers of 4 from 64 B to --max-size (--quick: powers of
+//   16); at each size the median of --repeat samples, a sample being the lower quartile of the
+//   times of its steps (thousands of them for small messages), which leaves out the steps whose
+//   peer the scheduler had put aside: they measure the other tenants, not the link.
+//   If UCX cannot be set up (or with --inprocess) the in-process transport is timed instead,
+//   with threads, for level0 only; level1/2 then keep their defaults.
+//   links (level0): with 3 processes on one server, rank 0 steps with one peer, then with two
+//   peers at once (alternating, 1 MiB each). With L links a step with k peers costs
+//   alpha + beta * m * max(1, k / L), so L = 2 (t1 - alpha) / (t2 - alpha), kept within [1, 2]:
+//   3 processes cannot show more than 2. Shared memory copies on the CPUs of both sides, so
+//   expect 1 unless the machine has idle cores and a zero-copy transport. Only measured when the
+//   machine has at least 3 CPUs (--links auto): with fewer, the 3 processes take turns on the CPUs
+//   and a two-peer step measures the scheduler (a pipelined shared-memory transfer needs both
+//   sides running at once), not the links. Not measured, links is written as 1, as the defaults
+//   assume.
+//   gamma: engine::kernel(type, op) over --gamma-size bytes (dst = a (+) dst, as the executor
+//   reduces), median of --repeat runs, for every pair MPI defines (--quick: the common ones), in
+//   GB/s of output; "<type>": {"*"} is the median of the type's ops and "*": {"*"} of all.
+//
+// The fit
+//   t(m) = alpha + beta * m by least squares of the relative error (calibrate_fit.hpp): every
+//   size has an equal say, so alpha follows small messages and beta large ones, where plain least
+//   squares would let the largest messages decide alone and give alpha as their noise. alpha is
+//   kept >= 0. A time inflated by an interruption (residual near -100%) hardly moves the line.
+//   The report shows each size's measured and fitted time and the residuals; a large
+//   residual means the link is not one straight line (e.g. UCX's eager/rendezvous switch) and
+//   the model is a compromise there.
+//
+// Output: the tuning document on stdout or --output FILE; the report on stderr. The document is
+// checked with algo::applyTuning before it is written. The machine is noisy (hypervisor core
+// migration, other tenants): compare runs, and do not read small differences into it.
+#include <fmt/format.h>
+#include <unistd.h>
+#include <CLI/CLI.hpp>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "algorithms/cost_model.hpp"
+#include "coll_hccl/tools/calibrate_fit.hpp"
+#include "coll_hccl/tools/calibrate_gamma.hpp"
+#include "coll_hccl/tools/calibrate_group.hpp"
+#include "coll_hccl/tools/calibrate_links.hpp"
+#include "ucx_tl/inproc.hpp"
+#include "ucx_tl/ucx_transport.hpp"
+
+namespace {
+
+using namespace hccl;
+using namespace hccl::calib;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+struct Plan {
+  std::vector<std::size_t> sizes;
+  std::size_t maxBytes = 0;
+  std::size_t linksBytes = 0;
+  int repeat = 7;
+  double sampleSeconds = 0.02;
+  bool links = true;  // measure level0 links with a third process
+  std::chrono::milliseconds stepLimit{30000};
+};
+
+// One link class's timings, as rank 0 saw them.
+struct ClassTimings {
+  std::string carriers;  // what carried the link: "posix/memory", "tcp/lo", "in-process"
+  std::vector<StepTiming> points;
+};
+
+struct LinksTimings {
+  std::size_t bytes = 0;
+  std::vector<double> one, two;  // seconds per step with one peer, with two peers at once
+};
+
+struct Measurements {
+  std::string transport;  // "UCX" or "in-process"
+  std::string why;        // why in-process, when it is
+  ClassTimings level0;
+  std::optional<ClassTimings> level1;
+  std::optional<LinksTimings> links;
+};
+
+json toJson(const ClassTimings& c) {
+  json pts = json::array();
+  for (const StepTiming& p : c.points)
+    pts.push_back({{"bytes", p.bytes}, {"iterations", p.iterations}, {"samples", p.samples}});
+  return {{"carriers", c.carriers}, {"points", pts}};
+}
+
+ClassTimings classFrom(const json& j) {
+  ClassTimings c;
+  c.carriers = j.at("carriers").get<std::string>();
+  for (const json& p : j.at("points")) {
+    StepTiming t;
+    t.bytes = p.at("bytes").get<std::size_t>();
+    t.iterations = p.at("iterations").get<std::uint64_t>();
+    t.samples = p.at("samples").get<std::vector<double>>();
+    t.seconds = median(t.samples);
+    c.points.push_back(std::move(t));
+  }
+  return c;
+}
+
+ClassTimings timeSizes(StepProbe& probe, const Plan& plan) {
+  ClassTimings c;
+  const int partner[] = {1};
+  for (std::size_t m : plan.sizes)
+    c.points.push_back(probe.measure(partner, m, plan.repeat, plan.sampleSeconds));
+  return c;
+}
+
+LinksTimings timeLinks(StepProbe& probe, const Plan& plan) {
+  LinksTimings l;
+  l.bytes = plan.linksBytes;
+  const int one[] = {1};
+  const int two[] = {1, 2};
+  const std::uint64_t n1 = probe.iterationsFor(one, l.bytes, plan.sampleSeconds);
+  const std::uint64_t n2 = probe.iterationsFor(two, l.bytes, plan.sampleSeconds);
+  for (int k = 0; k < plan.repeat; ++k) {  // alternating, so drift hits both alike
+    l.one.push_back(probe.sample(one, l.bytes, n1, StepProbe::budget(plan.sampleSeconds)));
+    l.two.push_back(probe.sample(two, l.bytes, n2, StepProbe::budget(plan.sampleSeconds)));
+  }
+  return l;
+}
+
+std::string carriers(tl::UcxTransport& t, int peer) {
+  const tl::LinkReport r = t.linkReport(peer);
+  if (!r.error.empty()) throw std::runtime_error(r.error);
+  return fmt::format("{}", fmt::join(r.transports, " "));
+}
+
+// A forked member: both link classes over UCX; rank 0 returns its timings as JSON.
+std::string ucxMember(MeshMember& m, const Plan& plan) {
+  json out;
+  for (const tl::LinkClass cls : {tl::LinkClass::Hccs, tl::LinkClass::Roce}) {
+    std::vector<int> serverOf;
+    for (int r = 0; r < m.size(); ++r) serverOf.push_back(cls == tl::LinkClass::Hccs ? 0 : r);
+    tl::UcxOptions options;
+    options.timeout = plan.stepLimit;
+    tl::UcxTransport t(m.rank(), serverOf, m.allGatherFn(), options);
+    std::string how = m.rank() == 0 ? carriers(t, 1) : std::string();
+    StepProbe probe(t, m, plan.maxBytes, plan.stepLimit);
+    ClassTimings c = timeSizes(probe, plan);
+    c.carriers = how;
+    out[cls == tl::LinkClass::Hccs ? "level0" : "level1"] = toJson(c);
+    if (cls == tl::LinkClass::Hccs && m.size() >= 3) {
+      const LinksTimings l = timeLinks(probe, plan);
+      out["links"] = {{"bytes", l.bytes}, {"one", l.one}, {"two", l.two}};
+    }
+    m.barrier();  // nobody tears down while a peer still needs it
+  }
+  return out.dump();
+}
+
+Measurements measureOverUcx(const Plan& plan, std::chrono::milliseconds deadline,
+                            std::string& error) {
+  const ForkedRun run = runForked(plan.links ? 3 : 2, deadline,
+                                  [&plan](MeshMember& m) { return ucxMember(m, plan); });
+  Measurements ms;
+  if (!run.ok) {
+    error = run.error;
+    return ms;
+  }
+  const json j = json::parse(run.output);
+  ms.transport = "UCX";
+  ms.level0 = classFrom(j.at("level0"));
+  ms.level1 = classFrom(j.at("level1"));
+  if (j.contains("links")) {
+    const json& l = j.at("links");
+    ms.links =
+        LinksTimings{l.at("bytes").get<std::size_t>(), l.at("one").get<std::vector<double>>(),
+                     l.at("two").get<std::vector<double>>()};
+  }
+  return ms;
+}
+
+// The fallback: two threads over the in-process transport, level0 only.
+Measurements measureInProcess(const Plan& plan) {
+  constexpr int kRanks = 2;
+  tl::InProcFabric fabric(kRanks, tl::InProcOptions{plan.stepLimit});
+  ThreadSync sync(kRanks);
+  Measurements ms;
+  ms.transport = "in-process";
+  std::string firstError;
+  std::mutex mu;
+  auto rankMain = [&](int r) {
+    try {
+      StepProbe probe(fabric.endpoint(r), sync, plan.maxBytes, plan.stepLimit, true);
+      ClassTimings c = timeSizes(probe, plan);
+      if (r == 0) ms.level0 = std::move(c);
+    } catch (const std::exception& e) {
+      {
+        std::lock_guard lk(mu);
+        if (firstError.empty()) firstError = fmt::format("rank {}: {}", r, e.what());
+      }
+      fabric.abort("a rank failed");  // the other's transfers fail too, and it leaves as well
+      sync.leave();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r) threads.emplace_back(rankMain, r);
+  for (std::thread& t : threads) t.join();
+  if (!firstError.empty()) throw std::runtime_error("in-process measurement: " + firstError);
+  ms.level0.carriers = "in-process transport (threads)";
+  return ms;
+}
+
+// ---- report -----------------------------------------------------------------------------------
+
+std::string timeText(double s) {
+  if (s < 1e-3) return fmt::format("{:.2f} us", s * 1e6);
+  if (s < 1) return fmt::format("{:.3f} ms", s * 1e3);
+  return fmt::format("{:.3f} s", s);
+}
+
+std::string bytesText(std::size_t b) {
+  if (b >= (1u << 20) && b % (1u << 20) == 0) return fmt::format("{} MiB", b >> 20);
+  if (b >= 1024 && b % 1024 == 0) return fmt::format("{} KiB", b >> 10);
+  return fmt::format("{} B", b);
+}
+
+LineFit fitAndReport(const std::string& title, const ClassTimings& c, int repeat, bool verbose) {
+  std::vector<double> x, y;
+  for (const StepTiming& p : c.points) {
+    x.push_back(static_cast<double>(p.bytes));
+    y.push_back(p.seconds);
+  }
+  const LineFit f = fitLine(x, y);
+  fmt::print(
+      stderr,
+      "{} over {}: time per step (lower quartile of a sample's steps, median of {} samples)\n",
+      title, c.carriers, repeat);
+  fmt::print(stderr, "  {:>9} {:>12} {:>12} {:>9} {:>7} {:>10}\n", "bytes", "measured", "fitted",
+             "residual", "spread", "steps");
+  for (std::size_t i = 0; i < c.points.size(); ++i) {
+    const StepTiming& p = c.points[i];
+    const auto [lo, hi] = std::ranges::minmax(p.samples);
+    fmt::print(stderr, "  {:>9} {:>12} {:>12} {:>8.1f}% {:>6.0f}% {:>10}\n", bytesText(p.bytes),
+               timeText(p.seconds), timeText(f.alpha + f.beta * x[i]), 100 * f.residuals[i],
+               100 * (hi - lo) / p.seconds, p.iterations);
+    if (verbose) {
+      std::string all;
+      for (double s : p.samples) all += " " + timeText(s);
+      fmt::print(stderr, "  {:>9} samples:{}\n", "", all);
+    }
+  }
+  fmt::print(stderr,
+             "  fit: alpha {}, beta {:.4f} ns/B ({:.3f} GB/s); relative residuals: rms {:.1f}%, "
+             "worst {:.1f}%{}\n\n",
+             timeText(f.alpha), f.beta * 1e9, 1e-9 / f.beta, 100 * f.rms, 100 * f.worst,
+             f.alphaClamped ? " (the free fit wanted alpha < 0; alpha held at 0)" : "");
+  return f;
+}
+
+// links for level0 from the one-peer and two-peer step times (see the top of the file). alpha is
+// a small correction at these sizes; it is capped at half a one-peer step so that a fit spoiled by
+// noise cannot turn the estimate upside down.
+double estimateLinks(const LinksTimings& l, const LineFit& f) {
+  const double one = median(l.one), two = median(l.two);
+  const double alpha = std::min(f.alpha, one / 2);
+  const double raw = 2 * (one - alpha) / std::max(two - alpha, 1e-12);
+  const double links = std::clamp(raw, 1.0, 2.0);
+  fmt::print(
+      stderr,
+      "level0 links: a step of {} with one peer {}, with two peers at once {} (median of "
+      "{} each, alternating)\n  -> 2 (t1 - alpha) / (t2 - alpha) = {:.2f}, written as {:.2f} "
+      "(within [1, 2]){}\n\n",
+      bytesText(l.bytes), timeText(one), timeText(two), l.one.size(), raw, links,
+      std::thread::hardware_concurrency() < 3
+          ? fmt::format("; note: {} CPUs for 3 processes, so they also share CPUs",
+                        std::thread::hardware_concurrency())
+          : "");
+  return links;
+}
+
+double round4(double v) {
+  return std::stod(fmt::format("{:.4g}", v));
+}
+
+json levelJson(const LineFit& f, std::optional<double> links) {
+  json j = {{"alpha_us", round4(f.alpha * 1e6)}, {"bandwidth_GBps", round4(1e-9 / f.beta)}};
+  if (links) j["links"] = round4(*links);
+  return j;
+}
+
+json gammaJson(const std::vector<GammaTiming>& g, int repeat, std::size_t bytes) {
+  fmt::print(stderr, "gamma: reduction throughput over {}, GB/s of output, median of {}\n",
+             bytesText(bytes), repeat);
+  json out = json::object();
+  std::map<std::string, std::vector<double>> perType;
+  std::vector<double> all;
+  std::string line;
+  std::string lastType;
+  for (const GammaTiming& t : g) {
+    const std::string tn(name(t.type)), on(name(t.op));
+    out[tn][on] = round4(t.gbps);
+    perType[tn].push_back(t.gbps);
+    all.push_back(t.gbps);
+    if (tn != lastType && !line.empty()) {
+      fmt::print(stderr, "  {}\n", line);
+      line.clear();
+    }
+    if (line.empty()) line = fmt::format("{:<10}", tn);
+    line += fmt::format(" {} {:.2f}", on, t.gbps);
+    lastType = tn;
+  }
+  if (!line.empty()) fmt::print(stderr, "  {}\n", line);
+  for (const auto& [tn, v] : perType) out[tn]["*"] = round4(median(v));
+  if (!all.empty()) out["*"]["*"] = round4(median(all));
+  fmt::print(stderr, "  any type, any op (median): {:.2f}\n\n", median(all));
+  return out;
+}
+
+// ---- options ----------------------------------------------------------------------------------
+
+std::size_t parseSize(const std::string& s) {
+  std::size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(s, &used);
+  } catch (const std::exception&) {
+    throw CLI::ValidationError("size",
+                               fmt::format("\"{}\" is not a size (e.g. 4096, 64K, 16M)", s));
+  }
+  const std::string unit = s.substr(used);
+  if (unit.empty() || unit == "B") return v;
+  if (unit == "K" || unit == "KiB") return v << 10;
+  if (unit == "M" || unit == "MiB") return v << 20;
+  if (unit == "G" || unit == "GiB") return v << 30;
+  throw CLI::ValidationError("size", fmt::format("unknown unit in \"{}\" (B, K, M, G)", s));
+}
+
+std::vector<std::size_t> sizesUpTo(std::size_t max, std::size_t factor) {
+  std::vector<std::size_t> sizes = {0};
+  for (std::size_t m = 64; m <= max; m *= factor) sizes.push_back(m);
+  if (sizes.back() != max) sizes.push_back(max);
+  return sizes;
+}
+
+std::string hostAndDate() {
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  return fmt::format("{}, {}", host, date);
+}
+
+// Before measuring: a minute of measurements should not end in "cannot write".
+void checkWritable(const std::string& path) {
+  if (path == "-") return;
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  const std::string d = dir.empty() ? "." : dir.string();
+  if (::access(d.c_str(), W_OK) != 0)
+    throw CLI::ValidationError("--output", fmt::format("cannot write into the directory {} ({})", d,
+                                                       std::strerror(errno)));
+}
+
+// Through a temporary and a rename, so a reader never sees half a file.
+void writeOutput(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    fmt::print("{}\n", text);
+    return;
+  }
+  const std::string tmp = path + ".tmp";
+  std::ofstream out(tmp);
+  out << text << '\n';
+  out.close();
+  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  }
+  fmt::print(stderr, "wrote {}\n", path);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Measure alpha/beta per link class and gamma per type/op on this machine and write a "
+      "coll_hccl tuning file"};
+  std::string output = "-", description, maxSize, gammaSize;
+  std::string linksMode = "auto";
+  bool quick = false, inprocess = false, verbose = false;
+  int repeat = 0;
+  double timeout = 300;
+  app.add_option("-o,--output", output, "Tuning file to write (- = stdout)")->capture_default_str();
+  app.add_flag("--quick", quick, "Fewer sizes and repetitions: a few seconds, rougher numbers");
+  app.add_option("--max-size", maxSize,
+                 "Largest message timed (B, K, M, G; default 16M, quick 4M)");
+  app.add_option("--gamma-size", gammaSize, "Buffer for reduction timing (default 16M, quick 8M)");
+  app.add_option("--repeat", repeat, "Samples per size, median taken (default 7, quick 3)")
+      ->check(CLI::Range(1, 101));
+  app.add_option("--description", description, "The tuning file's description")
+      ->capture_default_str();
+  app.add_flag("--inprocess", inprocess,
+               "Time the in-process transport (threads) instead of UCX; level0 only");
+  app.add_option("--links", linksMode,
+                 "Estimate level0 links with 3 processes: auto (when there are at least 3 CPUs), "
+                 "measure, skip")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "measure", "skip"}));
+  app.add_option("--timeout", timeout, "Seconds the forked measurement may take")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 3600.0));
+  app.add_flag("-v,--verbose", verbose, "Print every sample");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    Plan plan;
+    plan.repeat = repeat > 0 ? repeat : quick ? 3 : 7;
+    plan.sampleSeconds = quick ? 0.004 : 0.02;
+    plan.maxBytes = parseSize(maxSize.empty() ? (quick ? "4M" : "16M") : maxSize);
+    if (plan.maxBytes < 1024 || plan.maxBytes > (std::size_t{1} << 30))
+      throw CLI::ValidationError("--max-size",
+                                 fmt::format("{} bytes is outside [1K, 1G]", plan.maxBytes));
+    plan.sizes = sizesUpTo(plan.maxBytes, quick ? 16 : 4);
+    plan.linksBytes = std::min<std::size_t>(plan.maxBytes, std::size_t{1} << 20);
+    const unsigned cpus = std::thread::hardware_concurrency();
+    plan.links = linksMode == "measure" || (linksMode == "auto" && cpus >= 3);
+    const std::size_t gammaBytes =
+        parseSize(gammaSize.empty() ? (quick ? "8M" : "16M") : gammaSize);
+    if (gammaBytes < 4096 || gammaBytes > (std::size_t{1} << 31))
+      throw CLI::ValidationError("--gamma-size",
+                                 fmt::format("{} bytes is outside [4K, 2G]", gammaBytes));
+
+    checkWritable(output);
+
+    Measurements ms;
+    std::string ucxError = "--inprocess given";
+    if (!inprocess) {
+      fmt::print(stderr, "hccl_calibrate: timing UCX with {} forked processes\n\n",
+                 plan.links ? 3 : 2);
+      const auto deadline = std::chrono::milliseconds(static_cast<long>(timeout * 1000));
+      ucxError.clear();
+      ms = measureOverUcx(plan, deadline, ucxError);
+      if (!ucxError.empty())
+        fmt::print(stderr,
+                   "hccl_calibrate: UCX measurement failed ({}); timing the in-process transport "
+                   "instead\n\n",
+                   ucxError);
+    }
+    if (ms.transport.empty()) {
+      ms = measureInProcess(plan);
+      ms.why = ucxError;
+    }
+
+    const LineFit f0 = fitAndReport("level0 (HCCS class)", ms.level0, plan.repeat, verbose);
+    std::optional<LineFit> f1;
+    if (ms.level1)
+      f1 = fitAndReport("level1/level2 (RoCE class)", *ms.level1, plan.repeat, verbose);
+    double links = 1;
+    if (ms.links)
+      links = estimateLinks(*ms.links, f0);
+    else
+      fmt::print(stderr, "level0 links: not measured ({}); written as 1\n\n",
+                 inprocess || !ms.level1 ? "in-process"
+                 : linksMode == "skip"   ? "--links skip"
+                                         : fmt::format("{} CPUs for 3 processes", cpus));
+    const std::vector<GammaTiming> gamma = measureGamma(gammaBytes, plan.repeat, quick);
+
+    json doc;
+    doc["version"] = 1;
+    const std::string mode = quick ? " --quick" : "";
+    std::string what;
+    if (ms.level1)
+      what = fmt::format("hccl_calibrate{} on {}: level0 over UCX {}, level1/2 over UCX {}", mode,
+                         hostAndDate(), ms.level0.carriers, ms.level1->carriers);
+    else
+      what = fmt::format(
+          "hccl_calibrate{} on {}: level0 over the in-process transport ({}); level1/2 not "
+          "measured",
+          mode, hostAndDate(), ms.why);
+    doc["description"] = description.empty() ? what : description;
+    doc["levels"]["level0"] = levelJson(f0, links);
+    if (f1) {
+      doc["levels"]["level1"] = levelJson(*f1, std::nullopt);
+      doc["levels"]["level2"] = levelJson(*f1, std::nullopt);
+    }
+    doc["gamma"] = gammaJson(gamma, plan.repeat, gammaBytes);
+    const std::string text = doc.dump(2);
+
+    // What the selector will read: refuse to write a file it would reject or half ignore.
+    std::vector<std::string> warnings;
+    const auto check =
+        algo::applyTuning(algo::defaultCostModel(), text, "hccl_calibrate output", warnings);
+    if (!check.ok())
+      throw std::runtime_error("the tuning document does not load: " + check.error().message);
+    for (const std::string& w : warnings)
+      throw std::runtime_error("the tuning document loads with a warning: " + w);
+    writeOutput(output, text);
+    if (output != "-")
+      fmt::print(stderr,
+                 "use it: --mca coll_hccl_tuning_file {0}; see its decisions with hccl_info table "
+                 "--tuning {0} --shape 4x8\n",
+                 output);
+  } catch (const CLI::Error& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "hccl_calibrate: error: {}\n", e.what());
+    return 2;
+  }
+  return 0;
+}
