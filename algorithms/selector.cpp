@@ -207,20 +207,23 @@ Selector::AhcPlan Selector::ahcPlan(const CallInfo& call) const {
     return true;
   };
   const bool model = settings_.selection.value == SelectionMode::Model;
+  plan.intraReason = model ? Reason::Model : Reason::HcclRules;
   std::vector<Algorithm> intraCandidates;
   if (const auto forced = settings_.algo.value.forced(call.coll, 0)) {
     if (fits(*forced, intraColls)) {
       plan.intra = *forced;
-      plan.intraForced = true;
+      plan.intraReason = Reason::Forced;
+      plan.intraNote = "by " + settings_.algo.from.str() + "; ";
     } else {
       plan.intraNote = fmt::format("{} forced at level0 cannot run AHC's phases inside a server; ",
                                    hcclName(*forced));
     }
   }
-  if (!plan.intraForced) {
+  if (plan.intraReason != Reason::Forced) {
     const auto ruled = model_.rule(call.coll, 0, call.bytes());
     if (ruled && fits(*ruled, intraColls)) {
       intraCandidates = {*ruled};
+      plan.intraReason = Reason::Rule;
       plan.intraNote += "size rule of " + model_.source + "; ";
     } else if (!model) {
       intraCandidates = {Algorithm::Mesh};
@@ -259,11 +262,8 @@ Decision Selector::ahcDecision(Algorithm named, Reason why, std::string detail,
   std::string sizes;
   for (std::uint32_t m : servers) sizes += fmt::format("{}{}", sizes.empty() ? "" : "+", m);
   Decision d;
-  d.levels.push_back({0, plan.intra, plan.intraForced ? Reason::Forced : why,
-                      plan.intraNote +
-                          (plan.intraForced ? "by " + settings_.algo.from.str() + "; " : "") +
-                          "inside the servers, for AHC",
-                      0.0});
+  d.levels.push_back(
+      {0, plan.intra, plan.intraReason, plan.intraNote + "inside the servers, for AHC", 0.0});
   d.levels.push_back(
       {1, named, why,
        detail + fmt::format("; {} between the logical same-index cards of servers {}",

@@ -108,7 +108,7 @@ class Selector {
   // why it cannot serve a call, its algorithms and prediction, and the decision naming it.
   struct AhcPlan {
     Algorithm intra = Algorithm::Ring, inter = Algorithm::Ring;
-    bool intraForced = false;
+    Reason intraReason = Reason::Model;
     std::string intraNote;
     double predicted = 0;
   };

@@ -319,6 +319,7 @@ TEST(SelectorAhc, ForcedAhcRunsOnUnequalServers) {
       ASSERT_TRUE(d.ok()) << d.error;
       ASSERT_EQ(d.levels.size(), 2u) << d.summary();
       EXPECT_EQ(d.levels[0].level, 0);
+      EXPECT_EQ(d.levels[0].reason, Reason::Model);  // only level1 is forced
       EXPECT_EQ(d.levels[1].level, 1);
       EXPECT_EQ(d.levels[1].algorithm, Algorithm::AHC);
       EXPECT_EQ(d.levels[1].reason, Reason::Forced);
@@ -356,6 +357,7 @@ TEST(SelectorAhc, HcclRulesKeepTheInterRuleAndMesh) {
     const Decision& d = sel.decide(allreduce(1 << 20));
     ASSERT_TRUE(d.ok()) << d.error;
     EXPECT_EQ(d.levels[0].algorithm, Algorithm::Mesh);
+    EXPECT_EQ(d.levels[0].reason, Reason::HcclRules);
     EXPECT_EQ(d.ahcInter, inter) << sizes.size() << " servers";
     // Not forced: HCCL documents no automatic AHC, so hccl_rules stays flat.
     Selector automatic(unequal(sizes), settingsWith({{"COLL_HCCL_SELECTION", "hccl_rules"}}),
