@@ -160,7 +160,10 @@ Geometry geometryOf(const Layout& lay, std::uint32_t rank) {
     for (std::uint32_t k = 0; k < sizes[h]; ++k)
       for (std::size_t s = geo.first[h][k]; s < geo.first[h][k + 1]; ++s) geo.owner[s][h] = k;
     for (std::uint32_t k = 0; k < sizes[h]; ++k)
-      if (geo.members[h][k] == rank) geo.g = h, geo.j = k;
+      if (geo.members[h][k] == rank) {
+        geo.g = h;
+        geo.j = k;
+      }
   }
   // Greedy rounds: the smallest round none of the segment's owners has used yet.
   std::vector<std::vector<std::vector<std::size_t>>> used(geo.servers());
@@ -260,11 +263,10 @@ void allReduce(const Ctx& c, const Problem& pb) {
 // The super-blocks of a ReduceScatter/AllGather: server h's members' blocks side by side.
 struct SuperBlocks {
   const Geometry& geo;
-  const Blocks& blocks;
   std::vector<std::vector<std::uint64_t>> start;  // [h][k]: member k's block in SB_h; [h][m_h]
                                                   //   = S_h
 
-  SuperBlocks(const Geometry& g, const Blocks& b) : geo(g), blocks(b), start(g.servers()) {
+  SuperBlocks(const Geometry& g, const Blocks& b) : geo(g), start(g.servers()) {
     for (std::uint32_t h = 0; h < geo.servers(); ++h) {
       start[h] = {0};
       for (std::uint32_t q : geo.members[h]) start[h].push_back(start[h].back() + b.count(q));
