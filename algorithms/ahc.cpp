@@ -62,7 +62,11 @@
 // (2(m_g-1)/m_g n bytes with ring or NB), level1 the owned segments' AllReduces, n/m_g elements in
 // all (2(G-1)/G n/m_g bytes sent); level1 steps are those of one inter AllReduce per owned
 // segment, and the critical path passes at most one segment per round (one round when all servers
-// are equal, where the formula's step count is met exactly).
+// are equal, where the formula's step count is met exactly). AllGather of N = sum of blocks (S_g
+// the own server's): a member receives its server's other blocks and (m_g-1)/m_g (N-S_g) on
+// level0, (N-S_g)/m_g on level1. ReduceScatter: (m_g-1)/m_g N on level0 (plus the parts of its
+// block another member reduced), and on level1 what the inter ReduceScatters of its 1/m_g share
+// of every super-block move.
 //
 // Rank order: no (segments start their reductions at different servers); never chosen for
 // non-commutative ops or HCCL_DETERMINISTIC=strict.
