@@ -1,5 +1,6 @@
 #include "algorithms/hierarchical.hpp"
 
+#include "algorithms/ahc.hpp"
 #include "algorithms/pipeline.hpp"
 
 #include <fmt/format.h>
@@ -36,6 +37,10 @@ struct Composer {
     embed(out, g(q, layout.indexIn(level, me)), e);
   }
 };
+
+bool isAhc(Algorithm a) {
+  return a == Algorithm::AHC || a == Algorithm::AHC_Broke;
+}
 
 std::vector<int> levelsInUse(const Layout& layout) {
   std::vector<int> u;
@@ -169,10 +174,15 @@ void allGather(const Composer& c, const std::vector<int>& used, const Problem& p
 }  // namespace
 
 RankSchedule composeHierarchical(const Layout& layout, const LevelAlgorithms& algs,
-                                 const Problem& pb, std::uint32_t rank) {
+                                 const Problem& pb, std::uint32_t rank,
+                                 std::optional<Algorithm> ahcInter) {
   if (pb.ranks != layout.ranks())
     throw std::invalid_argument(
         fmt::format("a problem of {} ranks on a layout of {}", pb.ranks, layout.ranks()));
+  if (isAhc(algs[1])) {
+    const auto servers = static_cast<std::uint32_t>(layout.groups(0).size());
+    return ahcSchedule(layout, algs[0], ahcInter.value_or(ahcDefaultInter(servers)), pb, rank);
+  }
   RankSchedule out;
   const std::vector<int> used = levelsInUse(layout);
   const Composer c{layout, algs, rank, out};
@@ -215,8 +225,8 @@ RankSchedule composeHierarchical(const Layout& layout, const LevelAlgorithms& al
 RankSchedule composeFlat(const Layout& layout, Algorithm a, int level, const Problem& pb,
                          std::uint32_t rank) {
   if (pb.ranks != layout.ranks())
-    throw std::invalid_argument(fmt::format("a problem of {} ranks on a layout of {}", pb.ranks,
-                                            layout.ranks()));
+    throw std::invalid_argument(
+        fmt::format("a problem of {} ranks on a layout of {}", pb.ranks, layout.ranks()));
   Embedding e;
   e.members.resize(layout.ranks());
   for (std::uint32_t r = 0; r < layout.ranks(); ++r) e.members[r] = r;
@@ -228,6 +238,7 @@ RankSchedule composeFlat(const Layout& layout, Algorithm a, int level, const Pro
 }
 
 bool composedRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Collective c) {
+  if (isAhc(algs[1])) return false;
   const std::vector<int> used = levelsInUse(layout);
   if (!layout.symmetric()) {
     const GeneratorSpec* spec =

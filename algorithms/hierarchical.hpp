@@ -17,13 +17,15 @@
 //
 // Rank order: the composition reduces in rank order when every level's algorithm does and the
 // layout is in block order (each server a consecutive rank range, servers ascending).
-// Asymmetric layouts (servers of unequal size) cannot be split level by level: they run the
+// Asymmetric layouts (servers of unequal size) cannot be split level by level: they run AHC when
+// level1 says so (see ahc.cpp; it also runs on equal servers, as HCCL's AHC_BROKE), otherwise the
 // outermost level's algorithm flat over all ranks (Layout::shape() presents them so to the
 // selector).
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
 
 #include "algorithms/generators.hpp"
 #include "algorithms/layout.hpp"
@@ -34,9 +36,12 @@ using LevelAlgorithms = std::array<Algorithm, kNumLevels>;  // indexed by level
 
 // Rank `rank`'s schedule for `pb` (a Problem over layout.ranks() ranks). Throws
 // std::invalid_argument when the collective cannot be composed or a level's algorithm has no
-// generator for a phase it must run.
+// generator for a phase it must run. With algs[1] = AHC or AHC_BROKE the whole schedule is AHC:
+// algs[0] inside the servers, `ahcInter` among the logical same-index cards (default: HCCL's
+// rule, ahcDefaultInter()).
 RankSchedule composeHierarchical(const Layout& layout, const LevelAlgorithms& algs,
-                                 const Problem& pb, std::uint32_t rank);
+                                 const Problem& pb, std::uint32_t rank,
+                                 std::optional<Algorithm> ahcInter = std::nullopt);
 
 // Rank `rank`'s schedule running `a` over every rank of the layout as one group, on the links of
 // `level`.

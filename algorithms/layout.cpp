@@ -168,6 +168,9 @@ CommShape Layout::shape() const {
         if (g.size() > 1) top = l;
     s.levels = {{top, ranks_}};
     if (ranks_ == 1) s.levels.clear();
+    if (top == 1)
+      for (const auto& server : groups_[0])
+        s.serverSizes.push_back(static_cast<std::uint32_t>(server.size()));
   }
   return s;
 }

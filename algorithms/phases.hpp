@@ -27,6 +27,9 @@ struct CommShape {
   std::vector<LevelGroup> levels;  // levels whose groups have more than one rank, inner first
   bool symmetric = true;           // every group of a level has the same size
   bool blockOrder = true;          // servers hold consecutive rank ranges, in order
+  // Ranks per server when the servers differ in size and share one supernode (what AHC needs;
+  // `levels` then presents the layout as one flat group); empty otherwise.
+  std::vector<std::uint32_t> serverSizes;
 
   // p ranks on one server; or `servers` servers of `perServer` ranks; or pods of those.
   static CommShape flat(std::uint32_t p, int level = 0);

@@ -4,6 +4,7 @@
 
 #include <bit>
 
+#include "algorithms/ahc.hpp"
 #include "algorithms/catalog.hpp"
 #include "algorithms/config_fallback.hpp"
 #include "algorithms/layout.hpp"
@@ -16,6 +17,22 @@ std::string seconds(double s) {
   if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
   if (s < 1) return fmt::format("{:.2f} ms", s * 1e3);
   return fmt::format("{:.2f} s", s);
+}
+
+bool isAhc(Algorithm a) {
+  return a == Algorithm::AHC || a == Algorithm::AHC_Broke;
+}
+
+// The whole call as one Problem over p ranks, for plans that span levels.
+Problem wholeProblem(const CallInfo& call, std::uint32_t p) {
+  switch (call.coll) {
+    case Collective::ReduceScatter:
+      return Problem::reduceScatter(p, call.count, call.inPlace);
+    case Collective::AllGather:
+      return Problem::allGather(p, call.count, call.inPlace);
+    default:
+      return Problem::allReduce(p, call.count, call.inPlace);
+  }
 }
 
 std::string bytesText(std::uint64_t b) {
@@ -117,10 +134,7 @@ double Selector::pipelinePredict(const CallInfo& call) const {
   const std::uint32_t perServer = levelIndex(0) ? shape_.levels[*levelIndex(0)].size : 1;
   const Layout lay = Layout::servers(servers, perServer);
   const std::uint32_t p = lay.ranks();
-  Problem pb = call.coll == Collective::AllReduce ? Problem::allReduce(p, call.count, call.inPlace)
-               : call.coll == Collective::ReduceScatter
-                   ? Problem::reduceScatter(p, call.count, call.inPlace)
-                   : Problem::allGather(p, call.count, call.inPlace);
+  const Problem pb = wholeProblem(call, p);
   Schedule s{pb, {}};
   for (std::uint32_t r = 0; r < p; ++r) s.ranks.push_back(pipelineSchedule(lay, pb, r));
   CostParams cp = model_.params(call.type, call.op);
@@ -147,6 +161,119 @@ Decision Selector::pipelineDecision(Reason why, std::string detail, double predi
   return d;
 }
 
+std::vector<std::uint32_t> Selector::ahcServers() const {
+  if (!shape_.serverSizes.empty()) return shape_.serverSizes;
+  if (!shape_.symmetric || levelIndex(2) || !levelIndex(1)) return {};
+  const std::uint32_t perServer = levelIndex(0) ? shape_.levels[*levelIndex(0)].size : 1;
+  return std::vector<std::uint32_t>(shape_.levels[*levelIndex(1)].size, perServer);
+}
+
+std::string Selector::ahcWhyNot(const CallInfo& call) const {
+  const std::vector<std::uint32_t> servers = ahcServers();
+  if (servers.size() < 2) return "AHC needs several servers within one supernode";
+  if (std::string why = algo::ahcWhyNot(servers, call.coll); !why.empty()) return why;
+  if (reduces(call.coll) && needsRankOrder(call))
+    return fmt::format("AHC does not reduce in rank order ({})",
+                       call.commutative ? "HCCL_DETERMINISTIC=strict" : "non-commutative op");
+  return {};
+}
+
+double Selector::ahcPredict(const CallInfo& call, Algorithm intra, Algorithm inter) const {
+  const Layout lay = Layout::uneven(ahcServers());
+  const Problem pb = wholeProblem(call, lay.ranks());
+  Schedule s{pb, {}};
+  for (std::uint32_t r = 0; r < lay.ranks(); ++r)
+    s.ranks.push_back(ahcSchedule(lay, intra, inter, pb, r));
+  CostParams cp = model_.params(call.type, call.op);
+  if (!reduces(call.coll)) cp.gamma = 0;
+  return criticalPath(s, call.elemSize, cp).time;
+}
+
+// Inside the servers: forced level0, else a level0 size rule, else Mesh (hccl_rules: HCCL's level0
+// on shared memory) or the model's best with HCCL's inter rule. Between them: HCCL's rule (ring up
+// to 3 servers, else NHR), which the model replaces only by a strictly better level1 algorithm.
+Selector::AhcPlan Selector::ahcPlan(const CallInfo& call) const {
+  AhcPlan plan;
+  const std::vector<std::uint32_t> servers = ahcServers();
+  plan.inter = ahcDefaultInter(static_cast<std::uint32_t>(servers.size()));
+  std::vector<Collective> intraColls{call.coll};
+  if (call.coll == Collective::AllReduce)
+    intraColls = {Collective::ReduceScatter, Collective::AllGather};
+  auto fits = [](Algorithm a, const std::vector<Collective>& colls) {
+    for (Collective c : colls) {
+      const GeneratorSpec* spec = findGenerator(a, c);
+      if (!spec || !spec->unevenBlocks) return false;
+    }
+    return true;
+  };
+  const bool model = settings_.selection.value == SelectionMode::Model;
+  plan.intraReason = model ? Reason::Model : Reason::HcclRules;
+  std::vector<Algorithm> intraCandidates;
+  if (const auto forced = settings_.algo.value.forced(call.coll, 0)) {
+    if (fits(*forced, intraColls)) {
+      plan.intra = *forced;
+      plan.intraReason = Reason::Forced;
+      plan.intraNote = "by " + settings_.algo.from.str() + "; ";
+    } else {
+      plan.intraNote = fmt::format("{} forced at level0 cannot run AHC's phases inside a server; ",
+                                   hcclName(*forced));
+    }
+  }
+  if (plan.intraReason != Reason::Forced) {
+    const auto ruled = model_.rule(call.coll, 0, call.bytes());
+    if (ruled && fits(*ruled, intraColls)) {
+      intraCandidates = {*ruled};
+      plan.intraReason = Reason::Rule;
+      plan.intraNote += "size rule of " + model_.source + "; ";
+    } else if (!model) {
+      intraCandidates = {Algorithm::Mesh};
+    } else {
+      for (const AlgorithmInfo& ai : algorithmCatalog())
+        if (ai.hcclLevels[0] && fits(ai.id, intraColls)) intraCandidates.push_back(ai.id);
+    }
+  }
+  if (intraCandidates.empty()) intraCandidates = {plan.intra};
+  double best = 0;
+  for (std::size_t i = 0; i < intraCandidates.size(); ++i) {
+    const double t = ahcPredict(call, intraCandidates[i], plan.inter);
+    if (i == 0 || t < best * (1 - 1e-6)) {
+      best = t;
+      plan.intra = intraCandidates[i];
+    }
+  }
+  if (model) {
+    const Algorithm rule = plan.inter;
+    for (const AlgorithmInfo& ai : algorithmCatalog()) {
+      if (!ai.hcclLevels[1] || ai.id == rule || !fits(ai.id, {call.coll})) continue;
+      const double t = ahcPredict(call, plan.intra, ai.id);
+      if (t < best * (1 - 1e-6)) {
+        best = t;
+        plan.inter = ai.id;
+      }
+    }
+  }
+  plan.predicted = best;
+  return plan;
+}
+
+Decision Selector::ahcDecision(Algorithm named, Reason why, std::string detail,
+                               const AhcPlan& plan) const {
+  const std::vector<std::uint32_t> servers = ahcServers();
+  std::string sizes;
+  for (std::uint32_t m : servers) sizes += fmt::format("{}{}", sizes.empty() ? "" : "+", m);
+  Decision d;
+  d.levels.push_back(
+      {0, plan.intra, plan.intraReason, plan.intraNote + "inside the servers, for AHC", 0.0});
+  d.levels.push_back(
+      {1, named, why,
+       detail + fmt::format("; {} between the logical same-index cards of servers {}",
+                            hcclName(plan.inter), sizes),
+       plan.predicted});
+  d.predicted = plan.predicted;
+  d.ahcInter = plan.inter;
+  return d;
+}
+
 Decision Selector::compute(const CallInfo& call) const {
   if (needsRankOrder(call) && !shape_.blockOrder && shape_.levels.size() > 1) {
     if (!flat_) {
@@ -158,20 +285,39 @@ Decision Selector::compute(const CallInfo& call) const {
     Decision d = flat_->compute(call);
     d.flat = true;
     for (LevelChoice& c : d.levels)
-      c.detail += "; flat over all ranks: servers do not hold consecutive ranks, and a rank-order "
-                  "reduction cannot be split by server";
+      c.detail +=
+          "; flat over all ranks: servers do not hold consecutive ranks, and a rank-order "
+          "reduction cannot be split by server";
     return d;
   }
-  // Pipeline spans level0 and level1, so it is weighed as a whole plan.
+  // Pipeline and AHC span level0 and level1, so they are weighed as whole plans.
   const std::string pipeWhy = pipelineWhyNot(call);
   const auto forced1 = settings_.algo.value.forced(call.coll, 1);
   if (forced1 == Algorithm::Pipeline && pipeWhy.empty())
     return pipelineDecision(Reason::Forced, "by " + settings_.algo.from.str(),
                             pipelinePredict(call));
+  const std::string ahcWhy = ahcWhyNot(call);
+  if (forced1 && isAhc(*forced1) && ahcWhy.empty())
+    return ahcDecision(*forced1, Reason::Forced, "by " + settings_.algo.from.str(), ahcPlan(call));
   const auto ruled1 = model_.rule(call.coll, 1, call.bytes());
   if (!forced1 && ruled1 == Algorithm::Pipeline && pipeWhy.empty())
     return pipelineDecision(Reason::Rule, "size rule of " + model_.source, pipelinePredict(call));
+  if (!forced1 && ruled1 && isAhc(*ruled1) && ahcWhy.empty())
+    return ahcDecision(*ruled1, Reason::Rule, "size rule of " + model_.source, ahcPlan(call));
   Decision d = perLevel(call);
+  // Servers of unequal size: the model weighs AHC against running flat. (HCCL documents no
+  // automatic choice of AHC, so hccl_rules mode stays flat unless AHC is forced.)
+  if (d.ok() && !forced1 && !ruled1 && !shape_.symmetric && ahcWhy.empty() &&
+      settings_.selection.value == SelectionMode::Model) {
+    const AhcPlan plan = ahcPlan(call);
+    if (plan.predicted < d.predicted)
+      return ahcDecision(
+          Algorithm::AHC, Reason::Model,
+          fmt::format("{} predicted, flat plan {}", seconds(plan.predicted), seconds(d.predicted)),
+          plan);
+    d.levels.back().detail += fmt::format("; AHC {}", seconds(plan.predicted));
+    return d;
+  }
   if (!d.ok() || forced1 || ruled1 || !pipeWhy.empty()) return d;
   if (settings_.selection.value == SelectionMode::HcclRules) {
     if (hcclPipelineRule(call))
@@ -209,6 +355,10 @@ std::string Selector::incapable(Algorithm a, const CallInfo& call,
   if (a == Algorithm::Pipeline) {
     const std::string why = pipelineWhyNot(call);
     return why.empty() ? "pipeline spans level0 and level1 and is weighed as a whole plan" : why;
+  }
+  if (isAhc(a)) {
+    const std::string why = ahcWhyNot(call);
+    return why.empty() ? "AHC spans level0 and level1 and is weighed as a whole plan" : why;
   }
   const bool needOrder = needsRankOrder(call);
   for (const Phase& ph : phases) {

@@ -65,6 +65,9 @@ struct Decision {
   // Run the single level's algorithm over every rank instead of composing levels: a rank-order
   // reduction on a layout whose servers do not hold consecutive ranks cannot be split by server.
   bool flat = false;
+  // Set when level1 runs AHC (levels then name AHC or AHC_BROKE at level1 and the algorithm
+  // inside the servers at level0): the algorithm among the logical same-index cards.
+  std::optional<Algorithm> ahcInter;
 
   bool ok() const { return error.empty(); }
   // "level0 fullmesh (model: 12.1 us; ring 20.3 us), level1 H-D_R (forced by env HCCL_ALGO)"
@@ -101,6 +104,19 @@ class Selector {
   double pipelinePredict(const CallInfo& call) const;
   bool hcclPipelineRule(const CallInfo& call) const;
   Decision pipelineDecision(Reason why, std::string detail, double predicted) const;
+  // AHC, weighed as a whole plan like pipeline: the servers it runs on (empty: not applicable),
+  // why it cannot serve a call, its algorithms and prediction, and the decision naming it.
+  struct AhcPlan {
+    Algorithm intra = Algorithm::Ring, inter = Algorithm::Ring;
+    Reason intraReason = Reason::Model;
+    std::string intraNote;
+    double predicted = 0;
+  };
+  std::vector<std::uint32_t> ahcServers() const;
+  std::string ahcWhyNot(const CallInfo& call) const;
+  double ahcPredict(const CallInfo& call, Algorithm intra, Algorithm inter) const;
+  AhcPlan ahcPlan(const CallInfo& call) const;
+  Decision ahcDecision(Algorithm named, Reason why, std::string detail, const AhcPlan& plan) const;
   std::optional<LevelChoice> chooseLevel(const CallInfo& call, std::size_t levelIndex,
                                          std::string& error) const;
   // Empty when `a` can run every phase of the level for this call; otherwise why not.

@@ -107,7 +107,8 @@ void listAlgorithms(bool json) {
       if (reduces(g.coll)) c += g.rankOrdered ? " (rank order)" : "";
       colls.push_back(c);
     }
-    if (ai.id == Algorithm::Pipeline) colls = {"allreduce", "reducescatter", "allgather"};
+    if (ai.id == Algorithm::Pipeline || ai.id == Algorithm::AHC || ai.id == Algorithm::AHC_Broke)
+      colls = {"allreduce", "reducescatter", "allgather"};
     if (json) {
       out.push_back({{"name", std::string(hcclName(ai.id))},
                      {"summary", std::string(ai.summary)},

@@ -6,6 +6,10 @@
 
 #include <bit>
 
+#include "algorithms/hierarchical.hpp"
+#include "algorithms/layout.hpp"
+#include "algorithms/metrics.hpp"
+
 namespace hccl::algo {
 namespace {
 
@@ -263,6 +267,191 @@ TEST(SelectorPipeline, ModelPrefersPipelineForLargeGathersAcrossServers) {
   EXPECT_EQ(big.levels.back().algorithm, Algorithm::Pipeline) << big.summary();
   const Decision& tiny = sel.decide(withColl(allreduce(64), Collective::AllGather));
   EXPECT_NE(tiny.levels.back().algorithm, Algorithm::Pipeline) << tiny.summary();
+}
+
+}  // namespace
+}  // namespace hccl::algo
+
+namespace hccl::algo {
+namespace {
+
+// AHC on servers of unequal size: the selector sees the layout as one flat group plus its server
+// sizes, and weighs AHC as a whole plan.
+CommShape unequal(const std::vector<std::uint32_t>& sizes) {
+  return Layout::uneven(sizes).shape();
+}
+
+// What the engine would run for `d` on `lay`, costed independently of the selector.
+double predictedByComposition(const Layout& lay, const Decision& d, const CallInfo& call,
+                              const CostModel& model) {
+  LevelAlgorithms algs{Algorithm::Ring, Algorithm::Ring, Algorithm::Ring};
+  for (const LevelChoice& c : d.levels) algs[static_cast<std::size_t>(c.level)] = c.algorithm;
+  const std::uint32_t p = lay.ranks();
+  const Problem pb = call.coll == Collective::AllReduce ? Problem::allReduce(p, call.count)
+                     : call.coll == Collective::ReduceScatter
+                         ? Problem::reduceScatter(p, call.count)
+                         : Problem::allGather(p, call.count);
+  Schedule s{pb, {}};
+  for (std::uint32_t r = 0; r < p; ++r)
+    s.ranks.push_back(composeHierarchical(lay, algs, pb, r, d.ahcInter));
+  CostParams cp = model.params(call.type, call.op);
+  if (!reduces(call.coll)) cp.gamma = 0;
+  return criticalPath(s, call.elemSize, cp).time;
+}
+
+TEST(SelectorAhc, ShapeCarriesTheServerSizes) {
+  const CommShape s = unequal({3, 5});
+  ASSERT_EQ(s.levels.size(), 1u);
+  EXPECT_EQ(s.levels[0].level, 1);
+  EXPECT_EQ(s.serverSizes, (std::vector<std::uint32_t>{3, 5}));
+  EXPECT_TRUE(Layout::servers(2, 4).shape().serverSizes.empty());
+  EXPECT_TRUE(Layout::uneven({3, 5}, true).shape().serverSizes.size() == 2);
+}
+
+TEST(SelectorAhc, ForcedAhcRunsOnUnequalServers) {
+  for (const auto& sizes :
+       std::vector<std::vector<std::uint32_t>>{{3, 5}, {1, 4, 2}, {1, 2, 3, 2}}) {
+    Selector sel(unequal(sizes), settingsWith({{"HCCL_ALGO", "level0:NA;level1:AHC"}}),
+                 defaultCostModel());
+    for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
+      const CallInfo call = withColl(allreduce(1 << 20), c);
+      const Decision& d = sel.decide(call);
+      ASSERT_TRUE(d.ok()) << d.error;
+      ASSERT_EQ(d.levels.size(), 2u) << d.summary();
+      EXPECT_EQ(d.levels[0].level, 0);
+      EXPECT_EQ(d.levels[0].reason, Reason::Model);  // only level1 is forced
+      EXPECT_EQ(d.levels[1].level, 1);
+      EXPECT_EQ(d.levels[1].algorithm, Algorithm::AHC);
+      EXPECT_EQ(d.levels[1].reason, Reason::Forced);
+      EXPECT_FALSE(d.flat);
+      ASSERT_TRUE(d.ahcInter.has_value());
+      EXPECT_NE(d.summary().find("logical same-index cards"), std::string::npos) << d.summary();
+      EXPECT_NEAR(d.predicted,
+                  predictedByComposition(Layout::uneven(sizes), d, call, defaultCostModel()),
+                  d.predicted * 1e-9)
+          << d.summary();
+    }
+  }
+}
+
+TEST(SelectorAhc, AhcBrokeOnEqualServers) {
+  Selector sel(CommShape::servers(2, 2),
+               settingsWith({{"HCCL_ALGO", "level0:NA;level1:AHC_BROKE"}}), defaultCostModel());
+  const Decision& d = sel.decide(allreduce(1 << 20));
+  ASSERT_TRUE(d.ok()) << d.error;
+  ASSERT_EQ(d.levels.size(), 2u);
+  EXPECT_EQ(d.levels[1].algorithm, Algorithm::AHC_Broke);
+  EXPECT_EQ(d.levels[1].reason, Reason::Forced);
+  EXPECT_EQ(d.ahcInter, Algorithm::Ring);  // two servers, and ring ties every other algorithm
+}
+
+TEST(SelectorAhc, HcclRulesKeepTheInterRuleAndMesh) {
+  for (const auto& [sizes, inter] : std::vector<std::pair<std::vector<std::uint32_t>, Algorithm>>{
+           {{3, 5}, Algorithm::Ring},
+           {{1, 4, 2}, Algorithm::Ring},
+           {{1, 2, 3, 2}, Algorithm::NHR}}) {
+    Selector sel(unequal(sizes),
+                 settingsWith({{"HCCL_ALGO", "level0:NA;level1:AHC"},
+                               {"COLL_HCCL_SELECTION", "hccl_rules"}}),
+                 defaultCostModel());
+    const Decision& d = sel.decide(allreduce(1 << 20));
+    ASSERT_TRUE(d.ok()) << d.error;
+    EXPECT_EQ(d.levels[0].algorithm, Algorithm::Mesh);
+    EXPECT_EQ(d.levels[0].reason, Reason::HcclRules);
+    EXPECT_EQ(d.ahcInter, inter) << sizes.size() << " servers";
+    // Not forced: HCCL documents no automatic AHC, so hccl_rules stays flat.
+    Selector automatic(unequal(sizes), settingsWith({{"COLL_HCCL_SELECTION", "hccl_rules"}}),
+                       defaultCostModel());
+    const Decision& a = automatic.decide(allreduce(64 << 20));
+    ASSERT_EQ(a.levels.size(), 1u);
+    EXPECT_FALSE(a.ahcInter.has_value());
+  }
+}
+
+TEST(SelectorAhc, ForcedLevel0RunsInsideTheServers) {
+  Selector sel(unequal({3, 5}), settingsWith({{"HCCL_ALGO", "level0:ring;level1:AHC"}}),
+               defaultCostModel());
+  const Decision& d = sel.decide(allreduce(1 << 20));
+  ASSERT_TRUE(d.ok()) << d.error;
+  EXPECT_EQ(d.levels[0].algorithm, Algorithm::Ring);
+  EXPECT_EQ(d.levels[0].reason, Reason::Forced);
+}
+
+// A slow link between servers and a large message: AHC moves 1/m of the vector across servers
+// where running flat moves all of it, so the model prefers AHC.
+TEST(SelectorAhc, ModelPicksAhcOverFlatForLargeMessages) {
+  const CostModel slow = linkModel(25, 1.25);
+  Selector sel(unequal({3, 5}), settingsWith({}), slow);
+  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
+    const CallInfo call = withColl(allreduce(64 << 20), c);
+    const Decision& d = sel.decide(call);
+    ASSERT_TRUE(d.ok()) << d.error;
+    ASSERT_EQ(d.levels.size(), 2u) << name(c) << ": " << d.summary();
+    EXPECT_EQ(d.levels[1].algorithm, Algorithm::AHC);
+    EXPECT_EQ(d.levels[1].reason, Reason::Model);
+    EXPECT_NE(d.levels[1].detail.find("flat plan"), std::string::npos) << d.levels[1].detail;
+    // The flat plan it beat, costed by a selector that cannot pick AHC (non-commutative ops only
+    // matter for reductions, so use a shape without server sizes instead).
+    CommShape flatShape = unequal({3, 5});
+    flatShape.serverSizes.clear();
+    Selector flatOnly(flatShape, settingsWith({}), slow);
+    const Decision& f = flatOnly.decide(call);
+    ASSERT_EQ(f.levels.size(), 1u);
+    EXPECT_LT(d.predicted, f.predicted) << name(c);
+    EXPECT_NEAR(d.predicted, predictedByComposition(Layout::uneven({3, 5}), d, call, slow),
+                d.predicted * 1e-9);
+  }
+}
+
+TEST(SelectorAhc, NonCommutativeNeverRunsAhc) {
+  Selector sel(unequal({3, 5}), settingsWith({}), linkModel(25, 1.25));
+  const Decision& d = sel.decide(allreduce(64 << 20, false));
+  ASSERT_TRUE(d.ok()) << d.error;
+  ASSERT_EQ(d.levels.size(), 1u) << d.summary();
+  EXPECT_NE(d.levels[0].algorithm, Algorithm::AHC);
+  EXPECT_FALSE(d.ahcInter.has_value());
+
+  Selector forced(unequal({3, 5}), settingsWith({{"HCCL_ALGO", "level0:NA;level1:AHC"}}),
+                  defaultCostModel());
+  const Decision& f = forced.decide(allreduce(1 << 20, false));
+  ASSERT_TRUE(f.ok()) << f.error;
+  ASSERT_EQ(f.levels.size(), 1u) << f.summary();
+  EXPECT_EQ(f.levels[0].reason, Reason::Fallback);
+  EXPECT_EQ(f.levels[0].algorithm, Algorithm::HalvingDoubling);  // AHC -> NHR, H-D_R, ring
+  EXPECT_NE(f.levels[0].detail.find("AHC does not reduce in rank order (non-commutative op)"),
+            std::string::npos)
+      << f.levels[0].detail;
+  EXPECT_FALSE(f.ahcInter.has_value());
+
+  Selector strict(
+      unequal({3, 5}),
+      settingsWith({{"HCCL_ALGO", "level0:NA;level1:AHC"}, {"HCCL_DETERMINISTIC", "strict"}}),
+      defaultCostModel());
+  const Decision& s = strict.decide(allreduce(1 << 20));
+  ASSERT_TRUE(s.ok()) << s.error;
+  EXPECT_EQ(s.levels.back().reason, Reason::Fallback);
+  EXPECT_NE(s.levels.back().detail.find("HCCL_DETERMINISTIC=strict"), std::string::npos);
+}
+
+TEST(SelectorAhc, NotAcrossSupernodesNorForOtherCollectives) {
+  Selector pods(CommShape::pods(2, 2, 2), settingsWith({{"HCCL_ALGO", "level0:NA;level1:AHC"}}),
+                defaultCostModel());
+  const Decision& d = pods.decide(allreduce(1 << 20));
+  ASSERT_TRUE(d.ok()) << d.error;
+  for (const LevelChoice& c : d.levels) {
+    EXPECT_NE(c.algorithm, Algorithm::AHC);
+    if (c.level > 0) {
+      EXPECT_EQ(c.reason, Reason::Fallback);
+      EXPECT_NE(c.detail.find("AHC needs several servers within one supernode"), std::string::npos)
+          << c.detail;
+    }
+  }
+  Selector bcast(unequal({3, 5}), settingsWith({{"HCCL_ALGO", "level0:NA;level1:AHC"}}),
+                 defaultCostModel());
+  const Decision& b = bcast.decide(withColl(allreduce(1 << 20), Collective::Broadcast));
+  ASSERT_TRUE(b.ok()) << b.error;
+  EXPECT_NE(b.levels.back().detail.find("AHC has no broadcast"), std::string::npos)
+      << b.levels.back().detail;
 }
 
 }  // namespace
