@@ -113,12 +113,15 @@ class Job:
         self.timeout = timeout
 
 
+def algo_env(setting):
+    return {"HCCL_ALGO": setting}
+
+
 def jobs_for(layout, progs, probe):
     """The job list of a layout. progs: name -> path of the tests/mpi programs."""
     jobs = []
     hier = {} if layout.symmetric else {"flat": True}
     smoke = progs["smoke"]
-    algo_env = lambda a: {"HCCL_ALGO": a}
     # The automatic choice, with the transport evidence.
     jobs.append(Job("auto_smoke", smoke, [], decisions=decision_regex(**hier),
                     calls=ALL_CALLS, ucx_log=True))
@@ -133,10 +136,12 @@ def jobs_for(layout, progs, probe):
             dec = decision_regex(None, want, flat=not layout.symmetric)
         if how == "fallback":
             dec += r".*pipeline forced by env HCCL_ALGO"
-        jobs.append(Job(f"level1_{algo}", smoke, ["--quick"], env=algo_env(f"level0:NA;level1:{algo}"),
-                        decisions=dec, calls=ALL_CALLS, ucx_log=True))
+        jobs.append(Job(f"level1_{algo}", smoke, ["--quick"],
+                        env=algo_env(f"level0:NA;level1:{algo}"), decisions=dec, calls=ALL_CALLS,
+                        ucx_log=True))
     # AHC has no generator: HCCL's fallback order, said so on every call.
-    jobs.append(Job("level1_AHC_fallback", smoke, ["--quick"], env=algo_env("level0:NA;level1:AHC"),
+    jobs.append(Job("level1_AHC_fallback", smoke, ["--quick"],
+                    env=algo_env("level0:NA;level1:AHC"),
                     decisions=decision_regex(None, (None, "fallback"), flat=not layout.symmetric)
                     + r".*AHC forced", calls=ALL_CALLS))
     # Every level-0 algorithm forced (coll_hccl's extension). Level 1 is pinned to a non-pipeline
@@ -171,8 +176,11 @@ def jobs_for(layout, progs, probe):
         # Open MPI's UCX PML next to coll_hccl's own UCX workers.
         jobs.append(Job("pml_ucx_smoke", smoke, ["--quick"], pml="ucx",
                         decisions=decision_regex(**hier), calls=ALL_CALLS))
-    # Bytes per server on the links.
-    traffic_algos = ["ring", "pipeline"] if layout.symmetric else ["ring"]
+    # Bytes per server on the links: every level-1 algorithm where there are more than two
+    # servers (with two, every one of them is a single exchange).
+    traffic_algos = ["ring"]
+    if layout.symmetric:
+        traffic_algos = LEVEL1_ALGOS if layout.servers > 2 else ["ring", "pipeline"]
     for algo in traffic_algos:
         jobs.append(Job(f"traffic_{algo}", probe,
                         ["--bytes", "4M", "--calls", "3", "allreduce", "allgather",
