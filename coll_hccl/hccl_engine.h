@@ -286,7 +286,8 @@ hccl_status_t hccl_coll_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, h
                               char* err, size_t errlen);
 
 /* HCCL_SUCCESS: complete, results are in recvbuf. HCCL_PENDING: not yet. Negative: the call failed
- * (err explains); it is complete, nothing more happens to the buffers. May make progress itself. */
+ * (err explains); it is complete, nothing more happens to the buffers. It advances the request
+ * but does not drive the transport: hccl_progress does that, once for all requests. */
 hccl_status_t hccl_req_test(hccl_req_t* req, char* err, size_t errlen);
 
 /* Releases a request once hccl_req_test returned anything but HCCL_PENDING. NULL is ignored. */

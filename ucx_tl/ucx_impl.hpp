@@ -55,6 +55,7 @@ struct Op {
   ucs_status_t status = UCS_OK;
   ucp_tag_recv_info_t info{};
   std::string failReason;  // why we made UCX give it up, if we did
+  std::size_t slot = 0;    // index in TransportState::pending while posted
 };
 
 struct TransportState {
@@ -65,7 +66,15 @@ struct TransportState {
   std::unique_ptr<ClassWorker> hccs;
   std::unique_ptr<ClassWorker> roce;
   std::vector<Link> links;  // by peer; never resized after set-up (ops point into it)
-  std::unordered_map<Completion*, std::unique_ptr<Op>> pending;
+  // Posted transfers (Op::slot = index). Ops are pooled: a small collective posts a few transfers
+  // per step, and a malloc, a hash node and a clock read per transfer showed up in its latency.
+  std::vector<Op*> pending;
+  std::vector<std::unique_ptr<Op>> ops;  // owns every Op made
+  std::vector<Op*> freeOps;
+  // The clock, read once per burst and every few progress calls rather than per transfer: it only
+  // serves the coarse timeout and liveness checks.
+  Clock::time_point coarseNow;
+  unsigned ticks = 0;
   std::vector<Op*> fired;                               // called back by UCX, not yet delivered
   std::vector<Link*> brokenLinks;                       // endpoint errors not yet handled
   std::vector<std::pair<ClassWorker*, void*>> closing;  // ucp_ep_close_nbx requests
@@ -77,6 +86,8 @@ struct TransportState {
   void breakLink(Link& link, const std::string& reason);
   std::string describe(const Op& op) const;
   void finish(Op& op);  // sets the record, frees the request, forgets the op
+  Op* acquireOp();
+  Op* findPending(const Completion* done) const;
   int deliverFired();
   void handleBrokenLinks();
   void reapClosing();

@@ -117,15 +117,34 @@ void TransportState::finish(Op& op) {
       done.error = fmt::format("{}: {}", describe(op), cause);
     }
   }
-  if (op.status == UCS_OK) op.link->lastProgress = Clock::now();
+  if (op.status == UCS_OK) op.link->lastProgress = coarseNow;
   --op.link->inFlight;
   if (op.request != nullptr) ucp_request_free(op.request);
-  // Erasing destroys op; nothing may touch it afterwards.
-  if (op.done != nullptr) {
-    pending.erase(op.done);
-  } else {
-    std::erase_if(pending, [&op](const auto& kv) { return kv.second.get() == &op; });
+  // Back to the pool; nothing may touch op afterwards.
+  pending[op.slot] = pending.back();
+  pending[op.slot]->slot = op.slot;
+  pending.pop_back();
+  freeOps.push_back(&op);
+}
+
+Op* TransportState::acquireOp() {
+  if (freeOps.empty()) {
+    ops.push_back(std::make_unique<Op>());
+    return ops.back().get();
   }
+  Op* op = freeOps.back();
+  freeOps.pop_back();
+  std::vector<ucp_dt_iov_t> iov = std::move(op->iov);  // keep its capacity
+  iov.clear();
+  *op = Op{};
+  op->iov = std::move(iov);
+  return op;
+}
+
+Op* TransportState::findPending(const Completion* done) const {
+  for (Op* op : pending)
+    if (op->done == done) return op;
+  return nullptr;
 }
 
 int TransportState::deliverFired() {
@@ -144,7 +163,7 @@ int TransportState::deliverFired() {
 
 void TransportState::breakLink(Link& link, const std::string& reason) {
   if (link.failure.empty()) link.failure = reason;
-  for (auto& [record, op] : pending) {
+  for (Op* op : pending) {
     if (op->link == &link && !op->fired && op->failReason.empty()) op->failReason = link.failure;
   }
   if (link.ep != nullptr) {
@@ -158,7 +177,7 @@ void TransportState::breakLink(Link& link, const std::string& reason) {
     if (UCS_PTR_IS_PTR(request)) closing.emplace_back(link.worker, request);
   }
   // Receives are posted on the worker, not the endpoint: withdraw the ones from this peer.
-  for (auto& [record, op] : pending) {
+  for (Op* op : pending) {
     if (op->link == &link && !op->isSend && !op->fired && op->request != nullptr) {
       ucp_request_cancel(link.worker->worker(), op->request);
     }
@@ -184,9 +203,9 @@ void TransportState::reapClosing() {
 void TransportState::scanTimeouts(Clock::time_point now) {
   const auto timeout = options.timeout;
   std::vector<Op*> expired;
-  for (auto& [record, op] : pending) {
+  for (Op* op : pending) {
     if (op->fired || op->done == nullptr) continue;
-    if (now - std::max(op->posted, op->link->lastProgress) > timeout) expired.push_back(op.get());
+    if (now - std::max(op->posted, op->link->lastProgress) > timeout) expired.push_back(op);
   }
   // Each expired transfer reports its own timeout, even if closing a link fails it first.
   for (Op* op : expired) {
@@ -225,7 +244,7 @@ void TransportState::checkLiveness() {
 void TransportState::post(int peer, std::span<const IoVec> iov, Tag tag, Completion* done,
                           bool isSend) {
   if (done == nullptr) throw std::invalid_argument("UcxTransport: null Completion record");
-  if (pending.contains(done)) {
+  if (findPending(done) != nullptr) {
     throw std::logic_error("UcxTransport: a Completion record was posted again while pending");
   }
   done->state = Completion::State::Pending;
@@ -238,19 +257,20 @@ void TransportState::post(int peer, std::span<const IoVec> iov, Tag tag, Complet
     return;
   }
 
-  auto owned = std::make_unique<Op>();
-  Op& op = *owned;
+  if (pending.empty()) coarseNow = Clock::now();  // a burst starts: the clock may be stale
+  Op& op = *acquireOp();
   op.state = this;
   op.done = done;
   op.link = &endpoint(peer);
   op.tag = tag;
   op.isSend = isSend;
-  op.posted = Clock::now();
+  op.posted = coarseNow;
   for (const IoVec& v : iov) {
     op.bytes += v.length;
     if (v.length > 0) op.iov.push_back({v.base, v.length});
   }
-  pending.emplace(done, std::move(owned));
+  op.slot = pending.size();
+  pending.push_back(&op);
   ++op.link->inFlight;
 
   if (!op.link->failure.empty()) {
@@ -308,9 +328,8 @@ void TransportState::post(int peer, std::span<const IoVec> iov, Tag tag, Complet
 }
 
 void TransportState::cancel(Completion* done) {
-  const auto it = pending.find(done);
-  if (it == pending.end()) return;
-  Op* op = it->second.get();
+  Op* op = findPending(done);
+  if (op == nullptr) return;
   if (!op->fired) {
     if (op->failReason.empty()) op->failReason = "cancelled by the caller";
     if (!op->isSend) ucp_request_cancel(op->link->worker->worker(), op->request);

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <set>
@@ -178,8 +178,8 @@ hccl_status_t Communicator::create(EngineState& engine, const hccl_comm_params_t
         isWorld || !oneWorld ? std::span<const std::uint32_t>(none) : worldRanks, records);
     c->hierarchy_ = std::make_unique<topo::Hierarchy>(std::move(resolved.hierarchy));
     c->layout_ = std::make_unique<algo::Layout>(layoutOf(*c->hierarchy_));
-    c->selector_ = std::make_unique<algo::Selector>(c->layout_->shape(), c->options_.settings,
-                                                    *model);
+    c->selector_ =
+        std::make_unique<algo::Selector>(c->layout_->shape(), c->options_.settings, *model);
     topoHash = fnv(c->hierarchy_->describe() + "|" + c->layout_->describe());
   } catch (const std::exception& e) {
     topoStatus = HCCL_ERR_CONFIG;
@@ -334,14 +334,50 @@ hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
   return HCCL_SUCCESS;
 }
 
+bool Communicator::sameAsLast(const hccl_coll_desc_t& d) const {
+  const hccl_coll_desc_t& l = last_.desc;
+  if (last_.supported < 0 || d.coll != l.coll || d.in_place != l.in_place || d.count != l.count ||
+      d.dtype != l.dtype || d.elem_size != l.elem_size || d.op != l.op ||
+      d.user_commutative != l.user_commutative)
+    return false;
+  if (d.coll != HCCL_COLL_REDUCE_SCATTER) return true;
+  return d.recvcounts && std::equal(last_.recvcounts.begin(), last_.recvcounts.end(), d.recvcounts);
+}
+
+void Communicator::remember(const hccl_coll_desc_t& d, const CallShape& s) {
+  last_.desc = d;
+  last_.desc.recvcounts = nullptr;
+  last_.desc.sendbuf = nullptr;
+  last_.desc.recvbuf = nullptr;
+  if (d.coll == HCCL_COLL_REDUCE_SCATTER && d.recvcounts)
+    last_.recvcounts.assign(d.recvcounts, d.recvcounts + size_);
+  else
+    last_.recvcounts.clear();
+  last_.shape = s;
+  last_.plan.reset();
+}
+
 int Communicator::supported(const hccl_coll_desc_t& desc, std::string& explain) {
-  CallShape s;
-  const hccl_status_t st = describe(desc, s, explain);
-  if (st == HCCL_ERR_UNSUPPORTED) return 0;
-  if (st != HCCL_SUCCESS) return st;
-  const algo::Decision& d = selector_->decide(s.info);
-  explain = d.ok() ? d.summary() : d.error;
-  return d.ok() ? 1 : 0;
+  if (!sameAsLast(desc)) {
+    CallShape s;
+    std::string why;
+    const hccl_status_t st = describe(desc, s, why);
+    if (st != HCCL_SUCCESS && st != HCCL_ERR_UNSUPPORTED) {
+      explain = why;
+      return st;
+    }
+    remember(desc, s);
+    if (st == HCCL_ERR_UNSUPPORTED) {
+      last_.supported = 0;
+      last_.explain = why;
+    } else {
+      const algo::Decision& d = selector_->decide(s.info);
+      last_.supported = d.ok() ? 1 : 0;
+      last_.explain = d.ok() ? d.summary() : d.error;
+    }
+  }
+  explain = last_.explain;
+  return last_.supported;
 }
 
 std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::string& err) {
@@ -351,7 +387,8 @@ std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::strin
     return nullptr;
   }
   algo::LevelAlgorithms algs{algo::Algorithm::Ring, algo::Algorithm::Ring, algo::Algorithm::Ring};
-  for (const algo::LevelChoice& lc : d.levels) algs[static_cast<std::size_t>(lc.level)] = lc.algorithm;
+  for (const algo::LevelChoice& lc : d.levels)
+    algs[static_cast<std::size_t>(lc.level)] = lc.algorithm;
   const algo::Problem& pb = s.problem;
   std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", toString(pb), s.info.elemSize,
                                 static_cast<int>(algs[0]), static_cast<int>(algs[1]),
@@ -398,9 +435,15 @@ std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::strin
 
 hccl_status_t Communicator::start(const hccl_coll_desc_t& desc, std::unique_ptr<Request>& req,
                                   std::string& err) {
-  CallShape s;
-  if (const hccl_status_t st = describe(desc, s, err); st != HCCL_SUCCESS) return st;
-  std::shared_ptr<const Plan> plan = planFor(s, err);
+  if (!sameAsLast(desc)) {
+    CallShape fresh;
+    if (const hccl_status_t st = describe(desc, fresh, err); st != HCCL_SUCCESS) return st;
+    remember(desc, fresh);
+    last_.supported = 1;  // starting implies the caller was told yes
+  }
+  const CallShape& s = last_.shape;
+  if (!last_.plan) last_.plan = planFor(s, err);
+  std::shared_ptr<const Plan> plan = last_.plan;
   if (!plan) return HCCL_ERR_UNSUPPORTED;
   std::optional<Reduction> reduction;
   if (reduces(s.info.coll)) {
@@ -409,21 +452,30 @@ hccl_status_t Communicator::start(const hccl_coll_desc_t& desc, std::unique_ptr<
         err = "user op without a function";
         return HCCL_ERR_ARG;
       }
-      reduction.emplace(Reduction::user(desc.user_fn, desc.user_ctx, s.info.elemSize,
-                                        s.info.commutative));
+      reduction.emplace(
+          Reduction::user(desc.user_fn, desc.user_ctx, s.info.elemSize, s.info.commutative));
     } else {
       reduction.emplace(Reduction::predefined(*s.info.type, *s.info.op));
     }
   }
   const std::uint32_t seq = seq_++;
-  req = std::make_unique<Request>(*this, std::move(plan), desc.in_place ? nullptr : desc.sendbuf,
-                                  desc.recvbuf, s.info.elemSize, std::move(reduction), seq);
-  if (!req->start()) {
+  if (idle_.empty()) {
+    req = std::make_unique<Request>(*this);
+  } else {
+    req = std::move(idle_.back());
+    idle_.pop_back();
+  }
+  if (!req->start(std::move(plan), desc.in_place ? nullptr : desc.sendbuf, desc.recvbuf,
+                  s.info.elemSize, std::move(reduction), seq)) {
     err = req->error();
-    req.reset();
+    release(std::move(req));
     return HCCL_ERR_TRANSPORT;
   }
   return HCCL_SUCCESS;
+}
+
+void Communicator::release(std::unique_ptr<Request> r) {
+  if (r && r->finished() && idle_.size() < 16) idle_.push_back(std::move(r));
 }
 
 std::byte* Communicator::borrowScratch(std::size_t bytes) {

@@ -67,12 +67,26 @@ class Communicator {
   tl::Transport& transport() { return *transport_; }
   const std::string& label() const { return label_; }
 
-  // Scratch buffers: a request borrows one for its lifetime (concurrent calls each need their own).
+  // Scratch buffers: a request borrows one while it runs (concurrent calls each need their own).
   std::byte* borrowScratch(std::size_t bytes);
   void returnScratch(std::byte* p);
+  // Finished requests come back here to serve later calls.
+  void release(std::unique_ptr<Request> r);
 
  private:
   Communicator() = default;
+  // The last call's shared arguments, shape and plan: loops repeat the same call, and checking
+  // that is far cheaper than describing, deciding and planning again.
+  struct LastCall {
+    hccl_coll_desc_t desc{};
+    std::vector<std::size_t> recvcounts;
+    CallShape shape;
+    int supported = -1;  // hccl_coll_supported's answer, -1 = not asked
+    std::string explain;
+    std::shared_ptr<const Plan> plan;
+  };
+  bool sameAsLast(const hccl_coll_desc_t& d) const;
+  void remember(const hccl_coll_desc_t& d, const CallShape& s);
   hccl_status_t describe(const hccl_coll_desc_t& desc, CallShape& shape, std::string& why) const;
   std::shared_ptr<const Plan> planFor(const CallShape& shape, std::string& err);
   std::string decisionTable();
@@ -95,6 +109,8 @@ class Communicator {
     bool busy = false;
   };
   std::vector<Scratch> scratch_;
+  LastCall last_;
+  std::vector<std::unique_ptr<Request>> idle_;
 };
 
 }  // namespace hccl::engine

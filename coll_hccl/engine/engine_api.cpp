@@ -16,6 +16,7 @@ using hccl::engine::Communicator;
 using hccl::engine::EngineState;
 using hccl::engine::engineState;
 using hccl::engine::Request;
+namespace tl = hccl::tl;
 
 struct hccl_comm {
   std::unique_ptr<Communicator> impl;
@@ -33,11 +34,14 @@ void put(char* buf, std::size_t len, const std::string& msg) {
   buf[n] = '\0';
 }
 
-// Runs `body` under the engine lock; exceptions become statuses with their message.
+// Runs `body` (under the engine lock when threads may call concurrently); exceptions become
+// statuses with their message.
 template <typename F>
 hccl_status_t guarded(char* err, std::size_t errlen, F&& body) noexcept {
   try {
-    std::lock_guard<std::recursive_mutex> g(engineState().lock);
+    EngineState& e = engineState();
+    if (!e.threadMultiple) return body();
+    std::lock_guard<std::recursive_mutex> g(e.lock);
     return body();
   } catch (const std::bad_alloc&) {
     put(err, errlen, "out of memory");
@@ -84,7 +88,9 @@ const char* hccl_status_string(hccl_status_t status) {
   return "unknown status";
 }
 
-const char* hccl_engine_version(void) { return "coll_hccl engine 0.1.0"; }
+const char* hccl_engine_version(void) {
+  return "coll_hccl engine 0.1.0";
+}
 
 hccl_status_t hccl_engine_init(const hccl_engine_params_t* params, char* err, size_t errlen) {
   return guarded(err, errlen, [&] {
@@ -163,7 +169,7 @@ hccl_status_t hccl_coll_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, h
       put(err, errlen, msg);
       return st;
     }
-    engineState().active.insert(r.get());
+    engineState().active.push_back(r.get());
     *req = new hccl_req{std::move(r)};
     return HCCL_SUCCESS;
   });
@@ -173,7 +179,7 @@ hccl_status_t hccl_req_test(hccl_req_t* req, char* err, size_t errlen) {
   return guarded(err, errlen, [&] {
     if (!req) return HCCL_ERR_ARG;
     Request& r = *req->impl;
-    if (!r.progress()) return HCCL_PENDING;
+    if (!r.progress(false)) return HCCL_PENDING;
     if (r.failed()) {
       put(err, errlen, r.error());
       return r.error().find("no progress") != std::string::npos ? HCCL_ERR_TIMEOUT
@@ -186,7 +192,11 @@ hccl_status_t hccl_req_test(hccl_req_t* req, char* err, size_t errlen) {
 void hccl_req_free(hccl_req_t* req) {
   char ignored[8];
   (void)guarded(ignored, sizeof ignored, [&] {
-    if (req) engineState().active.erase(req->impl.get());
+    if (req) {
+      std::erase(engineState().active, req->impl.get());
+      Communicator& c = req->impl->communicator();
+      c.release(std::move(req->impl));
+    }
     delete req;
     return HCCL_SUCCESS;
   });
@@ -196,8 +206,17 @@ int hccl_progress(void) {
   int completed = 0;
   char ignored[8];
   (void)guarded(ignored, sizeof ignored, [&] {
+    // Drive each transport once, however many calls share it, then advance every call.
+    tl::Transport* driven[8];
+    std::size_t n = 0;
+    for (Request* r : engineState().active) {
+      tl::Transport* t = &r->communicator().transport();
+      if (std::find(driven, driven + n, t) != driven + n) continue;
+      t->progress();
+      if (n < std::size(driven)) driven[n++] = t;
+    }
     for (Request* r : engineState().active)
-      if (!r->finished() && r->progress()) ++completed;
+      if (!r->finished() && r->progress(false)) ++completed;
     return HCCL_SUCCESS;
   });
   return completed;

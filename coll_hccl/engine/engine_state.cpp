@@ -17,6 +17,7 @@ void EngineState::configure(const hccl_engine_params_t& p) {
   log_ = p.log;
   logCtx_ = p.log_ctx;
   logLevel_ = p.log_level;
+  threadMultiple = p.thread_multiple != 0;
 }
 
 void EngineState::log(int level, const std::string& line) const {

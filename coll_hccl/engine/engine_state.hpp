@@ -40,9 +40,10 @@ class EngineState {
 
   // Tag ids of live communicators, to refuse a second communicator with the same id.
   std::multiset<std::uint32_t> liveTags;
-  std::set<Request*> active;
+  std::vector<Request*> active;  // calls in flight (few: a vector beats a tree here)
 
-  std::recursive_mutex lock;  // serialises every API call (MPI_THREAD_MULTIPLE)
+  std::recursive_mutex lock;  // serialises every API call under MPI_THREAD_MULTIPLE
+  bool threadMultiple = false;
 
  private:
   hccl_log_fn log_ = nullptr;

@@ -308,6 +308,16 @@ bool Executor::progress() noexcept {
   if (state_ != State::Running) return true;
   try {
     transport_.progress();
+  } catch (const std::exception& e) {
+    fail(fmt::format("{}: {}", where(step_), e.what()));
+    return true;
+  }
+  return poll();
+}
+
+bool Executor::poll() noexcept {
+  if (state_ != State::Running) return true;
+  try {
     return advance();
   } catch (const RunError& e) {
     fail(e.what());

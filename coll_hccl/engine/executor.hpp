@@ -75,10 +75,16 @@ class Executor {
              MessageCounters& counters, std::uint32_t comm, std::uint32_t seq) noexcept;
   // Advances without blocking; true once the run is over (Done or Failed).
   bool progress() noexcept;
+  // As progress(), but without driving the transport first: for callers that progress the
+  // transport once for many runs sharing it.
+  bool poll() noexcept;
   // Drives progress() to the end; `idle` runs after every pass that did not finish (default:
   // yield; the in-process transport's wait() sleeps until something arrives). Returns true on
   // success.
   bool run(const std::function<void()>& idle = {}) noexcept;
+
+  // Rebinds the reduction for the next run (not while one is in flight).
+  void setReduction(Reduction* reduction) { reduction_ = reduction; }
 
   State state() const { return state_; }
   bool done() const { return state_ == State::Done; }

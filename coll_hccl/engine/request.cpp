@@ -4,15 +4,6 @@
 
 namespace hccl::engine {
 
-Request::Request(Communicator& comm, std::shared_ptr<const Plan> plan, const void* send,
-                 void* recv, std::size_t elemSize, std::optional<Reduction> reduction,
-                 std::uint32_t seq)
-    : comm_(comm), plan_(std::move(plan)), send_(static_cast<const std::byte*>(send)),
-      recv_(static_cast<std::byte*>(recv)), elemSize_(elemSize), reduction_(std::move(reduction)),
-      seq_(seq), counters_(comm.size()),
-      executor_(std::make_unique<Executor>(comm.transport(), elemSize,
-                                           reduction_ ? &*reduction_ : nullptr)) {}
-
 Request::~Request() {
   executor_.reset();  // cancels a run still in flight, which may be writing into the scratch
   if (scratch_) comm_.returnScratch(scratch_);
@@ -24,17 +15,42 @@ void Request::bind(const algo::BufferMap& map, const std::byte* base, Binding& i
     into.add({s.logical, const_cast<std::byte*>(base) + s.physical * elemSize_, s.count});
 }
 
-bool Request::start() {
+bool Request::start(std::shared_ptr<const Plan> plan, const void* send, void* recv,
+                    std::size_t elemSize, std::optional<Reduction> reduction, std::uint32_t seq) {
+  plan_ = std::move(plan);
+  send_ = static_cast<const std::byte*>(send);
+  recv_ = static_cast<std::byte*>(recv);
+  reduction_ = std::move(reduction);
+  seq_ = seq;
+  chunk_ = 0;
+  finished_ = false;
+  error_.clear();
+  counters_.reset(comm_.size());
+  if (!executor_ || elemSize_ != elemSize)
+    executor_ = std::make_unique<Executor>(comm_.transport(), elemSize);
+  elemSize_ = elemSize;
+  executor_->setReduction(reduction_ ? &*reduction_ : nullptr);
   const std::size_t bytes = plan_->scratchElems * elemSize_;
   if (bytes > 0) {
     scratch_ = comm_.borrowScratch(bytes);
     bindings_.scratch = Binding::contiguous(scratch_, plan_->scratchElems);
+  } else {
+    bindings_.scratch.clear();
   }
   if (plan_->chunks.empty()) {
-    finished_ = true;
+    finish();
     return true;
   }
   return startChunk();
+}
+
+void Request::finish(std::string error) {
+  finished_ = true;
+  error_ = std::move(error);
+  if (scratch_) {  // the executor is not running any more: the scratch can serve another call
+    comm_.returnScratch(scratch_);
+    scratch_ = nullptr;
+  }
 }
 
 bool Request::startChunk() {
@@ -42,23 +58,21 @@ bool Request::startChunk() {
   bind(c.input, send_, bindings_.input);
   bind(c.output, recv_, bindings_.output);
   if (!executor_->start(*plan_->schedules[chunk_], bindings_, counters_, comm_.commTag(), seq_)) {
-    error_ = executor_->error();
-    finished_ = true;
+    finish(executor_->error());
     return false;
   }
   return true;
 }
 
-bool Request::progress() {
+bool Request::progress(bool drive) {
   while (!finished_) {
-    if (!executor_->progress()) return false;
+    if (!(drive ? executor_->progress() : executor_->poll())) return false;
     if (executor_->failed()) {
-      error_ = executor_->error();
-      finished_ = true;
+      finish(executor_->error());
       break;
     }
     if (++chunk_ == plan_->chunks.size()) {
-      finished_ = true;
+      finish();
       break;
     }
     if (!startChunk()) break;

@@ -1,5 +1,7 @@
 // A collective call in flight: the plan's chunks run one after the other through one executor,
 // bound to this call's buffers; the same per-peer message numbering runs across chunks.
+// Requests are recycled by their communicator, so a steady stream of small calls reuses the
+// executor's storage instead of allocating per call.
 #pragma once
 
 #include <memory>
@@ -15,37 +17,41 @@ namespace hccl::engine {
 
 class Request {
  public:
-  Request(Communicator& comm, std::shared_ptr<const Plan> plan, const void* send, void* recv,
-          std::size_t elemSize, std::optional<Reduction> reduction, std::uint32_t seq);
+  explicit Request(Communicator& comm) : comm_(comm) {}
   ~Request();
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
 
-  // Starts the first chunk; false when it failed at once (error() says why).
-  bool start();
-  // Advances without blocking; true once finished (check failed()).
-  bool progress();
+  // Sets up a new call and starts its first chunk; false when it failed at once (error() says
+  // why, and the request is finished).
+  bool start(std::shared_ptr<const Plan> plan, const void* send, void* recv, std::size_t elemSize,
+             std::optional<Reduction> reduction, std::uint32_t seq);
+  // Advances without blocking; true once finished (check failed()). With drive = false the
+  // transport is not progressed (the caller does that once for every request sharing it).
+  bool progress(bool drive = true);
   bool finished() const { return finished_; }
   bool failed() const { return !error_.empty(); }
   const std::string& error() const { return error_; }
+  Communicator& communicator() { return comm_; }
 
  private:
   bool startChunk();
+  void finish(std::string error = {});
   void bind(const algo::BufferMap& map, const std::byte* base, Binding& into) const;
 
   Communicator& comm_;
   std::shared_ptr<const Plan> plan_;
-  const std::byte* send_;
-  std::byte* recv_;
-  std::size_t elemSize_;
+  const std::byte* send_ = nullptr;
+  std::byte* recv_ = nullptr;
+  std::size_t elemSize_ = 0;
   std::optional<Reduction> reduction_;
-  std::uint32_t seq_;
+  std::uint32_t seq_ = 0;
   std::byte* scratch_ = nullptr;
   MessageCounters counters_;
   std::unique_ptr<Executor> executor_;  // reset before the scratch it may use goes back
   Bindings bindings_;
   std::size_t chunk_ = 0;
-  bool finished_ = false;
+  bool finished_ = true;
   std::string error_;
 };
 

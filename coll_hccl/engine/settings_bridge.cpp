@@ -64,8 +64,8 @@ algo::ConfigResult<EngineOptions> optionsFromLayers(
         env.emplace(std::string(k.keys.envVar), value);
     }
   }
-  auto resolved = algo::resolveSettings({algo::mapLookup(info), algo::mapLookup(mca),
-                                         algo::mapLookup(env)});
+  auto resolved =
+      algo::resolveSettings({algo::mapLookup(info), algo::mapLookup(mca), algo::mapLookup(env)});
   if (!resolved.ok()) return resolved.error();
   EngineOptions o;
   o.settings = std::move(resolved).value();
@@ -101,6 +101,8 @@ algo::ConfigResult<EngineOptions> optionsFromLayers(
   return o;
 }
 
-std::string fingerprint(const EngineOptions& o) { return algo::canonical(o.settings); }
+std::string fingerprint(const EngineOptions& o) {
+  return algo::canonical(o.settings);
+}
 
 }  // namespace hccl::engine

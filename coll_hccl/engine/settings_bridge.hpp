@@ -20,7 +20,8 @@ struct EngineOptions {
 
 // Resolves every setting from its highest layer. Errors name the setting, the value, its source
 // and what is valid (the message of the first bad setting).
-algo::ConfigResult<EngineOptions> optionsFromLayers(const hccl_setting_t (&layers)[HCCL_SETTING_COUNT]);
+algo::ConfigResult<EngineOptions> optionsFromLayers(
+    const hccl_setting_t (&layers)[HCCL_SETTING_COUNT]);
 
 // Every setting that must be equal on all ranks for them to decide alike, as one string.
 // (Transport lists and the timeout may differ between servers.)

@@ -6,13 +6,12 @@
 
 namespace hccl::engine {
 
-SubTransport::SubTransport(std::shared_ptr<tl::Transport> base, std::vector<int> members,
-                           int rank)
+SubTransport::SubTransport(std::shared_ptr<tl::Transport> base, std::vector<int> members, int rank)
     : base_(std::move(base)), members_(std::move(members)), rank_(rank) {
   if (rank_ < 0 || rank_ >= size() || members_[static_cast<std::size_t>(rank_)] != base_->rank())
-    throw std::invalid_argument(fmt::format(
-        "sub-communicator rank {} does not map to the transport's own rank {}", rank_,
-        base_->rank()));
+    throw std::invalid_argument(
+        fmt::format("sub-communicator rank {} does not map to the transport's own rank {}", rank_,
+                    base_->rank()));
   for (int m : members_)
     if (m < 0 || m >= base_->size())
       throw std::invalid_argument(
@@ -25,7 +24,9 @@ int SubTransport::at(int peer) const {
   return members_[static_cast<std::size_t>(peer)];
 }
 
-tl::LinkClass SubTransport::linkClass(int peer) const { return base_->linkClass(at(peer)); }
+tl::LinkClass SubTransport::linkClass(int peer) const {
+  return base_->linkClass(at(peer));
+}
 
 void SubTransport::send(int peer, std::span<const tl::IoVec> iov, tl::Tag tag,
                         tl::Completion* done) {
