@@ -10,10 +10,12 @@ Each job loads the freshly built component from its private directory and must:
   - run the expected MPI functions through the engine, each call's decision matching the job's
     expectation (hierarchical "level0 X (...), level1 Y (...)", forced algorithms "(forced",
     fallbacks "(fallback: ...)");
-  - where asked, show the transports: per process, UCX's endpoint configurations
-    (UCX_LOG_LEVEL=info "ep_cfg" lines) are shared memory (sysv/posix/cma) only or tcp/eth0 only,
-    shared memory present iff the process's server holds another rank, tcp/eth0 present iff there
-    are other servers; and coll_hccl's own transport report names the same classes;
+  - where asked, show placement and transports: each rank's UCX lines name the server the
+    mapping put it on; per process, UCX's endpoint configurations (UCX_LOG_LEVEL=info "ep_cfg"
+    lines) are shared memory (sysv/posix/cma) only or tcp/eth0 only, shared memory present iff the
+    process's server holds another rank, tcp/eth0 iff there are other servers (on unequal servers,
+    where the schedule is flat, a subset per process and the whole set per server); and
+    coll_hccl's own transport report names the same classes;
   - traffic jobs: the bytes each server's eth0 sent per call (traffic_probe) match the formula of
     the algorithm that ran, within protocol overhead.
 
