@@ -245,7 +245,9 @@ bool composedRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Coll
         findGenerator(algs[static_cast<std::size_t>(used.empty() ? 0 : used.back())], c);
     return spec && spec->rankOrdered;
   }
-  if (used.size() > 1 && !layout.blockOrder()) return false;
+  // Over several levels ReduceScatter reduces the outer level first (server-major order), and
+  // any collective on interleaved servers reduces server by server.
+  if (used.size() > 1 && (!layout.blockOrder() || c == Collective::ReduceScatter)) return false;
   for (std::size_t i = 0; i < used.size(); ++i) {
     const Algorithm a = algs[static_cast<std::size_t>(used[i])];
     const Collective phaseColl =

@@ -275,7 +275,11 @@ Decision Selector::ahcDecision(Algorithm named, Reason why, std::string detail,
 }
 
 Decision Selector::compute(const CallInfo& call) const {
-  if (needsRankOrder(call) && !shape_.blockOrder && shape_.levels.size() > 1) {
+  // A rank-order reduction survives composition only when each phase reduces whole runs of
+  // consecutive ranks: servers must hold consecutive ranks, and the inner level must reduce first
+  // (ReduceScatter runs the outer level first, so it would reduce server-major).
+  const bool splitBreaksOrder = !shape_.blockOrder || call.coll == Collective::ReduceScatter;
+  if (needsRankOrder(call) && splitBreaksOrder && shape_.levels.size() > 1) {
     if (!flat_) {
       CommShape f = shape_;
       f.levels = {{shape_.levels.back().level, shape_.ranks}};
@@ -284,10 +288,12 @@ Decision Selector::compute(const CallInfo& call) const {
     }
     Decision d = flat_->compute(call);
     d.flat = true;
-    for (LevelChoice& c : d.levels)
-      c.detail +=
-          "; flat over all ranks: servers do not hold consecutive ranks, and a rank-order "
-          "reduction cannot be split by server";
+    const char* why = shape_.blockOrder
+                          ? "; flat over all ranks: a hierarchical reducescatter reduces "
+                            "server-major, not in rank order"
+                          : "; flat over all ranks: servers do not hold consecutive ranks, and a "
+                            "rank-order reduction cannot be split by server";
+    for (LevelChoice& c : d.levels) c.detail += why;
     return d;
   }
   // Pipeline and AHC span level0 and level1, so they are weighed as whole plans.

@@ -97,6 +97,13 @@ def decision_regex(level0=None, level1=None, flat=False):
     return r"-> hccl: " + part(0, level0) + r".*, " + part(1, level1)
 
 
+def uneven_regex(level0=None):
+    """Decisions on servers of unequal size: AHC (with its intra-server level0 part), or the
+    outermost level's algorithm flat over all ranks when the model or a constraint says so."""
+    return (r"(" + decision_regex(level0, ("AHC", "any")) + r"|" + decision_regex(flat=True)
+            + r")")
+
+
 class Job:
     def __init__(self, name, program, args=(), env=None, decisions=None, calls=(),
                  ucx_log=False, interleaved=False, pml="ob1", traffic=None, all_taken=True,
@@ -122,10 +129,10 @@ def algo_env(setting):
 def jobs_for(layout, progs, probe):
     """The job list of a layout. progs: name -> path of the tests/mpi programs."""
     jobs = []
-    hier = {} if layout.symmetric else {"flat": True}
+    auto = decision_regex() if layout.symmetric else uneven_regex()
     smoke = progs["smoke"]
     # The automatic choice, with the transport evidence.
-    jobs.append(Job("auto_smoke", smoke, [], decisions=decision_regex(**hier),
+    jobs.append(Job("auto_smoke", smoke, [], decisions=auto,
                     calls=ALL_CALLS, ucx_log=True))
     # Every level-1 algorithm forced (HCCL's own syntax). On unequal servers, the outermost
     # level's algorithm runs flat; pipeline needs equal servers and falls back.
@@ -141,11 +148,9 @@ def jobs_for(layout, progs, probe):
         jobs.append(Job(f"level1_{algo}", smoke, ["--quick"],
                         env=algo_env(f"level0:NA;level1:{algo}"), decisions=dec, calls=ALL_CALLS,
                         ucx_log=True))
-    # AHC has no generator: HCCL's fallback order, said so on every call.
-    jobs.append(Job("level1_AHC_fallback", smoke, ["--quick"],
-                    env=algo_env("level0:NA;level1:AHC"),
-                    decisions=decision_regex(None, (None, "fallback"), flat=not layout.symmetric)
-                    + r".*AHC forced", calls=ALL_CALLS))
+    # AHC on equal and unequal servers alike: its level0 part runs inside the servers.
+    jobs.append(Job("level1_AHC", smoke, ["--quick"], env=algo_env("level0:NA;level1:AHC"),
+                    decisions=decision_regex(None, ("AHC", "forced")), calls=ALL_CALLS))
     # Every level-0 algorithm forced (coll_hccl's extension). Level 1 is pinned to a non-pipeline
     # algorithm: a level-1 pipeline brings its own intra-server part and replaces level 0.
     if layout.symmetric:
@@ -156,16 +161,16 @@ def jobs_for(layout, progs, probe):
                             decisions=decision_regex((algo, "forced"), (l1, "forced")),
                             calls=ALL_CALLS))
     else:
-        # There is no level 0 on unequal servers: the level-0 setting must not break anything.
-        jobs.append(Job("level0_ring_ignored", smoke, ["--quick"], env=algo_env("level0:ring"),
-                        decisions=decision_regex(flat=True), calls=ALL_CALLS))
+        # On unequal servers level 0 exists only inside AHC; flat plans ignore it.
+        jobs.append(Job("level0_ring", smoke, ["--quick"], env=algo_env("level0:ring"),
+                        decisions=uneven_regex(("ring", "forced")), calls=ALL_CALLS))
     # The test programs, each checking its own results, with the automatic choice.
     for prog, args in [("reductions", ["--quick"]), ("allgather", ["--quick"]), ("comms", []),
                        ("nonblocking", [])]:
         calls = {"reductions": ALL_CALLS[:6], "allgather": ALL_CALLS[6:]}.get(prog, [])
         # comms.c's non-commutative user ops need rank order, which the hierarchical
         # compositions do not keep: the engine declines those calls, saying why.
-        jobs.append(Job(f"auto_{prog}", progs[prog], args, decisions=decision_regex(**hier),
+        jobs.append(Job(f"auto_{prog}", progs[prog], args, decisions=auto,
                         calls=calls, all_taken=prog != "comms", ucx_log=prog == "nonblocking"))
     if layout.symmetric and layout.servers == 2:
         # Ranks alternating between the servers: the hierarchy is the same, the data layout is
@@ -177,7 +182,7 @@ def jobs_for(layout, progs, probe):
                         interleaved=True, calls=ALL_CALLS[6:], decisions=decision_regex()))
         # Open MPI's UCX PML next to coll_hccl's own UCX workers.
         jobs.append(Job("pml_ucx_smoke", smoke, ["--quick"], pml="ucx",
-                        decisions=decision_regex(**hier), calls=ALL_CALLS))
+                        decisions=auto, calls=ALL_CALLS))
     # Bytes per server on the links: every level-1 algorithm where there are more than two
     # servers (with two, every one of them is a single exchange).
     traffic_algos = ["ring"]

@@ -162,7 +162,7 @@ TEST(UserOpComposed, RankOrderExactlyWhenClaimed) {
         const LevelAlgorithms la{a0, a1, Algorithm::HalvingDoubling};
         for (Collective c : {Collective::AllReduce, Collective::ReduceScatter}) {
           // A ReduceScatter over two or more levels claims rank order but does not keep it (see
-          // RankOrderBug below): left to those tests.
+          // RankOrderReduceScatter below): left to those tests.
           if (c == Collective::ReduceScatter && lay.symmetric() && lay.shape().levels.size() > 1 &&
               algo::composedRankOrdered(lay, la, c))
             continue;
@@ -189,17 +189,15 @@ TEST(UserOpComposed, RankOrderExactlyWhenClaimed) {
   EXPECT_GT(shownUnordered, 0u);
 }
 
-// ---- a bug: ReduceScatter over levels is not rank-ordered ------------------------------------
+// ---- ReduceScatter over levels is not rank-ordered ------------------------------------------
 //
 // A ReduceScatter composed over two levels runs the outer level first (hierarchical.hpp:
 // "top RS -> ... -> L0 RS"), so over 2 servers of 3 ranks rank r's block is
 // (in0 (+) in3) (+) (in1 (+) in4) (+) (in2 (+) in5), not in0 (+) in1 (+) ... (+) in5, even with
-// fullmesh, which reduces in rank order, at every level. composedRankOrdered() checks only the
-// levels' generators and claims rank order; Selector::incapable() reasons per phase the same way,
-// so a non-commutative MPI_Reduce_scatter with fullmesh forced on both levels gets this order.
-// These tests fail until that is fixed (they run as their own meson test, realdata_rank_order_bug).
+// fullmesh, which reduces in rank order, at every level. composedRankOrdered() must not claim
+// rank order for it, and the selector must run a non-commutative reduce_scatter flat.
 
-TEST(RankOrderBug, ComposedReduceScatterClaim) {
+TEST(RankOrderReduceScatter, ComposedReduceScatterClaim) {
   const Layout lay = Layout::servers(2, 3);
   const LevelAlgorithms mesh{Algorithm::Mesh, Algorithm::Mesh, Algorithm::Mesh};
   for (bool inPlace : {false, true}) {
@@ -221,7 +219,7 @@ TEST(RankOrderBug, ComposedReduceScatterClaim) {
 // The same, as the engine meets it: the selector's decision for a non-commutative
 // reduce_scatter with HCCL_ALGO=level0:fullmesh;level1:fullmesh, turned into a schedule the way
 // Communicator::planFor does. Declining, or running flat, would be right; a wrong product is not.
-TEST(RankOrderBug, SelectorForcedFullmesh) {
+TEST(RankOrderReduceScatter, SelectorForcedFullmesh) {
   const Layout lay = Layout::servers(2, 3);
   auto settings = algo::resolveSettings(
       {{}, {}, algo::mapLookup({{"HCCL_ALGO", "level0:fullmesh;level1:fullmesh"}})});
