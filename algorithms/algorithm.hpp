@@ -19,8 +19,9 @@ enum class Algorithm : std::uint8_t {
   Pipeline,         // "pipeline": inter-server ring overlapped with intra-server transfers
   Pairwise,         // "pairwise": AlltoAll one peer per step
   Star,             // "star": rooted ops in one step (level0)
+  MeshOneShot,      // "fullmesh_oneshot": AllReduce in one step, every rank reduces all inputs
 };
-inline constexpr int kNumAlgorithms = 11;
+inline constexpr int kNumAlgorithms = 12;
 
 // The HCCL_ALGO spelling ("ring", "H-D_R", "fullmesh", ...); case-sensitive.
 std::string_view hcclName(Algorithm a);

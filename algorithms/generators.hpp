@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 
 #include "algorithms/algorithm.hpp"
@@ -31,6 +32,14 @@ RankSchedule rhdReduce(const Problem& pb, std::uint32_t rank);
 RankSchedule meshAllReduce(const Problem& pb, std::uint32_t rank);
 RankSchedule meshReduceScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule meshAllGather(const Problem& pb, std::uint32_t rank);
+// One step in which rank r sends contribution(j) (c elements) to every peer j, receives every
+// peer's contribution to its own part into Scratch[0, (p-1)c) in rank order, and reduces the p
+// of them left to right into dst. dst may be contribution(r) itself, not partly overlap it.
+void meshReduceStep(RankSchedule& out, std::uint32_t p, std::uint32_t r, std::uint64_t c, Slice dst,
+                    const std::function<Slice(std::uint32_t)>& contribution);
+
+// mesh_oneshot.cpp
+RankSchedule meshOneShotAllReduce(const Problem& pb, std::uint32_t rank);
 
 // nhr.cpp
 RankSchedule nhrAllReduce(const Problem& pb, std::uint32_t rank);

@@ -15,15 +15,9 @@
 #include "algorithms/generators.hpp"
 
 namespace hccl::algo {
-namespace {
 
-// One step that gives every rank the reduction of its own block, written to `dst`. `contribution`
-// names where this rank's own data for block j sits.
-template <typename Contribution>
-void meshReduceStep(RankSchedule& out, const Problem& pb, std::uint32_t r, Slice dst,
-                    Contribution contribution) {
-  const std::uint32_t p = pb.ranks;
-  const std::uint64_t c = pb.blocks.count(r);
+void meshReduceStep(RankSchedule& out, std::uint32_t p, std::uint32_t r, std::uint64_t c, Slice dst,
+                    const std::function<Slice(std::uint32_t)>& contribution) {
   Step& s = out.newStep();
   // Peers' contributions land in scratch slots in rank order, skipping our own.
   auto slot = [&](std::uint32_t i) {
@@ -53,8 +47,6 @@ void meshReduceStep(RankSchedule& out, const Problem& pb, std::uint32_t r, Slice
   }
 }
 
-}  // namespace
-
 RankSchedule meshReduceScatter(const Problem& pb, std::uint32_t r) {
   RankSchedule out;
   const Blocks& bl = pb.blocks;
@@ -66,7 +58,7 @@ RankSchedule meshReduceScatter(const Problem& pb, std::uint32_t r) {
   const bool viaScratch = pb.inPlace && ownBlock.overlaps(dst) && !(ownBlock == dst);
   const std::uint64_t c = bl.count(r);
   const Slice target = viaScratch ? Slice{Buf::Scratch, (pb.ranks - 1) * c, c} : dst;
-  meshReduceStep(out, pb, r, target, [&](std::uint32_t j) { return bl.block(src, j); });
+  meshReduceStep(out, pb.ranks, r, c, target, [&](std::uint32_t j) { return bl.block(src, j); });
   if (viaScratch) copy(out.steps.back(), dst, target);
   prune(out);
   return out;
@@ -93,7 +85,8 @@ RankSchedule meshAllReduce(const Problem& pb, std::uint32_t r) {
   const Blocks& bl = pb.blocks;
   const Buf src = pb.inPlace ? Buf::Output : Buf::Input;
   const Slice mine = bl.block(Buf::Output, r);
-  meshReduceStep(out, pb, r, mine, [&](std::uint32_t j) { return bl.block(src, j); });
+  meshReduceStep(out, pb.ranks, r, bl.count(r), mine,
+                 [&](std::uint32_t j) { return bl.block(src, j); });
   Step& s = out.newStep();
   for (std::uint32_t i = 1; i < pb.ranks; ++i) {
     const std::uint32_t j = (r + i) % pb.ranks;

@@ -10,10 +10,10 @@ using C = Collective;
 
 // Rank order is a property of the reduction tree: Ring accumulates around the ring from a
 // different rank for every block; RHD's AllReduce and Reduce merge aligned neighbour groups
-// (distance doubling) and its ReduceScatter pairs ranks p/2 apart; Mesh reduces every block
-// locally in rank order. NHR and NB reduce slice s along a binomial tree over the ring that
-// starts at rank s and wraps around rank 0 for every s but one. Pairwise only copies; it needs
-// equal blocks (AllToAllV would need per-pair counts).
+// (distance doubling) and its ReduceScatter pairs ranks p/2 apart; Mesh and its one-shot
+// AllReduce reduce every block locally in rank order. NHR and NB reduce slice s along a binomial
+// tree over the ring that starts at rank s and wraps around rank 0 for every s but one. Pairwise
+// only copies; it needs equal blocks (AllToAllV would need per-pair counts).
 constexpr std::array kSpecs = {
     GeneratorSpec{A::Ring, C::AllReduce, ringAllReduce, false, true},
     GeneratorSpec{A::Ring, C::ReduceScatter, ringReduceScatter, false, true},
@@ -28,6 +28,7 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::Mesh, C::AllReduce, meshAllReduce, true, true},
     GeneratorSpec{A::Mesh, C::ReduceScatter, meshReduceScatter, true, true},
     GeneratorSpec{A::Mesh, C::AllGather, meshAllGather, true, true},
+    GeneratorSpec{A::MeshOneShot, C::AllReduce, meshOneShotAllReduce, true, true},
     GeneratorSpec{A::NHR, C::AllReduce, nhrAllReduce, false, true},
     GeneratorSpec{A::NHR, C::ReduceScatter, nhrReduceScatter, false, true},
     GeneratorSpec{A::NHR, C::AllGather, nhrAllGather, true, true},
