@@ -187,7 +187,7 @@ def jobs_for(layout, progs, probe):
     # servers (with two, every one of them is a single exchange).
     traffic_algos = ["ring"]
     if layout.symmetric:
-        traffic_algos = LEVEL1_ALGOS if layout.servers > 2 else ["ring", "pipeline"]
+        traffic_algos = (LEVEL1_ALGOS if layout.servers > 2 else ["ring", "pipeline"]) + ["AHC"]
     for algo in traffic_algos:
         jobs.append(Job(f"traffic_{algo}", probe,
                         ["--bytes", "4M", "--calls", "3", "allreduce", "allgather",
@@ -212,6 +212,8 @@ def predicted_tx(layout, algo, coll, n):
                               -> L (S-1)/S n per server
       pipeline AllGather/ReduceScatter: each rank sends S-1 blocks of n/p -> (S-1)/S n per server;
                               AllReduce = both over n -> 2(S-1)/S n
+      AHC: level1 runs among logical same-index ranks on each rank's 1/L of its server's data, so
+                              the same volumes as the pipeline
       flat ring over all ranks (unequal servers): every ring edge r -> r+1 that leaves a server
                               carries 2(p-1)/p n (AllReduce) or (p-1)/p n (the others)."""
     S, p = layout.servers, layout.np
@@ -219,7 +221,7 @@ def predicted_tx(layout, algo, coll, n):
         L = layout.slots[0]
         if coll == "allreduce":
             per = 2 * (S - 1) / S * n
-        elif algo == "pipeline":
+        elif algo in ("pipeline", "AHC"):
             per = (S - 1) / S * n
         else:
             per = L * (S - 1) / S * n

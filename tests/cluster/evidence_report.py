@@ -201,8 +201,8 @@ def traffic_section(d, layout):
                 {"tuned": "Open MPI tuned", "han": "Open MPI HAN"}.get(what, "?")
             algo = None
             if what not in ("tuned", "han"):
-                algo = "pipeline" if "L1 pipeline" in ran else "hier"
-            pred = predicted_tx(layout, "pipeline" if algo == "pipeline" else "ring", coll, n) \
+                algo = "pipeline" if "L1 pipeline" in ran else "AHC" if "L1 AHC" in ran else "ring"
+            pred = predicted_tx(layout, algo, coll, n) \
                 if algo and layout.symmetric else None
             t = f"{float(summary.group(1)) * 1000:.1f}" if summary else "-"
             check = summary.group(2) if summary else "?"
@@ -213,11 +213,11 @@ def traffic_section(d, layout):
     lines.append(f"Formulas (S = {S} servers, L = {L} ranks per server, n = size): hierarchical "
                  f"allreduce 2(S-1)/S n = {2 * (S - 1) / S:g} n; hierarchical allgather and "
                  f"reduce_scatter L(S-1)/S n = {L * (S - 1) / S:g} n (level 1 moves whole "
-                 f"servers' blocks among same-index ranks); pipeline allgather and reduce_scatter "
-                 f"(S-1)/S n = {(S - 1) / S:g} n, pipeline allreduce 2(S-1)/S n.")
+                 f"servers' blocks among same-index ranks); pipeline and AHC allgather and "
+                 f"reduce_scatter (S-1)/S n = {(S - 1) / S:g} n, their allreduce 2(S-1)/S n.")
     lines.append("")
     head = ["collective", "size", "config", "ran"] + [f"ns{k} sent/call" for k in range(S)] + \
-        ["predicted", "sent / predicted", "ms/call", "check"]
+        ["predicted", "sent / predicted", "ms/call", "results"]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * len(head))
     for coll, n, what, ran, sent, pred, t, check in rows:
