@@ -76,8 +76,6 @@ if check(rc == 0, f"flat 4,8,13 exit {rc}: {err}{out[-2000:]}"):
     check("failed: 0 (" in out, "flat: summary line")
 
 # 2. Hierarchical over 2 servers of 4: per-level columns, the Pipeline row, fp16 max.
-# (fullmesh at every level is left out of the ReduceScatter rows: composedRankOrdered() wrongly
-# claims rank order for it, which the verifier column reports; realdata_user_op shows that bug.)
 rc, out, err = run("--shape", "2x4", "--dtype", "fp16", "--op", "max", "--count", "128",
                    "-c", "allreduce")
 if check(rc == 0, f"shape 2x4 allreduce exit {rc}: {err}{out[-2000:]}"):
