@@ -74,6 +74,27 @@ Problem Problem::allToAll(std::uint32_t p, std::uint64_t perPair, bool inPlace) 
   return {Collective::AllToAll, p, 0, inPlace, Blocks::uniform(perPair, p)};
 }
 
+Problem Problem::fromMpiCount(Collective c, std::uint32_t p, std::uint64_t count, bool inPlace,
+                              std::uint32_t root) {
+  switch (c) {
+    case Collective::AllReduce:
+      return allReduce(p, count, inPlace);
+    case Collective::ReduceScatter:
+      return reduceScatter(p, count, inPlace);
+    case Collective::AllGather:
+      return allGather(p, count, inPlace);
+    case Collective::Broadcast:
+      return broadcast(p, count, root);
+    case Collective::Reduce:
+      return reduce(p, count, root, inPlace);
+    case Collective::Scatter:
+      return scatter(p, count, root, inPlace);
+    case Collective::AllToAll:
+      return allToAll(p, count, inPlace);
+  }
+  return Problem{c, p, root, inPlace, Blocks::uniform(count, p)};
+}
+
 std::uint64_t Problem::bufferCount(Buf b, std::uint32_t r) const {
   const std::uint64_t n = total();
   const bool isRoot = r == root;

@@ -173,6 +173,10 @@ struct Problem {
   static Problem scatter(std::uint32_t p, std::uint64_t perRank, std::uint32_t root,
                          bool inPlace = false);
   static Problem allToAll(std::uint32_t p, std::uint64_t perPair, bool inPlace = false);
+  // From the count as MPI gives it: per rank for ReduceScatter, AllGather and Scatter, per pair
+  // for AllToAll, the whole vector otherwise.
+  static Problem fromMpiCount(Collective c, std::uint32_t p, std::uint64_t count, bool inPlace,
+                              std::uint32_t root = 0);
 
   std::uint64_t total() const { return blocks.total(); }
   // Where rank r's ReduceScatter result must end up.

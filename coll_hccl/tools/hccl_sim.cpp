@@ -8,16 +8,14 @@
 //
 // Each row builds the schedule of every rank, measures its critical path (steps, bytes, reduced
 // bytes), runs the symbolic verifier over it, and runs it on real buffers, one thread per rank over
-// the in-process transport, against a rank-order reference computed here from the inputs. The
-// exit status is 1 if any row fails, 2 on bad options.
+// the in-process transport, checked two ways (coll_hccl/reference/check.hpp): bit for bit against
+// a sequential interpreter of the same schedule, and against the rank-order reduction of the
+// inputs (within a stated tolerance for float sums and products). The exit status is 1 if any
+// row fails, 2 on bad options.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <bit>
-#include <cmath>
-#include <complex>
-#include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -28,7 +26,7 @@
 #include "algorithms/metrics.hpp"
 #include "algorithms/verifier.hpp"
 #include "coll_hccl/engine/hierarchy_layout.hpp"
-#include "coll_hccl/engine/local_cluster.hpp"
+#include "coll_hccl/reference/check.hpp"
 #include "topology/emulation.hpp"
 #include "topology/error.hpp"
 #include "topology/hierarchy.hpp"
@@ -37,9 +35,9 @@ namespace {
 
 using namespace hccl;
 using namespace hccl::algo;
-using Bytes = std::vector<std::byte>;
 
 constexpr std::uint32_t kMaxRanks = 1024;  // one thread each
+constexpr std::uint64_t kSeed = 1;         // inputs are a function of (seed, rank, index)
 
 struct Options {
   std::vector<std::uint32_t> ranks{8};
@@ -49,411 +47,6 @@ struct Options {
   std::uint32_t root = 0;
   int scheduleRank = -1;  // print this rank's schedule under each row
 };
-
-// ---- the problem of a row ---------------------------------------------------------------------
-
-// `count` as MPI counts it: per rank for ReduceScatter, AllGather and Scatter, per pair for
-// AllToAll, the whole vector otherwise.
-Problem problemFor(Collective c, std::uint32_t p, std::uint64_t count, bool inPlace,
-                   std::uint32_t root) {
-  switch (c) {
-    case Collective::AllReduce:
-      return Problem::allReduce(p, count, inPlace);
-    case Collective::ReduceScatter:
-      return Problem::reduceScatter(p, count, inPlace);
-    case Collective::AllGather:
-      return Problem::allGather(p, count, inPlace);
-    case Collective::Broadcast:
-      return Problem::broadcast(p, count, root);
-    case Collective::Reduce:
-      return Problem::reduce(p, count, root, inPlace);
-    case Collective::Scatter:
-      return Problem::scatter(p, count, root, inPlace);
-    case Collective::AllToAll:
-      return Problem::allToAll(p, count, inPlace);
-  }
-  throw std::logic_error("unknown collective");
-}
-
-// ---- inputs and the rank-order reference --------------------------------------------------------
-
-std::uint64_t hash(std::uint64_t a, std::uint64_t b) {
-  std::uint64_t x = a * 0x9e3779b97f4a7c15ull + b + 0x632be59bd9b4e019ull;
-  for (int i = 0; i < 2; ++i) {
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    x ^= x >> 31;
-  }
-  return x;
-}
-
-enum class Kind { Integer, Real, Complex };
-
-Kind kindOf(DataType t) {
-  if (t == DataType::ComplexFloat || t == DataType::ComplexDouble) return Kind::Complex;
-  return isFloating(t) ? Kind::Real : Kind::Integer;
-}
-
-int digits(DataType t) {
-  switch (t) {
-    case DataType::Float16:
-      return 11;
-    case DataType::BFloat16:
-      return 8;
-    case DataType::Float32:
-    case DataType::ComplexFloat:
-      return 24;
-    case DataType::Float64:
-    case DataType::ComplexDouble:
-      return 53;
-    default:
-      return 64;
-  }
-}
-
-DataType partOf(DataType t) {
-  return t == DataType::ComplexFloat ? DataType::Float32 : DataType::Float64;
-}
-
-long double readReal(DataType t, const std::byte* p) {
-  switch (t) {
-    case DataType::Float16: {
-      _Float16 h;
-      std::memcpy(&h, p, 2);
-      return static_cast<long double>(h);
-    }
-    case DataType::BFloat16: {
-      std::uint16_t b;
-      std::memcpy(&b, p, 2);
-      return static_cast<long double>(std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16));
-    }
-    case DataType::Float32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return static_cast<long double>(f);
-    }
-    case DataType::Float64: {
-      double d;
-      std::memcpy(&d, p, 8);
-      return static_cast<long double>(d);
-    }
-    default: {
-      long double v;
-      std::memcpy(&v, p, sizeof v);
-      return v;
-    }
-  }
-}
-
-// Values the inputs use are small integers (or their products with 2), exact in every type.
-void writeReal(DataType t, std::byte* p, long double v) {
-  switch (t) {
-    case DataType::Float16: {
-      const auto h = static_cast<_Float16>(static_cast<float>(v));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case DataType::BFloat16: {
-      const auto b =
-          static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(static_cast<float>(v)) >> 16);
-      std::memcpy(p, &b, 2);
-      break;
-    }
-    case DataType::Float32: {
-      const auto f = static_cast<float>(v);
-      std::memcpy(p, &f, 4);
-      break;
-    }
-    case DataType::Float64: {
-      const auto d = static_cast<double>(v);
-      std::memcpy(p, &d, 8);
-      break;
-    }
-    default:
-      std::memcpy(p, &v, 10);  // the x87 value; the padding stays zero
-      break;
-  }
-}
-
-// Operands chosen so that every reduction order gives the exact result where the type allows it:
-// sums of integers no larger than 2^(digits-1)/p, products of +-1 with one factor 2 per element,
-// so the check below is exact for floats too (its tolerance only matters when p > 2^(digits-1)).
-// Integers use all their bits (sums and products wrap; product factors are odd, else the product
-// is 0 modulo 2^bits); logical and bitwise operands are set so reductions come out either way.
-struct Inputs {
-  DataType type;
-  ReduceOp op;
-  std::uint32_t ranks;
-
-  long double small(std::uint64_t h) const {
-    const auto bound = static_cast<std::int64_t>(
-        std::clamp<long double>(std::ldexp(1.0L, digits(type) - 1) / ranks, 1, 1 << 20));
-    return static_cast<long double>(
-        static_cast<std::int64_t>(h % static_cast<std::uint64_t>(2 * bound + 1)) - bound);
-  }
-  long double factor(std::uint64_t h, std::uint32_t r, std::uint64_t i) const {
-    return (h & 1 ? -1.0L : 1.0L) * (i % ranks == r ? 2.0L : 1.0L);
-  }
-
-  void element(std::byte* p, std::uint32_t r, std::uint64_t i) const {
-    const std::uint64_t h = hash(r, i);
-    const bool prod = op == ReduceOp::Prod;
-    switch (kindOf(type)) {
-      case Kind::Real:
-        return writeReal(type, p, prod ? factor(h, r, i) : small(h));
-      case Kind::Complex: {
-        const DataType part = partOf(type);
-        long double re = small(h), im = small(hash(h, 1));
-        if (prod) {  // one of 1, -1, i, -i, doubled on one rank per element
-          const long double f = factor(h, r, i);
-          re = h & 2 ? f : 0;
-          im = h & 2 ? 0 : f;
-        }
-        writeReal(part, p, re);
-        writeReal(part, p + sizeOf(part), im);
-        return;
-      }
-      case Kind::Integer: {
-        const unsigned bits = static_cast<unsigned>(8 * sizeOf(type));
-        const std::uint64_t bit = std::uint64_t{1} << (hash(h, 2) % bits);
-        const bool rare = hash(h, 3) % (ranks + 2) == 0;
-        std::uint64_t v = h;
-        switch (op) {
-          case ReduceOp::Prod:
-            v = h | 1;
-            break;
-          case ReduceOp::LAnd:
-            v = rare ? 0 : h | bit;
-            break;
-          case ReduceOp::LOr:
-            v = rare ? h | bit : 0;
-            break;
-          case ReduceOp::LXor:
-            v = hash(h, 4) & 1 ? h | bit : 0;
-            break;
-          case ReduceOp::BAnd:
-            v = rare ? ~bit : ~std::uint64_t{0};
-            break;
-          case ReduceOp::BOr:
-            v = rare ? bit : 0;
-            break;
-          default:
-            break;
-        }
-        std::memcpy(p, &v, sizeOf(type));  // little endian: the low bytes
-        return;
-      }
-    }
-  }
-};
-
-// Reference reduction of one element over every rank, in rank order.
-struct Expected {
-  std::uint64_t bits = 0;       // integers: the result, masked to the type's width
-  std::complex<long double> v;  // reals and complex: the rank-order value (exact here)
-  long double re = 0, im = 0;   // their magnitudes (sum of |x| or product of |x|), for tolerance
-};
-
-std::uint64_t readInt(DataType t, const std::byte* p) {
-  std::uint64_t v = 0;
-  std::memcpy(&v, p, sizeOf(t));
-  return v;
-}
-
-std::int64_t signExtend(DataType t, std::uint64_t v) {
-  const unsigned bits = static_cast<unsigned>(8 * sizeOf(t));
-  if (bits == 64) return static_cast<std::int64_t>(v);
-  const std::uint64_t sign = std::uint64_t{1} << (bits - 1);
-  return static_cast<std::int64_t>((v ^ sign) - sign);
-}
-
-bool isSigned(DataType t) {
-  return t == DataType::Int8 || t == DataType::Int16 || t == DataType::Int32 ||
-         t == DataType::Int64;
-}
-
-std::uint64_t combineInt(DataType t, ReduceOp op, std::uint64_t a, std::uint64_t b) {
-  const unsigned bits = static_cast<unsigned>(8 * sizeOf(t));
-  const std::uint64_t mask = bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
-  const bool less = isSigned(t) ? signExtend(t, a) < signExtend(t, b) : a < b;
-  switch (op) {
-    case ReduceOp::Sum:
-      return (a + b) & mask;
-    case ReduceOp::Prod:
-      return (a * b) & mask;
-    case ReduceOp::Max:
-      return less ? b : a;
-    case ReduceOp::Min:
-      return less ? a : b;
-    case ReduceOp::LAnd:
-      return a != 0 && b != 0;
-    case ReduceOp::LOr:
-      return a != 0 || b != 0;
-    case ReduceOp::LXor:
-      return (a != 0) != (b != 0);
-    case ReduceOp::BAnd:
-      return a & b;
-    case ReduceOp::BOr:
-      return a | b;
-    case ReduceOp::BXor:
-      return a ^ b;
-  }
-  return 0;
-}
-
-std::complex<long double> readValue(DataType t, const std::byte* p) {
-  if (kindOf(t) == Kind::Complex) {
-    const DataType part = partOf(t);
-    return {readReal(part, p), readReal(part, p + sizeOf(part))};
-  }
-  return {readReal(t, p), 0};
-}
-
-Expected reduceAll(DataType t, ReduceOp op, const std::vector<Bytes>& in, std::uint64_t j) {
-  const std::size_t es = sizeOf(t);
-  Expected e;
-  for (std::size_t r = 0; r < in.size(); ++r) {
-    const std::byte* p = in[r].data() + j * es;
-    if (kindOf(t) == Kind::Integer) {
-      const std::uint64_t x = readInt(t, p);
-      e.bits = r == 0 ? x : combineInt(t, op, e.bits, x);  // p = 1 copies, even logical ops
-      continue;
-    }
-    const std::complex<long double> x = readValue(t, p);
-    const bool sum = op == ReduceOp::Sum;
-    if (r == 0) {
-      e.v = x;
-      e.re = sum ? std::fabs(x.real()) : std::abs(x);
-      e.im = std::fabs(x.imag());
-    } else if (op == ReduceOp::Max || op == ReduceOp::Min) {
-      const bool left = op == ReduceOp::Max ? e.v.real() >= x.real() : e.v.real() <= x.real();
-      e.v = left ? e.v : x;
-    } else {
-      e.v = sum ? e.v + x : e.v * x;
-      e.re = sum ? e.re + std::fabs(x.real()) : e.re * std::abs(x);
-      e.im += std::fabs(x.imag());
-    }
-  }
-  return e;
-}
-
-// A reduction tree of p operands rounds each at most p-1 times: |error| <= gamma(p-1) * magnitude
-// (Higham, Accuracy and Stability of Numerical Algorithms, Lemma 3.1), gamma(n) = nu/(1-nu), with
-// 3u per complex product (Brent, Percival, Zimmermann 2007). Max and min are exact.
-bool withinTolerance(DataType t, ReduceOp op, std::uint32_t p, const Expected& e,
-                     std::complex<long double> got) {
-  if (op == ReduceOp::Max || op == ReduceOp::Min) return got == e.v;
-  const bool complexProd = kindOf(t) == Kind::Complex && op == ReduceOp::Prod;
-  const long double u = std::ldexp(complexProd ? 3.0L : 1.0L, -digits(t));
-  const long double nu = static_cast<long double>(p - 1) * u, gamma = nu / (1 - nu);
-  if (op == ReduceOp::Prod) return std::abs(got - e.v) <= gamma * e.re;
-  return std::fabs(got.real() - e.v.real()) <= gamma * e.re &&
-         std::fabs(got.imag() - e.v.imag()) <= gamma * e.im;
-}
-
-// What rank r contributes, as its out-of-place Input would hold it.
-std::uint64_t contributionCount(const Problem& pb, std::uint32_t r) {
-  switch (pb.coll) {
-    case Collective::AllGather:
-      return pb.blocks.count(r);
-    case Collective::Broadcast:
-    case Collective::Scatter:
-      return r == pb.root ? pb.total() : 0;
-    default:
-      return pb.total();
-  }
-}
-
-// Output elements of rank r: copies of element `from` of rank `src`'s contribution, or (src < 0)
-// the reduction of element `from` over every rank.
-struct Segment {
-  std::uint64_t out, count;
-  int src;
-  std::uint64_t from;
-};
-
-std::vector<Segment> segments(const Problem& pb, std::uint32_t r) {
-  const Blocks& bl = pb.blocks;
-  const int root = static_cast<int>(pb.root);
-  std::vector<Segment> v;
-  switch (pb.coll) {
-    case Collective::AllReduce:
-      return {{0, pb.total(), -1, 0}};
-    case Collective::ReduceScatter:
-      return {{pb.resultSlice(r).offset, bl.count(r), -1, bl.offset(r)}};
-    case Collective::AllGather:
-      for (std::uint32_t i = 0; i < pb.ranks; ++i)
-        v.push_back({bl.offset(i), bl.count(i), static_cast<int>(i), 0});
-      return v;
-    case Collective::Broadcast:
-      return {{0, pb.total(), root, 0}};
-    case Collective::Reduce:
-      if (r == pb.root) v.push_back({0, pb.total(), -1, 0});
-      return v;
-    case Collective::Scatter:
-      if (r == pb.root && pb.inPlace) return {{0, pb.total(), root, 0}};
-      return {{0, bl.count(r), root, bl.offset(r)}};
-    case Collective::AllToAll:
-      for (std::uint32_t i = 0; i < pb.ranks; ++i)
-        v.push_back({bl.offset(i), bl.count(i), static_cast<int>(i), bl.offset(r)});
-      return v;
-  }
-  return v;
-}
-
-// Runs the schedule on every rank's thread with real buffers and checks every result element.
-// Returns "" when all match, else the first mismatch.
-std::string checkData(const Schedule& s, DataType t, ReduceOp op, bool corrupt) {
-  const Problem& pb = s.problem;
-  const std::size_t es = sizeOf(t);
-  const Inputs gen{t, op, pb.ranks};
-  std::vector<Bytes> in(pb.ranks);
-  std::vector<engine::RankBuffers> bufs(pb.ranks);
-  for (std::uint32_t r = 0; r < pb.ranks; ++r) {
-    in[r].assign(contributionCount(pb, r) * es, std::byte{0});
-    for (std::uint64_t i = 0; i * es < in[r].size(); ++i) gen.element(in[r].data() + i * es, r, i);
-    engine::RankBuffers& b = bufs[r];
-    b.input.assign(pb.bufferCount(Buf::Input, r) * es, std::byte{0});
-    b.output.assign(pb.bufferCount(Buf::Output, r) * es, std::byte{0xC3});
-    if (in[r].empty()) continue;
-    if (!b.input.empty()) {
-      b.input = in[r];
-    } else {  // in place: the data starts in Output (at the rank's block for AllGather)
-      const std::uint64_t at = pb.coll == Collective::AllGather ? pb.blocks.offset(r) : 0;
-      std::copy(in[r].begin(), in[r].end(),
-                b.output.begin() + static_cast<std::ptrdiff_t>(at * es));
-    }
-  }
-  engine::LocalRunResult run = engine::runLocal(s, t, op, std::move(bufs));
-  if (!run.ok) return run.error;
-  if (corrupt)
-    for (auto& o : run.outputs)
-      if (!o.empty()) {
-        o[0] ^= std::byte{0x40};
-        break;
-      }
-  const std::size_t significant = t == DataType::LongDouble ? 10 : es;
-  for (std::uint32_t r = 0; r < pb.ranks; ++r) {
-    for (const Segment& seg : segments(pb, r)) {
-      for (std::uint64_t j = 0; j < seg.count; ++j) {
-        const std::byte* got = run.outputs[r].data() + (seg.out + j) * es;
-        bool ok = true;
-        if (seg.src >= 0) {
-          ok = std::memcmp(got, in[static_cast<std::size_t>(seg.src)].data() + (seg.from + j) * es,
-                           significant) == 0;
-        } else {
-          const Expected e = reduceAll(t, op, in, seg.from + j);
-          ok = kindOf(t) == Kind::Integer ? readInt(t, got) == e.bits
-                                          : withinTolerance(t, op, pb.ranks, e, readValue(t, got));
-        }
-        if (!ok)
-          return fmt::format("rank {} element {} differs from the {}", r, seg.out + j,
-                             seg.src < 0 ? "rank-order reduction" : "expected copy");
-      }
-    }
-  }
-  return {};
-}
 
 // ---- rows -------------------------------------------------------------------------------------
 
@@ -474,7 +67,7 @@ Row evaluate(std::string algorithm, std::string collective, const Schedule& s, b
   row.metrics = criticalPath(s, sizeOf(t));
   row.issues = verify(s, {.requireRankOrder = rankOrdered});
   try {
-    row.dataError = checkData(s, t, op, o.corrupt);
+    row.dataError = reference::checkRealData(s, t, op, kSeed, o.corrupt);
   } catch (const std::exception& e) {
     row.dataError = e.what();
   }
@@ -496,7 +89,7 @@ std::vector<Row> flatRows(const Options& o, DataType t, ReduceOp op) {
     for (const GeneratorSpec& g : generatorSpecs()) {
       if (!matches(o.algorithm, hcclName(g.algorithm)) || !matches(o.collective, name(g.coll)))
         continue;
-      const Problem pb = problemFor(g.coll, p, o.count, o.inPlace, o.root % p);
+      const Problem pb = Problem::fromMpiCount(g.coll, p, o.count, o.inPlace, o.root % p);
       rows.push_back(evaluate(std::string(hcclName(g.algorithm)), std::string(name(g.coll)),
                               buildSchedule(g.generate, pb), g.rankOrdered, t, op, o));
     }
@@ -546,7 +139,8 @@ std::vector<Row> shapeRows(const Options& o, const Layout& lay, DataType t, Redu
     for (int ci = 0; ci < kNumCollectives; ++ci) {
       const auto c = static_cast<Collective>(ci);
       if (!matches(o.collective, name(c))) continue;
-      const Problem pb = problemFor(c, lay.ranks(), o.count, o.inPlace, o.root % lay.ranks());
+      const Problem pb =
+          Problem::fromMpiCount(c, lay.ranks(), o.count, o.inPlace, o.root % lay.ranks());
       const bool composed = c == Collective::AllReduce || c == Collective::ReduceScatter ||
                             c == Collective::AllGather;
       // Other collectives run flat over every rank with the outermost level's algorithm, as the
@@ -597,8 +191,8 @@ void printTable(const std::vector<Row>& rows, const std::vector<int>& levels) {
   fmt::print(
       "\nsteps, bytes/rank, reduced: the critical path's sequential steps, bytes sent over one "
       "link and bytes reduced{}\nverifier: the symbolic verifier (rank order required where "
-      "claimed); data: real buffers through the in-process executor against a rank-order "
-      "reference\n",
+      "claimed); data: real buffers through the in-process executor, bit for bit against a "
+      "sequential interpreter of the same schedule and against the rank-order reduction\n",
       levels.empty() ? "" : " (Ln: on the links of level n)");
   bool header = false;
   for (const Row& r : rows) {
@@ -607,7 +201,14 @@ void printTable(const std::vector<Row>& rows, const std::vector<int>& levels) {
     header = true;
     fmt::print("{} {} p={}:\n", r.algorithm, r.collective, r.p);
     if (!r.issues.empty()) fmt::print("{}", describe(r.issues));
-    if (!r.dataError.empty()) fmt::print("  data: {}\n", r.dataError);
+    if (!r.dataError.empty()) {
+      // The check's report spans lines: keep them under "data".
+      std::string indented = r.dataError.substr(0, r.dataError.find_last_not_of('\n') + 1);
+      for (std::size_t at = indented.find('\n'); at != std::string::npos;
+           at = indented.find('\n', at + 1))
+        indented.insert(at + 1, "    ");
+      fmt::print("  data: {}\n", indented);
+    }
   }
 }
 

@@ -12,23 +12,7 @@ namespace hccl::algo::test {
 // AllToAll, the whole vector otherwise.
 inline Problem problemFor(Collective c, std::uint32_t p, std::uint64_t count, bool inPlace,
                           std::uint32_t root = 0) {
-  switch (c) {
-    case Collective::AllReduce:
-      return Problem::allReduce(p, count, inPlace);
-    case Collective::ReduceScatter:
-      return Problem::reduceScatter(p, count, inPlace);
-    case Collective::AllGather:
-      return Problem::allGather(p, count, inPlace);
-    case Collective::Broadcast:
-      return Problem::broadcast(p, count, root);
-    case Collective::Reduce:
-      return Problem::reduce(p, count, root, inPlace);
-    case Collective::Scatter:
-      return Problem::scatter(p, count, root, inPlace);
-    case Collective::AllToAll:
-      return Problem::allToAll(p, count, inPlace);
-  }
-  return Problem{c, p, root, inPlace, Blocks::uniform(count, p)};
+  return Problem::fromMpiCount(c, p, count, inPlace, root);
 }
 
 // In place is meaningless for Broadcast (one buffer).

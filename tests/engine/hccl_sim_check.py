@@ -120,7 +120,8 @@ check(rc == 1, f"--corrupt exit {rc} (want 1)")
 if "algorithm" in out:
     _, rows = table(out)
     check(rows and rows[0][-1] == "failed", f"--corrupt row: {rows}")
-check("Failures:" in out and "rank-order reduction" in out, f"--corrupt report: {out}")
+check("Failures:" in out and "same-order reference" in out and "rank-order value" in out,
+      f"--corrupt report: {out}")
 
 # 6. Bad options exit 2, naming the bad value and what is valid.
 for args, words in ((["--dtype", "fp33"], ["fp33", "fp32"]),

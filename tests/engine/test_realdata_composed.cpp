@@ -13,11 +13,13 @@
 #include <array>
 
 #include "algorithms/hierarchical.hpp"
+#include "coll_hccl/reference/check.hpp"
 #include "tests/algorithms/problems.hpp"
-#include "tests/engine/realdata_check.hpp"
 
 namespace hccl::test {
 namespace {
+
+using namespace hccl::reference;
 
 using algo::Algorithm;
 using algo::Layout;

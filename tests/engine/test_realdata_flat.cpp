@@ -21,11 +21,13 @@
 #include <random>
 
 #include "algorithms/generators.hpp"
+#include "coll_hccl/reference/check.hpp"
 #include "tests/algorithms/problems.hpp"
-#include "tests/engine/realdata_check.hpp"
 
 namespace hccl::test {
 namespace {
+
+using namespace hccl::reference;
 
 using algo::Blocks;
 using algo::GeneratorSpec;

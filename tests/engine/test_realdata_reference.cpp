@@ -10,12 +10,14 @@
 #include <stdexcept>
 
 #include "algorithms/generators.hpp"
-#include "tests/engine/realdata_check.hpp"
-#include "tests/engine/realdata_inputs.hpp"
-#include "tests/engine/realdata_interpreter.hpp"
+#include "coll_hccl/reference/check.hpp"
+#include "coll_hccl/reference/inputs.hpp"
+#include "coll_hccl/reference/interpreter.hpp"
 
 namespace hccl::test {
 namespace {
+
+using namespace hccl::reference;
 
 template <typename T>
 T apply(DataType t, ReduceOp op, T a, T b) {

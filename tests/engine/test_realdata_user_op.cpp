@@ -15,12 +15,14 @@
 #include "algorithms/hierarchical.hpp"
 #include "algorithms/selector.hpp"
 #include "algorithms/verifier.hpp"
+#include "coll_hccl/reference/check.hpp"
+#include "coll_hccl/reference/inputs.hpp"
 #include "tests/algorithms/problems.hpp"
-#include "tests/engine/realdata_check.hpp"
-#include "tests/engine/realdata_inputs.hpp"
 
 namespace hccl::test {
 namespace {
+
+using namespace hccl::reference;
 
 using algo::Algorithm;
 using algo::GeneratorSpec;

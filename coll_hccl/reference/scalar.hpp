@@ -12,7 +12,7 @@
 
 #include "algorithms/types.hpp"
 
-namespace hccl::test {
+namespace hccl::reference {
 
 // dst = a (+) b for one element; dst may be a or b. ctx is the op's own state (user ops).
 using ElementFn = void (*)(std::byte* dst, const std::byte* a, const std::byte* b, const void* ctx);
@@ -40,7 +40,10 @@ std::uint16_t fp16Bits(long double exactlyRepresentable);
 // Rounds to the nearest bf16, ties to even (overflow to infinity, gradual underflow).
 std::uint16_t bf16Round(double x);
 
+// Significant bits of a floating type (of each part for complex types); 64 for the others.
+int significandBits(DataType t);
+
 // The real value of a real floating element (fp16, bf16, fp32, fp64, long double).
 long double realValue(DataType t, const std::byte* p);
 
-}  // namespace hccl::test
+}  // namespace hccl::reference

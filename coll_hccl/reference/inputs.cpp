@@ -1,13 +1,13 @@
-#include "tests/engine/realdata_inputs.hpp"
+#include "coll_hccl/reference/inputs.hpp"
 
 #include <array>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
 
-#include "tests/engine/realdata_scalar.hpp"
+#include "coll_hccl/reference/scalar.hpp"
 
-namespace hccl::test {
+namespace hccl::reference {
 namespace {
 
 std::uint64_t splitmix(std::uint64_t x) {
@@ -28,24 +28,6 @@ struct Draw {
     return bits(k) % den < num;
   }
 };
-
-// Significant bits of each real floating type.
-int digits(DataType t) {
-  switch (t) {
-    case DataType::Float16:
-      return 11;
-    case DataType::BFloat16:
-      return 8;
-    case DataType::Float32:
-    case DataType::ComplexFloat:
-      return 24;
-    case DataType::Float64:
-    case DataType::ComplexDouble:
-      return 53;
-    default:
-      return 64;
-  }
-}
 
 // Largest |exponent| of sum/max/min operands: wide enough that sums round, narrow enough that 64
 // of them stay finite (fp16 tops out at 65504).
@@ -82,7 +64,7 @@ long double nearOne(const Draw& d, std::uint64_t k, int dig, double frac) {
 }
 
 long double realOperand(const Draw& d, std::uint64_t k, DataType t, ReduceOp op) {
-  const int dig = digits(t);
+  const int dig = significandBits(t);
   if (op == ReduceOp::Prod) {
     const long double v = nearOne(d, k, dig, 0.1);
     return d.chance(k + 9, 1, 4) ? -v : v;
@@ -187,7 +169,7 @@ void element(std::byte* p, DataType t, ReduceOp op, const Draw& d) {
     case DataType::ComplexFloat:
     case DataType::ComplexDouble: {
       const DataType part = t == DataType::ComplexFloat ? DataType::Float32 : DataType::Float64;
-      const int dig = digits(t);
+      const int dig = significandBits(t);
       long double re = 0, im = 0;
       if (op == ReduceOp::Prod) {
         // |z| within about [0.95, 1.09] (im has 9 bits, exact in either part): 64 factors stay
@@ -221,4 +203,4 @@ std::vector<std::byte> contribution(DataType t, ReduceOp op, std::uint64_t seed,
   return out;
 }
 
-}  // namespace hccl::test
+}  // namespace hccl::reference

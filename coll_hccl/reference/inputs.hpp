@@ -11,7 +11,7 @@
 
 #include "algorithms/types.hpp"
 
-namespace hccl::test {
+namespace hccl::reference {
 
 // `count` elements of rank `rank`'s contribution to a collective over `ranks` ranks.
 std::vector<std::byte> contribution(DataType t, ReduceOp op, std::uint64_t seed,
@@ -20,4 +20,4 @@ std::vector<std::byte> contribution(DataType t, ReduceOp op, std::uint64_t seed,
 // A 64-bit hash of its arguments (splitmix64 steps), for anything else a test wants to vary.
 std::uint64_t mix(std::uint64_t a, std::uint64_t b = 0, std::uint64_t c = 0);
 
-}  // namespace hccl::test
+}  // namespace hccl::reference

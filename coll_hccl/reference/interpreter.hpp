@@ -1,6 +1,6 @@
 // The "same order" reference: a sequential interpreter that replays a whole schedule with
 // algo::replay (the matching rules the verifier and the cost model use) on plain byte buffers and
-// reduces with the test's own scalar code. It shares nothing with the engine but the schedule:
+// reduces with the reference's own scalar code. It shares nothing with the engine but the schedule:
 // a send carries what its slice holds when it meets its receive (its rank has posted the step
 // and not yet run the step's local ops), received data lands when the receiving step completes,
 // then the step's copies and reductions run in order, element by element.
@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "algorithms/schedule.hpp"
-#include "tests/engine/realdata_scalar.hpp"
+#include "coll_hccl/reference/scalar.hpp"
 
-namespace hccl::test {
+namespace hccl::reference {
 
 struct RankMemory {
   std::vector<std::byte> input;
@@ -31,4 +31,4 @@ struct InterpretResult {
 InterpretResult interpret(const algo::Schedule& s, std::size_t elemSize, const ElementOp& op,
                           const std::vector<RankMemory>& memory);
 
-}  // namespace hccl::test
+}  // namespace hccl::reference

@@ -1,4 +1,4 @@
-#include "tests/engine/realdata_interpreter.hpp"
+#include "coll_hccl/reference/interpreter.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 
 #include "algorithms/replay.hpp"
 
-namespace hccl::test {
+namespace hccl::reference {
 namespace {
 
 struct Landing {
@@ -114,4 +114,4 @@ InterpretResult interpret(const algo::Schedule& s, std::size_t elemSize, const E
   return res;
 }
 
-}  // namespace hccl::test
+}  // namespace hccl::reference

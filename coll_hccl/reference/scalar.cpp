@@ -1,4 +1,4 @@
-#include "tests/engine/realdata_scalar.hpp"
+#include "coll_hccl/reference/scalar.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <type_traits>
 
-namespace hccl::test {
+namespace hccl::reference {
 namespace {
 
 template <typename T>
@@ -362,4 +362,21 @@ long double realValue(DataType t, const std::byte* p) {
   }
 }
 
-}  // namespace hccl::test
+int significandBits(DataType t) {
+  switch (t) {
+    case DataType::Float16:
+      return 11;
+    case DataType::BFloat16:
+      return 8;
+    case DataType::Float32:
+    case DataType::ComplexFloat:
+      return 24;
+    case DataType::Float64:
+    case DataType::ComplexDouble:
+      return 53;
+    default:
+      return 64;
+  }
+}
+
+}  // namespace hccl::reference

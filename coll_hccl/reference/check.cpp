@@ -1,4 +1,4 @@
-#include "tests/engine/realdata_check.hpp"
+#include "coll_hccl/reference/check.hpp"
 
 #include <fmt/format.h>
 
@@ -9,10 +9,10 @@
 #include <stdexcept>
 
 #include "coll_hccl/engine/local_cluster.hpp"
-#include "tests/engine/realdata_inputs.hpp"
-#include "tests/engine/realdata_interpreter.hpp"
+#include "coll_hccl/reference/inputs.hpp"
+#include "coll_hccl/reference/interpreter.hpp"
 
-namespace hccl::test {
+namespace hccl::reference {
 namespace {
 
 using algo::Buf;
@@ -126,23 +126,6 @@ std::string compareWithInterpreter(const std::vector<Bytes>& engine,
   return rep.str("engine differs from the same-order reference");
 }
 
-int digitsOf(DataType t) {
-  switch (t) {
-    case DataType::Float16:
-      return 11;
-    case DataType::BFloat16:
-      return 8;
-    case DataType::Float32:
-    case DataType::ComplexFloat:
-      return 24;
-    case DataType::Float64:
-    case DataType::ComplexDouble:
-      return 53;
-    default:
-      return 64;
-  }
-}
-
 bool isComplex(DataType t) {
   return t == DataType::ComplexFloat || t == DataType::ComplexDouble;
 }
@@ -166,7 +149,7 @@ bool tolerant(DataType t, ReduceOp op) {
 // For fp32 at p = 64 that is 63 * 2^-24 ~ 3.8e-6 of sum |x_r|; for fp16, 63 * 2^-11 ~ 3.2%.
 long double toleranceFactor(std::uint32_t p, DataType t, ReduceOp op) {
   const long double perStep = op == ReduceOp::Prod && isComplex(t) ? 3.0L : 1.0L;
-  const long double u = std::ldexp(1.0L, -digitsOf(t));
+  const long double u = std::ldexp(1.0L, -significandBits(t));
   return gammaBound(p - 1, perStep * u) + gammaBound(p - 1, perStep * std::ldexp(1.0L, -64));
 }
 
@@ -314,7 +297,8 @@ std::uint64_t contributionCount(const Problem& pb, std::uint32_t r) {
   }
 }
 
-std::string checkRealData(const algo::Schedule& s, DataType type, ReduceOp op, std::uint64_t seed) {
+std::string checkRealData(const algo::Schedule& s, DataType type, ReduceOp op, std::uint64_t seed,
+                          bool corruptOne) {
   const Problem& pb = s.problem;
   const std::string what =
       fmt::format("{} {} {} seed {}", algo::toString(pb), name(type), name(op), seed);
@@ -326,8 +310,14 @@ std::string checkRealData(const algo::Schedule& s, DataType type, ReduceOp op, s
   const InterpretResult same = interpret(s, es, ref, mem);
   if (!same.error.empty()) return what + ": the reference interpreter failed: " + same.error;
 
-  const engine::LocalRunResult run = engine::runLocal(s, type, op, engineBuffers(mem));
+  engine::LocalRunResult run = engine::runLocal(s, type, op, engineBuffers(mem));
   if (!run.ok) return what + ": the engine failed: " + run.error;
+  if (corruptOne)
+    for (auto& o : run.outputs)
+      if (!o.empty()) {
+        o[0] ^= std::byte{0x40};
+        break;
+      }
 
   const std::size_t significant = significantBytes(type);
   std::string err = compareWithInterpreter(run.outputs, same.outputs, es, significant);
@@ -366,4 +356,4 @@ UserOpOutcome runUserOp(const algo::Schedule& s, const engine::Reduction& engine
   return out;
 }
 
-}  // namespace hccl::test
+}  // namespace hccl::reference
