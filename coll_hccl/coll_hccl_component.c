@@ -14,6 +14,10 @@
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 
+/* Set from the mpi_yield_when_idle parameter, which the runtime turns on when ranks outnumber
+ * cores; libmpi exports it but no installed header declares it (ompi_mpi_init.c does the same). */
+extern bool ompi_mpi_yield_when_idle;
+
 static int hccl_register(void);
 static int hccl_open(void);
 static int hccl_close(void);
@@ -117,6 +121,7 @@ static int hccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
       .log = mca_coll_hccl_log_from_engine,
       .log_ctx = NULL,
       .log_level = c->verbose,
+      .yield_when_idle = ompi_mpi_yield_when_idle ? 1 : 0,
   };
   char err[512] = "";
   hccl_status_t rc = hccl_engine_init(&params, err, sizeof err);

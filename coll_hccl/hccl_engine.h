@@ -31,7 +31,7 @@ extern "C" {
 
 /* Bumped on any incompatible change; both parameter structs carry it so that an adapter and an
  * engine built from different trees refuse each other instead of misreading fields. */
-#define HCCL_ENGINE_API_VERSION 2
+#define HCCL_ENGINE_API_VERSION 3
 
 /* ---------------------------------------------------------------------------------------------
  * Status codes. Every function returning hccl_status_t uses these; messages go to err buffers. */
@@ -69,6 +69,8 @@ typedef struct hccl_engine_params {
   hccl_log_fn log;     /* may be NULL: the engine stays silent */
   void* log_ctx;       /* passed back to log */
   int log_level;       /* highest level the adapter shows (its verbose parameter) */
+  int yield_when_idle; /* nonzero if the MPI library yields the core while it waits (Open MPI
+                          does so when ranks outnumber cores) */
 } hccl_engine_params_t;
 
 /* Called once from MPI_Init (not from ompi_info). Must not communicate. Any error disables

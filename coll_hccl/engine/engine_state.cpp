@@ -18,6 +18,7 @@ void EngineState::configure(const hccl_engine_params_t& p) {
   logCtx_ = p.log_ctx;
   logLevel_ = p.log_level;
   threadMultiple = p.thread_multiple != 0;
+  yieldWhenIdle = p.yield_when_idle != 0;
 }
 
 void EngineState::log(int level, const std::string& line) const {

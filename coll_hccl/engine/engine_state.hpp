@@ -44,6 +44,7 @@ class EngineState {
 
   std::recursive_mutex lock;  // serialises every API call under MPI_THREAD_MULTIPLE
   bool threadMultiple = false;
+  bool yieldWhenIdle = false;  // ranks outnumber cores: waiting peers may be descheduled
 
  private:
   hccl_log_fn log_ = nullptr;
