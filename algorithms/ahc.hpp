@@ -12,6 +12,11 @@
 
 namespace hccl::algo {
 
+// Both names run the same AHC schedule.
+inline bool isAhc(Algorithm a) {
+  return a == Algorithm::AHC || a == Algorithm::AHC_Broke;
+}
+
 // HCCL's algorithm between logical same-index cards: ring up to 3 servers, NHR above
 // (AHC_LEVEL0_GROUP_SIZE_THRESHOLD = 3).
 Algorithm ahcDefaultInter(std::uint32_t servers);

@@ -38,10 +38,6 @@ struct Composer {
   }
 };
 
-bool isAhc(Algorithm a) {
-  return a == Algorithm::AHC || a == Algorithm::AHC_Broke;
-}
-
 std::vector<int> levelsInUse(const Layout& layout) {
   std::vector<int> u;
   for (const LevelGroup& g : layout.shape().levels) u.push_back(g.level);

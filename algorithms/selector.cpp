@@ -19,10 +19,6 @@ std::string seconds(double s) {
   return fmt::format("{:.2f} s", s);
 }
 
-bool isAhc(Algorithm a) {
-  return a == Algorithm::AHC || a == Algorithm::AHC_Broke;
-}
-
 // The whole call as one Problem over p ranks, for plans that span levels.
 Problem wholeProblem(const CallInfo& call, std::uint32_t p) {
   switch (call.coll) {
