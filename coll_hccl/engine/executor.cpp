@@ -105,9 +105,26 @@ bool Executor::start(const algo::RankSchedule& schedule, const Bindings& binding
   return true;
 }
 
+namespace {
+
+// Whether `op` may run before `st`'s transfers complete: it writes nothing a transfer reads or
+// writes, and reads nothing a receive writes.
+bool independentOfTransfers(const algo::LocalOp& op, const algo::Step& st) {
+  const bool reduce = op.kind == algo::OpKind::Reduce;
+  for (const algo::Transfer& x : st.xfers) {
+    if (op.dst.overlaps(x.slice)) return false;
+    if (x.dir == algo::Dir::Recv && (op.a.overlaps(x.slice) || (reduce && op.b.overlaps(x.slice))))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void Executor::plan(MessageCounters& counters, std::uint32_t comm, std::uint32_t seq) {
   transfers_.clear();
   stepFirst_.clear();
+  earlyOps_.clear();
   iovs_.clear();
   std::size_t widest = 0;
   for (std::size_t s = 0; s < schedule_->steps.size(); ++s) {
@@ -117,6 +134,10 @@ void Executor::plan(MessageCounters& counters, std::uint32_t comm, std::uint32_t
     for (std::size_t i = 0; i < st.xfers.size(); ++i)
       planTransfer(s, i, st.xfers[i], counters, comm, seq);
     for (std::size_t j = 0; j < st.ops.size(); ++j) checkOp(s, j, st.ops[j]);
+    std::size_t early = 0;
+    while (early < st.ops.size() && !st.xfers.empty() && independentOfTransfers(st.ops[early], st))
+      ++early;
+    earlyOps_.push_back(early);
   }
   stepFirst_.push_back(transfers_.size());
   // Completion records must not move while a transfer is pending: size them before posting.
@@ -232,6 +253,8 @@ bool Executor::advance() {
       postStep();
       posted_ = true;
       if (postedCount_ > 0) transport_.progress();
+      const algo::Step& st = schedule_->steps[step_];
+      for (std::size_t j = 0; j < earlyOps_[step_]; ++j) runOp(j, st.ops[j]);
     }
     bool pending = false;
     for (std::size_t i = 0; i < postedCount_; ++i) {
@@ -255,7 +278,7 @@ bool Executor::advance() {
         stats_.bytesReceived += bytes;
       }
     }
-    for (std::size_t j = 0; j < st.ops.size(); ++j) runOp(j, st.ops[j]);
+    for (std::size_t j = earlyOps_[step_]; j < st.ops.size(); ++j) runOp(j, st.ops[j]);
     ++stats_.steps;
     ++step_;
     posted_ = false;

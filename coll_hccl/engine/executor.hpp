@@ -130,6 +130,9 @@ class Executor {
   // Resolved at start(), reused across runs.
   std::vector<PlannedTransfer> transfers_;  // every transfer of the schedule, step by step
   std::vector<std::size_t> stepFirst_;      // transfers_ index of each step's first transfer
+  // Per step: how many leading ops touch no slice its transfers use. They run while the
+  // transfers are in flight (AllGather's copy of the own block overlaps the exchange).
+  std::vector<std::size_t> earlyOps_;
   std::vector<tl::IoVec> iovs_;
   std::vector<tl::Completion> completions_;  // one per transfer of the current step
 

@@ -170,6 +170,46 @@ TEST(Executor, ResumableProgress) {
   EXPECT_TRUE(e0.progress()) << "progress() after the end keeps saying done";
 }
 
+// Ops that touch none of the step's transfer slices run while the transfers are in flight; the
+// first op that reads a received slice, and every op after it, wait for the data.
+TEST(Executor, IndependentLeadingOpsRunBeforeTheTransfersComplete) {
+  constexpr std::uint64_t n = 4;
+  tl::InProcFabric fabric(2);
+  Reduction red = Reduction::predefined(DataType::Int32, ReduceOp::Sum);
+  std::vector<std::int32_t> in0 = {1, 2, 3, 4}, out0(3 * n, -1), tmp0(n, 0);
+  Bindings b0{Binding::contiguous(in0.data(), n), Binding::contiguous(out0.data(), 3 * n),
+              Binding::contiguous(tmp0.data(), n)};
+  algo::RankSchedule s;
+  algo::Step& st = s.newStep();
+  algo::send(st, 1, in(0, n));
+  algo::recv(st, 1, out(n, n));
+  algo::copy(st, out(0, n), in(0, n));       // independent: runs at once
+  algo::copy(st, out(2 * n, n), out(n, n));  // reads the received block: waits
+  algo::copy(st, scratch(0, n), in(0, n));   // independent, but after a dependent op: waits
+  Executor e0(fabric.endpoint(0), 4, &red);
+  MessageCounters c0(2);
+  ASSERT_TRUE(e0.start(s, b0, c0, 1, 1)) << e0.error();
+  ASSERT_FALSE(e0.progress());  // rank 1 has sent nothing yet
+  EXPECT_EQ(std::vector<std::int32_t>(out0.begin(), out0.begin() + n), in0);
+  EXPECT_EQ(out0[2 * n], -1) << "an op that reads a pending receive ran early";
+  EXPECT_EQ(tmp0, std::vector<std::int32_t>(n, 0)) << "ops were reordered past a dependent one";
+
+  std::vector<std::int32_t> in1 = {10, 20, 30, 40}, out1(3 * n), tmp1(n);
+  Bindings b1{Binding::contiguous(in1.data(), n), Binding::contiguous(out1.data(), 3 * n),
+              Binding::contiguous(tmp1.data(), n)};
+  algo::RankSchedule s1;
+  algo::Step& st1 = s1.newStep();
+  algo::send(st1, 0, in(0, n));
+  algo::recv(st1, 0, out(n, n));
+  Executor e1(fabric.endpoint(1), 4, &red);
+  MessageCounters c1(2);
+  ASSERT_TRUE(e1.start(s1, b1, c1, 1, 1)) << e1.error();
+  ASSERT_TRUE(driveBoth(e0, e1));
+  ASSERT_TRUE(e0.done()) << e0.error();
+  EXPECT_EQ(std::vector<std::int32_t>(out0.begin() + 2 * n, out0.end()), in1);
+  EXPECT_EQ(tmp0, in0);
+}
+
 // ---- tags
 // ----------------------------------------------------------------------------------------
 
