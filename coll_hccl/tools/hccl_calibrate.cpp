@@ -68,6 +68,7 @@
 #include "coll_hccl/tools/calibrate_gamma.hpp"
 #include "coll_hccl/tools/calibrate_group.hpp"
 #include "coll_hccl/tools/calibrate_links.hpp"
+#include "coll_hccl/tools/size_option.hpp"
 #include "ucx_tl/inproc.hpp"
 #include "ucx_tl/ucx_transport.hpp"
 
@@ -340,23 +341,6 @@ json gammaJson(const std::vector<GammaTiming>& g, int repeat, std::size_t bytes)
 
 // ---- options ----------------------------------------------------------------------------------
 
-std::size_t parseSize(const std::string& s) {
-  std::size_t used = 0;
-  unsigned long long v = 0;
-  try {
-    v = std::stoull(s, &used);
-  } catch (const std::exception&) {
-    throw CLI::ValidationError("size",
-                               fmt::format("\"{}\" is not a size (e.g. 4096, 64K, 16M)", s));
-  }
-  const std::string unit = s.substr(used);
-  if (unit.empty() || unit == "B") return v;
-  if (unit == "K" || unit == "KiB") return v << 10;
-  if (unit == "M" || unit == "MiB") return v << 20;
-  if (unit == "G" || unit == "GiB") return v << 30;
-  throw CLI::ValidationError("size", fmt::format("unknown unit in \"{}\" (B, K, M, G)", s));
-}
-
 std::vector<std::size_t> sizesUpTo(std::size_t max, std::size_t factor) {
   std::vector<std::size_t> sizes = {0};
   for (std::size_t m = 64; m <= max; m *= factor) sizes.push_back(m);
@@ -437,7 +421,7 @@ int main(int argc, char** argv) {
     Plan plan;
     plan.repeat = repeat > 0 ? repeat : quick ? 3 : 7;
     plan.sampleSeconds = quick ? 0.004 : 0.02;
-    plan.maxBytes = parseSize(maxSize.empty() ? (quick ? "4M" : "16M") : maxSize);
+    plan.maxBytes = tools::parseSizeOption(maxSize.empty() ? (quick ? "4M" : "16M") : maxSize);
     if (plan.maxBytes < 1024 || plan.maxBytes > (std::size_t{1} << 30))
       throw CLI::ValidationError("--max-size",
                                  fmt::format("{} bytes is outside [1K, 1G]", plan.maxBytes));
@@ -446,7 +430,7 @@ int main(int argc, char** argv) {
     const unsigned cpus = std::thread::hardware_concurrency();
     plan.links = linksMode == "measure" || (linksMode == "auto" && cpus >= 3);
     const std::size_t gammaBytes =
-        parseSize(gammaSize.empty() ? (quick ? "8M" : "16M") : gammaSize);
+        tools::parseSizeOption(gammaSize.empty() ? (quick ? "8M" : "16M") : gammaSize);
     if (gammaBytes < 4096 || gammaBytes > (std::size_t{1} << 31))
       throw CLI::ValidationError("--gamma-size",
                                  fmt::format("{} bytes is outside [4K, 2G]", gammaBytes));

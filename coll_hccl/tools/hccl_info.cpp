@@ -17,6 +17,7 @@
 #include "algorithms/generators.hpp"
 #include "algorithms/selector.hpp"
 #include "coll_hccl/engine/hierarchy_layout.hpp"
+#include "coll_hccl/tools/size_option.hpp"
 #include "topology/emulation.hpp"
 #include "topology/error.hpp"
 #include "topology/rank_table.hpp"
@@ -82,17 +83,6 @@ std::string timeText(double s) {
   if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
   if (s < 1) return fmt::format("{:.2f} ms", s * 1e3);
   return fmt::format("{:.2f} s", s);
-}
-
-std::uint64_t parseSize(const std::string& s) {
-  std::size_t used = 0;
-  const unsigned long long v = std::stoull(s, &used);
-  const std::string unit = s.substr(used);
-  if (unit.empty() || unit == "B") return v;
-  if (unit == "K" || unit == "KiB") return v << 10;
-  if (unit == "M" || unit == "MiB") return v << 20;
-  if (unit == "G" || unit == "GiB") return v << 30;
-  throw CLI::ValidationError("size", fmt::format("unknown unit in \"{}\" (B, K, M, G)", s));
 }
 
 void listAlgorithms(bool json) {
@@ -162,7 +152,8 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
     if (!c) throw CLI::ValidationError("--coll", fmt::format("unknown collective \"{}\"", part));
     colls.push_back(*c);
   }
-  const std::uint64_t lo = parseSize(to.minSize), hi = parseSize(to.maxSize);
+  const std::uint64_t lo = tools::parseSizeOption(to.minSize),
+                      hi = tools::parseSizeOption(to.maxSize);
 
   nlohmann::json rows = nlohmann::json::array();
   const CommShape& shape = sel.shape();
