@@ -113,4 +113,13 @@ bool defined(ReduceOp op, DataType t) {
   return false;
 }
 
+std::vector<std::pair<DataType, ReduceOp>> definedPairs() {
+  std::vector<std::pair<DataType, ReduceOp>> v;
+  for (int t = 0; t < kNumDataTypes; ++t)
+    for (int o = 0; o < kNumReduceOps; ++o)
+      if (defined(static_cast<ReduceOp>(o), static_cast<DataType>(t)))
+        v.emplace_back(static_cast<DataType>(t), static_cast<ReduceOp>(o));
+  return v;
+}
+
 }  // namespace hccl

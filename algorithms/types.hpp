@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace hccl {
 
@@ -60,5 +62,7 @@ std::string_view name(ReduceOp op);
 std::optional<ReduceOp> parseReduceOp(std::string_view s);
 // MPI's table of which predefined op is defined on which type group.
 bool defined(ReduceOp op, DataType t);
+// Every (type, op) pair for which defined() holds, in enum order (type first).
+std::vector<std::pair<DataType, ReduceOp>> definedPairs();
 
 }  // namespace hccl

@@ -68,15 +68,6 @@ algo::Schedule compose(const Layout& lay, const LevelAlgorithms& algs, const Pro
   return s;
 }
 
-std::vector<std::pair<DataType, ReduceOp>> definedPairs() {
-  std::vector<std::pair<DataType, ReduceOp>> v;
-  for (int t = 0; t < kNumDataTypes; ++t)
-    for (int o = 0; o < kNumReduceOps; ++o)
-      if (defined(static_cast<ReduceOp>(o), static_cast<DataType>(t)))
-        v.emplace_back(static_cast<DataType>(t), static_cast<ReduceOp>(o));
-  return v;
-}
-
 constexpr std::array<Collective, 3> kComposed = {Collective::AllReduce, Collective::ReduceScatter,
                                                  Collective::AllGather};
 

@@ -36,16 +36,6 @@ using algo::test::problemFor;
 
 constexpr std::array<std::uint32_t, 12> kRanks = {1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 32, 64};
 
-// Every (type, op) pair MPI defines, in a fixed order.
-std::vector<std::pair<DataType, ReduceOp>> definedPairs() {
-  std::vector<std::pair<DataType, ReduceOp>> v;
-  for (int t = 0; t < kNumDataTypes; ++t)
-    for (int o = 0; o < kNumReduceOps; ++o)
-      if (defined(static_cast<ReduceOp>(o), static_cast<DataType>(t)))
-        v.emplace_back(static_cast<DataType>(t), static_cast<ReduceOp>(o));
-  return v;
-}
-
 std::size_t indexOf(const GeneratorSpec& spec) {
   const auto all = algo::generatorSpecs();
   for (std::size_t i = 0; i < all.size(); ++i)

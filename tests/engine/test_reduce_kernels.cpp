@@ -453,10 +453,7 @@ struct Pair {
 
 std::vector<Pair> definedPairs() {
   std::vector<Pair> out;
-  for (int t = 0; t < kNumDataTypes; ++t)
-    for (int o = 0; o < kNumReduceOps; ++o)
-      if (defined(static_cast<ReduceOp>(o), static_cast<DataType>(t)))
-        out.push_back({static_cast<DataType>(t), static_cast<ReduceOp>(o)});
+  for (const auto& [t, op] : hccl::definedPairs()) out.push_back({t, op});
   return out;
 }
 
