@@ -193,17 +193,6 @@ Geometry geometryOf(const Layout& lay, std::uint32_t rank) {
   return geo;
 }
 
-Generator generatorFor(Algorithm a, Collective c) {
-  const GeneratorSpec* spec = findGenerator(a, c);
-  if (!spec)
-    throw std::invalid_argument(
-        fmt::format("AHC cannot run {} as a phase: it has no {}", hcclName(a), name(c)));
-  if (!spec->unevenBlocks)
-    throw std::invalid_argument(fmt::format(
-        "AHC cannot run {} as a phase: its {} needs equal blocks", hcclName(a), name(c)));
-  return spec->generate;
-}
-
 struct Ctx {
   const Geometry& geo;
   Algorithm intra, inter;
@@ -225,7 +214,7 @@ struct Ctx {
       embed(out, part, e);
       return;
     }
-    embed(out, generatorFor(a, q.coll)(q, index), e);
+    embed(out, phaseGenerator(a, q.coll, "AHC", true)(q, index), e);
   }
 
   void inside(const Problem& q, BufferRegion in, BufferRegion o, BufferRegion tmp) const {

@@ -12,14 +12,6 @@
 namespace hccl::algo {
 namespace {
 
-Generator generatorFor(Algorithm a, Collective c) {
-  const GeneratorSpec* spec = findGenerator(a, c);
-  if (!spec)
-    throw std::invalid_argument(
-        fmt::format("{} has no {} to run as a hierarchy phase", hcclName(a), name(c)));
-  return spec->generate;
-}
-
 // Runs one group collective of rank `me` and appends it to `out`.
 struct Composer {
   const Layout& layout;
@@ -33,7 +25,8 @@ struct Composer {
     e.members = layout.groupOf(level, me);
     e.level = static_cast<std::uint8_t>(level);
     e.to = {in, outRegion, scratchRegion};
-    const Generator g = generatorFor(algs[static_cast<std::size_t>(level)], q.coll);
+    const Generator g =
+        phaseGenerator(algs[static_cast<std::size_t>(level)], q.coll, "the hierarchy");
     embed(out, g(q, layout.indexIn(level, me)), e);
   }
 };
@@ -228,7 +221,7 @@ RankSchedule composeFlat(const Layout& layout, Algorithm a, int level, const Pro
   for (std::uint32_t r = 0; r < layout.ranks(); ++r) e.members[r] = r;
   e.level = static_cast<std::uint8_t>(level);
   RankSchedule out;
-  embed(out, generatorFor(a, pb.coll)(pb, rank), e);
+  embed(out, phaseGenerator(a, pb.coll, "a flat plan")(pb, rank), e);
   prune(out);
   return out;
 }

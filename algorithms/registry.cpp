@@ -1,4 +1,7 @@
+#include <fmt/format.h>
+
 #include <array>
+#include <stdexcept>
 
 #include "algorithms/generators.hpp"
 
@@ -52,6 +55,17 @@ const GeneratorSpec* findGenerator(Algorithm a, Collective c) {
   for (const GeneratorSpec& s : kSpecs)
     if (s.algorithm == a && s.coll == c) return &s;
   return nullptr;
+}
+
+Generator phaseGenerator(Algorithm a, Collective c, std::string_view of, bool unevenBlocks) {
+  const GeneratorSpec* spec = findGenerator(a, c);
+  if (!spec)
+    throw std::invalid_argument(
+        fmt::format("{} has no {} to run as a phase of {}", hcclName(a), name(c), of));
+  if (unevenBlocks && !spec->unevenBlocks)
+    throw std::invalid_argument(
+        fmt::format("{} {} needs equal blocks to run as a phase of {}", hcclName(a), name(c), of));
+  return spec->generate;
 }
 
 Schedule buildSchedule(Generator g, const Problem& pb) {
