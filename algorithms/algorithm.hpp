@@ -1,6 +1,7 @@
 // HCCL's algorithm names, as HCCL_ALGO spells them, and the hierarchy levels they run on.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -29,5 +30,8 @@ std::optional<Algorithm> parseAlgorithm(std::string_view s);
 
 // level0 = inside a server, level1 = between servers, level2 = between supernodes.
 inline constexpr int kNumLevels = 3;
+
+// One algorithm per level, indexed by level.
+using LevelAlgorithms = std::array<Algorithm, kNumLevels>;
 
 }  // namespace hccl::algo

@@ -234,21 +234,14 @@ TEST(RankOrderReduceScatter, SelectorForcedFullmesh) {
   call.commutative = false;  // a user op: type and op stay unset
   const algo::Decision& d = sel.decide(call);
   if (!d.ok()) return;  // declined: the engine falls back to Open MPI's own algorithms
-  LevelAlgorithms algs{Algorithm::Ring, Algorithm::Ring, Algorithm::Ring};
-  for (const algo::LevelChoice& lc : d.levels)
-    algs[static_cast<std::size_t>(lc.level)] = lc.algorithm;
-  const int top = d.levels.empty() ? 0 : d.levels.back().level;
   const Problem pb = Problem::reduceScatter(6, 5);
   algo::Schedule s{pb, {}};
-  for (std::uint32_t r = 0; r < 6; ++r)
-    s.ranks.push_back(d.flat
-                          ? algo::composeFlat(lay, algs[static_cast<std::size_t>(top)], top, pb, r)
-                          : algo::composeHierarchical(lay, algs, pb, r));
+  for (std::uint32_t r = 0; r < 6; ++r) s.ranks.push_back(algo::compose(lay, d, pb, r));
   const UserOpOutcome o = run(s, 4);
   ASSERT_TRUE(o.error.empty()) << o.error;
   EXPECT_EQ(o.rankOrderMismatches, 0u)
-      << "non-commutative reduce_scatter on 2x3 decided as " << d.summary()
-      << (d.flat ? " (flat)" : " (composed)") << " gives another product:\n"
+      << "non-commutative reduce_scatter on 2x3 decided as " << d.summary() << " ("
+      << algo::planOf(d.plan).name() << " plan) gives another product:\n"
       << o.firstMismatch;
 }
 

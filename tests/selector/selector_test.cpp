@@ -284,16 +284,13 @@ CommShape unequal(const std::vector<std::uint32_t>& sizes) {
 // What the engine would run for `d` on `lay`, costed independently of the selector.
 double predictedByComposition(const Layout& lay, const Decision& d, const CallInfo& call,
                               const CostModel& model) {
-  LevelAlgorithms algs{Algorithm::Ring, Algorithm::Ring, Algorithm::Ring};
-  for (const LevelChoice& c : d.levels) algs[static_cast<std::size_t>(c.level)] = c.algorithm;
   const std::uint32_t p = lay.ranks();
   const Problem pb = call.coll == Collective::AllReduce ? Problem::allReduce(p, call.count)
                      : call.coll == Collective::ReduceScatter
                          ? Problem::reduceScatter(p, call.count)
                          : Problem::allGather(p, call.count);
   Schedule s{pb, {}};
-  for (std::uint32_t r = 0; r < p; ++r)
-    s.ranks.push_back(composeHierarchical(lay, algs, pb, r, d.ahcInter));
+  for (std::uint32_t r = 0; r < p; ++r) s.ranks.push_back(compose(lay, d, pb, r));
   CostParams cp = model.params(call.type, call.op);
   if (!reduces(call.coll)) cp.gamma = 0;
   return criticalPath(s, call.elemSize, cp).time;
@@ -323,8 +320,8 @@ TEST(SelectorAhc, ForcedAhcRunsOnUnequalServers) {
       EXPECT_EQ(d.levels[1].level, 1);
       EXPECT_EQ(d.levels[1].algorithm, Algorithm::AHC);
       EXPECT_EQ(d.levels[1].reason, Reason::Forced);
-      EXPECT_FALSE(d.flat);
-      ASSERT_TRUE(d.ahcInter.has_value());
+      EXPECT_NE(planOf(d.plan).name(), "flat");
+      ASSERT_TRUE(d.plan.inter.has_value());
       EXPECT_NE(d.summary().find("logical same-index cards"), std::string::npos) << d.summary();
       EXPECT_NEAR(d.predicted,
                   predictedByComposition(Layout::uneven(sizes), d, call, defaultCostModel()),
@@ -342,7 +339,7 @@ TEST(SelectorAhc, AhcBrokeOnEqualServers) {
   ASSERT_EQ(d.levels.size(), 2u);
   EXPECT_EQ(d.levels[1].algorithm, Algorithm::AHC_Broke);
   EXPECT_EQ(d.levels[1].reason, Reason::Forced);
-  EXPECT_EQ(d.ahcInter, Algorithm::Ring);  // two servers, and ring ties every other algorithm
+  EXPECT_EQ(d.plan.inter, Algorithm::Ring);  // two servers, and ring ties every other algorithm
 }
 
 TEST(SelectorAhc, HcclRulesKeepTheInterRuleAndMesh) {
@@ -358,13 +355,13 @@ TEST(SelectorAhc, HcclRulesKeepTheInterRuleAndMesh) {
     ASSERT_TRUE(d.ok()) << d.error;
     EXPECT_EQ(d.levels[0].algorithm, Algorithm::Mesh);
     EXPECT_EQ(d.levels[0].reason, Reason::HcclRules);
-    EXPECT_EQ(d.ahcInter, inter) << sizes.size() << " servers";
+    EXPECT_EQ(d.plan.inter, inter) << sizes.size() << " servers";
     // Not forced: HCCL documents no automatic AHC, so hccl_rules stays flat.
     Selector automatic(unequal(sizes), settingsWith({{"COLL_HCCL_SELECTION", "hccl_rules"}}),
                        defaultCostModel());
     const Decision& a = automatic.decide(allreduce(64 << 20));
     ASSERT_EQ(a.levels.size(), 1u);
-    EXPECT_FALSE(a.ahcInter.has_value());
+    EXPECT_FALSE(a.plan.inter.has_value());
   }
 }
 
@@ -409,7 +406,7 @@ TEST(SelectorAhc, NonCommutativeNeverRunsAhc) {
   ASSERT_TRUE(d.ok()) << d.error;
   ASSERT_EQ(d.levels.size(), 1u) << d.summary();
   EXPECT_NE(d.levels[0].algorithm, Algorithm::AHC);
-  EXPECT_FALSE(d.ahcInter.has_value());
+  EXPECT_FALSE(d.plan.inter.has_value());
 
   Selector forced(unequal({3, 5}), settingsWith({{"HCCL_ALGO", "level0:NA;level1:AHC"}}),
                   defaultCostModel());
@@ -421,7 +418,7 @@ TEST(SelectorAhc, NonCommutativeNeverRunsAhc) {
   EXPECT_NE(f.levels[0].detail.find("AHC does not reduce in rank order (non-commutative op)"),
             std::string::npos)
       << f.levels[0].detail;
-  EXPECT_FALSE(f.ahcInter.has_value());
+  EXPECT_FALSE(f.plan.inter.has_value());
 
   Selector strict(
       unequal({3, 5}),
