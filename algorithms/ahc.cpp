@@ -79,6 +79,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "algorithms/cost_model.hpp"
 #include "algorithms/generators.hpp"
 
 namespace hccl::algo {
@@ -442,7 +443,11 @@ void reduceScatter(const Ctx& c, const Problem& pb) {
 }  // namespace
 
 Algorithm ahcDefaultInter(std::uint32_t servers) {
-  return servers <= 3 ? Algorithm::Ring : Algorithm::NHR;
+  RuleQuery q;
+  q.within = RuleScope::AhcInter;
+  q.groupSize = q.servers = servers;
+  const HcclRule* row = firstMatch(defaultCostModel().hcclRules, q, [](Algorithm) { return true; });
+  return row ? row->algorithm : Algorithm::Ring;
 }
 
 std::string ahcWhyNot(const std::vector<std::uint32_t>& serverSizes, Collective c) {

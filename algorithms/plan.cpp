@@ -115,9 +115,7 @@ Decision select(const Selection& s, const CallInfo& call) {
   if (!first.ok() || able.size() == 1) return first;
   if (!s.modelSelection()) {
     // HCCL's defaults name a whole plan at level1, or leave the choice to each level.
-    const auto l1 = s.levelIndex(1);
-    const auto d = l1 ? s.hcclDefault(call, *l1, true) : std::nullopt;
-    if (d)
+    if (const auto d = s.hcclDefault(call, 1, s.groupSize(1), RuleScope::Level, true))
       for (std::size_t i : able)
         if (table[i]->owns(d->algorithm))
           return decide(i, {Reason::HcclRules, "HCCL default for " + d->why, d->algorithm});

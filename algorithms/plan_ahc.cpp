@@ -6,9 +6,11 @@
 //
 // Its algorithms: inside the servers a forced level0, else a level0 size rule, else HCCL's level0
 // default (hccl_rules) or the model's best with HCCL's rule between them; between the servers
-// HCCL's rule (ring up to 3 servers, else NHR), which the model replaces only by a strictly better
-// level1 algorithm. Both must take uneven blocks.
+// HCCL's rule (the hccl_rules rows "within": "AHC": ring up to 3 servers, else NHR), which the
+// model replaces only by a strictly better level1 algorithm. Both must take uneven blocks.
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "algorithms/ahc.hpp"
 #include "algorithms/catalog.hpp"
@@ -52,7 +54,9 @@ double predict(const Selection& s, const CallInfo& call, Algorithm intra, Algori
 Algorithms choose(const Selection& s, const CallInfo& call) {
   Algorithms a;
   const std::vector<std::uint32_t> servers = serversOf(s);
-  a.inter = ahcDefaultInter(static_cast<std::uint32_t>(servers.size()));
+  const auto G = static_cast<std::uint32_t>(servers.size());
+  const auto inter = s.hcclDefault(call, 1, G, RuleScope::AhcInter);
+  a.inter = inter ? inter->algorithm : Algorithm::Ring;
   std::vector<Collective> intraColls{call.coll};
   if (call.coll == Collective::AllReduce)
     intraColls = {Collective::ReduceScatter, Collective::AllGather};
@@ -75,8 +79,10 @@ Algorithms choose(const Selection& s, const CallInfo& call) {
       intraCandidates = {*ruled};
       a.intraReason = Reason::Rule;
       a.intraNote += s.sizeRuleOf() + "; ";
-    } else if (!model) {
-      intraCandidates = {Algorithm::Mesh};
+    } else if (const auto d =
+                   s.hcclDefault(call, 0, *std::min_element(servers.begin(), servers.end()));
+               !model && d && fits(d->algorithm, intraColls)) {
+      intraCandidates = {d->algorithm};
     } else {
       for (const AlgorithmInfo& ai : algorithmCatalog())
         if (ai.hcclLevels[0] && fits(ai.id, intraColls)) intraCandidates.push_back(ai.id);

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <bit>
+#include <algorithm>
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/config_fallback.hpp"
@@ -50,33 +50,33 @@ std::string Selection::sizeRuleOf() const {
   return "size rule of " + model_.source;
 }
 
-std::optional<Selection::Default> Selection::hcclDefault(const CallInfo& call,
-                                                         std::size_t levelIndex,
+std::optional<Selection::Default> Selection::hcclDefault(const CallInfo& call, int level,
+                                                         std::uint32_t members, RuleScope scope,
                                                          bool wholePlans) const {
-  const LevelGroup& g = shape_.levels[levelIndex];
-  // HCCL's A2 rule: pipeline with several ranks per server once a rank's share is large enough.
-  if (wholePlans && g.level == 1 && groupSize(0) >= 2) {
-    constexpr std::uint64_t kMinSize = 32 << 10, kMinAllReduceShare = 1 << 20;
-    if (call.coll == Collective::AllReduce ? call.bytes() / shape_.ranks >= kMinAllReduceShare
-                                           : call.bytes() >= kMinSize)
-      return Default{Algorithm::Pipeline, "several ranks per server and large messages"};
+  RuleQuery q;
+  q.level = level;
+  q.within = scope;
+  q.coll = call.coll;
+  q.bytes = call.bytes();
+  q.ranks = shape_.ranks;
+  q.groupSize = members;
+  if (shape_.serverSizes.empty()) {
+    q.ranksPerServer = groupSize(0);
+    q.servers = shape_.ranks / q.ranksPerServer;
+  } else {
+    q.ranksPerServer = *std::min_element(shape_.serverSizes.begin(), shape_.serverSizes.end());
+    q.servers = static_cast<std::uint32_t>(shape_.serverSizes.size());
   }
-  const std::string why = fmt::format("{} groups of {}",
-                                      g.level == 0   ? "server"
-                                      : g.level == 1 ? "server-count"
-                                                     : "pod-count",
-                                      g.size);
-  switch (g.level) {
-    case 0:  // HCCL picks level0 from the hardware; shared memory connects every pair: Mesh
-      return Default{Algorithm::Mesh, why};
-    case 1:  // 910 rule: ring unless the server count is a power of two
-      return Default{std::has_single_bit(g.size) ? Algorithm::HalvingDoubling : Algorithm::Ring,
-                     why};
-    default:  // ring below 8 pods that are not a power of two, else H-D_R
-      return Default{
-          g.size < 8 && !std::has_single_bit(g.size) ? Algorithm::Ring : Algorithm::HalvingDoubling,
-          why};
-  }
+  q.deterministic = settings_.deterministic.value != Determinism::Off;
+  const HcclRule* row =
+      firstMatch(model_.hcclRules, q, [&](Algorithm a) { return wholePlans || !planOwning(a); });
+  if (!row) return std::nullopt;
+  if (!row->why.empty()) return Default{row->algorithm, row->why};
+  return Default{row->algorithm, fmt::format("{} groups of {}",
+                                             level == 0   ? "server"
+                                             : level == 1 ? "server-count"
+                                                          : "pod-count",
+                                             members)};
 }
 
 Decision Selection::chooseLevels(const CallInfo& call, const LevelPhases& phases) const {
@@ -200,7 +200,7 @@ std::optional<LevelChoice> Selection::chooseLevel(const CallInfo& call, std::siz
   }
 
   if (!modelSelection()) {
-    const auto r = hcclDefault(call, levelIndex, false);
+    const auto r = hcclDefault(call, level, shape_.levels[levelIndex].size);
     if (r && incapable(r->algorithm, call, phases).empty())
       return take(r->algorithm, fallbackNote.empty() ? Reason::HcclRules : Reason::Fallback,
                   fallbackNote + "HCCL default for " + r->why);

@@ -65,15 +65,17 @@ class Selection {
   // The tuning file's size rule for the call at `level`, and its origin ("size rule of FILE").
   std::optional<Algorithm> sizeRule(const CallInfo& call, int level) const;
   std::string sizeRuleOf() const;
-  // HCCL's default for shape level `levelIndex` (hccl_rules selection): the algorithm, and what
-  // it is the default for ("server-count groups of 4"). With `wholePlans`, the default may also be
-  // the word of a whole plan (level1 pipeline for large messages); otherwise a level algorithm.
+  // HCCL's default (the cost model's hccl_rules rows, hccl_rules.hpp) for `level` of the call
+  // whose groups have `members` ranks, answering `scope`: the algorithm, and what it is the
+  // default for ("server-count groups of 4"). With `wholePlans` the answer may be a whole plan's
+  // word (level1 pipeline for large messages); otherwise it is a level algorithm.
   struct Default {
     Algorithm algorithm;
     std::string why;
   };
-  std::optional<Default> hcclDefault(const CallInfo& call, std::size_t levelIndex,
-                                     bool wholePlans) const;
+  std::optional<Default> hcclDefault(const CallInfo& call, int level, std::uint32_t members,
+                                     RuleScope scope = RuleScope::Level,
+                                     bool wholePlans = false) const;
 
   // The per-level choice (see above) over `phases`, one list per shape level; an error decision
   // naming the level when nothing can serve one.
