@@ -3,15 +3,12 @@
 #include <fmt/format.h>
 
 namespace hccl::algo {
-namespace {
 
 std::string bytesText(std::uint64_t b) {
   if (b >= (1u << 20) && b % (1u << 20) == 0) return fmt::format("{} MiB", b >> 20);
   if (b >= 1024 && b % 1024 == 0) return fmt::format("{} KiB", b >> 10);
   return fmt::format("{} B", b);
 }
-
-}  // namespace
 
 std::string secondsText(double s) {
   if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);

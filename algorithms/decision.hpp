@@ -71,8 +71,9 @@ struct Decision {
 // The level algorithms of `levels` as a PlanKey holds them.
 LevelAlgorithms levelAlgorithms(const std::vector<LevelChoice>& levels);
 
-// "12.1 us", "3.40 ms", "1.20 s"
+// "12.1 us", "3.40 ms", "1.20 s"; "64 B", "4 KiB", "16 MiB"
 std::string secondsText(double s);
+std::string bytesText(std::uint64_t bytes);
 
 }  // namespace hccl::algo
 

@@ -68,6 +68,10 @@ bool Plan::composesLevels() const {
   return true;
 }
 
+std::vector<Collective> Plan::collectives() const {
+  return {};
+}
+
 bool Plan::automatic(const Selection&) const {
   return true;
 }

@@ -25,6 +25,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "algorithms/decision.hpp"
 #include "algorithms/layout.hpp"
@@ -63,6 +64,9 @@ class Plan {
   // algorithms, honouring forced levels itself.
   virtual bool owns(Algorithm a) const;
   bool composesLevels() const;
+  // The collectives a whole plan serves, for listings (the compositions: whatever their level
+  // algorithms serve).
+  virtual std::vector<Collective> collectives() const;
   // Empty when the plan can serve `call` on s.shape(); otherwise why not.
   virtual std::string whyNot(const Selection& s, const CallInfo& call) const = 0;
   // Whether the model or HCCL's defaults may choose it when no configuration names it.

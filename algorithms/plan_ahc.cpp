@@ -116,6 +116,9 @@ class AhcPlan final : public Plan {
  public:
   std::string_view name() const override { return "AHC"; }
   bool owns(Algorithm a) const override { return isAhc(a); }
+  std::vector<Collective> collectives() const override {
+    return {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather};
+  }
   bool automatic(const Selection& s) const override { return !s.shape().symmetric; }
 
   std::string whyNot(const Selection& s, const CallInfo& call) const override {

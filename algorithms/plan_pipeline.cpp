@@ -4,6 +4,8 @@
 // rank order. Its prediction is the critical path of its own schedule.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "algorithms/pipeline.hpp"
 #include "algorithms/plan.hpp"
 
@@ -14,10 +16,13 @@ class PipelinePlan final : public Plan {
  public:
   std::string_view name() const override { return "pipeline"; }
   bool owns(Algorithm a) const override { return a == Algorithm::Pipeline; }
+  std::vector<Collective> collectives() const override {
+    return {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather};
+  }
 
   std::string whyNot(const Selection& s, const CallInfo& call) const override {
-    if (call.coll != Collective::AllReduce && call.coll != Collective::ReduceScatter &&
-        call.coll != Collective::AllGather)
+    const std::vector<Collective> serves = collectives();
+    if (std::find(serves.begin(), serves.end(), call.coll) == serves.end())
       return fmt::format("pipeline has no {}", hccl::name(call.coll));
     if (!s.shape().symmetric) return "pipeline needs the same number of ranks on every server";
     if (s.levelIndex(2)) return "pipeline runs within one supernode";
