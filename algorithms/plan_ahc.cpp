@@ -69,8 +69,8 @@ Algorithms choose(const Selection& s, const CallInfo& call) {
       a.intraReason = Reason::Forced;
       a.intraNote = s.forcedBy() + "; ";
     } else {
-      a.intraNote = fmt::format("{} forced at level0 cannot run AHC's phases inside a server; ",
-                                hcclName(*forced));
+      a.intraNote = fmt::format("{} forced {} at level0 cannot run AHC's phases inside a server; ",
+                                hcclName(*forced), s.forcedBy());
     }
   }
   if (a.intraReason != Reason::Forced) {
@@ -109,6 +109,8 @@ Algorithms choose(const Selection& s, const CallInfo& call) {
     }
   }
   a.predicted = best;
+  // Forced but unable to run inside the servers: reported as a refusal, not a free choice.
+  if (s.forced(call, 0) && a.intraReason != Reason::Forced) a.intraReason = Reason::Fallback;
   return a;
 }
 

@@ -42,6 +42,21 @@ class PipelinePlan final : public Plan {
       d.levels.push_back({g.level, Algorithm::Pipeline, why.reason,
                           g.level == 0 ? "intra-server part of the pipeline" : why.text(predicted),
                           g.level == 0 ? 0.0 : predicted});
+    // The pipeline brings its own intra-server transfers: an algorithm forced at level0 cannot
+    // take effect, and the decision says so rather than calling level0 a model choice. (level0
+    // pipeline next to a forced level1 pipeline asks for what runs.)
+    const auto forced0 = s.forced(call, 0);
+    const bool honoured = forced0 == Algorithm::Pipeline && why.reason == Reason::Forced;
+    if (forced0 && !honoured && !d.levels.empty() && d.levels.front().level == 0) {
+      LevelChoice& l0 = d.levels.front();
+      l0.reason = Reason::Fallback;
+      l0.detail =
+          fmt::format("{} forced {} at level0 is ignored: {}; {}", hcclName(*forced0), s.forcedBy(),
+                      *forced0 == Algorithm::Pipeline
+                          ? "pipeline spans level0 and level1 and is forced as level1:pipeline"
+                          : "the pipeline runs its own intra-server transfers",
+                      l0.detail);
+    }
     d.predicted = predicted;
     d.plan.algorithms = levelAlgorithms(d.levels);
     return d;

@@ -261,6 +261,32 @@ TEST(SelectorPipeline, HcclRulesThresholds) {
   EXPECT_NE(flat.decide(large).levels.back().algorithm, Algorithm::Pipeline);
 }
 
+// A level0 algorithm forced next to a pipeline cannot take effect: the pipeline runs its own
+// intra-server transfers. The decision says it was ignored and why, not that level0 was the
+// model's choice (issue 15: level0:pipeline was reported as a model choice).
+TEST(SelectorPipeline, ForcedLevel0ThatCannotTakeEffectIsReportedIgnored) {
+  const CallInfo big = withColl(allreduce(64 << 20), Collective::AllGather);
+  for (const char* algo : {"level0:pipeline", "level0:ring", "level0:ring;level1:pipeline"}) {
+    Selector sel(CommShape::servers(4, 8), settingsWith({{"HCCL_ALGO", algo}}), defaultCostModel());
+    const Decision& d = sel.decide(big);
+    ASSERT_TRUE(d.ok()) << d.error;
+    ASSERT_EQ(d.levels.size(), 2u);
+    ASSERT_EQ(d.levels[1].algorithm, Algorithm::Pipeline) << algo << ": " << d.summary();
+    EXPECT_EQ(d.levels[0].reason, Reason::Fallback) << algo << ": " << d.summary();
+    EXPECT_NE(d.summary().find("forced by env HCCL_ALGO at level0 is ignored"), std::string::npos)
+        << d.summary();
+  }
+  Selector l0(CommShape::servers(4, 8), settingsWith({{"HCCL_ALGO", "level0:pipeline"}}),
+              defaultCostModel());
+  EXPECT_NE(l0.decide(big).levels[0].detail.find("forced as level1:pipeline"), std::string::npos)
+      << l0.decide(big).summary();
+  // Both levels naming the pipeline: nothing is ignored.
+  Selector both(CommShape::servers(4, 8),
+                settingsWith({{"HCCL_ALGO", "level0:pipeline;level1:pipeline"}}),
+                defaultCostModel());
+  EXPECT_EQ(both.decide(big).levels[0].reason, Reason::Forced) << both.decide(big).summary();
+}
+
 TEST(SelectorPipeline, ModelPrefersPipelineForLargeGathersAcrossServers) {
   Selector sel(CommShape::servers(4, 8), settingsWith({}), defaultCostModel());
   const Decision& big = sel.decide(withColl(allreduce(64 << 20), Collective::AllGather));
@@ -372,6 +398,16 @@ TEST(SelectorAhc, ForcedLevel0RunsInsideTheServers) {
   ASSERT_TRUE(d.ok()) << d.error;
   EXPECT_EQ(d.levels[0].algorithm, Algorithm::Ring);
   EXPECT_EQ(d.levels[0].reason, Reason::Forced);
+  // One that cannot run AHC's phases inside a server is refused with the reason.
+  Selector refused(unequal({3, 5}), settingsWith({{"HCCL_ALGO", "level0:pairwise;level1:AHC"}}),
+                   defaultCostModel());
+  const Decision& r = refused.decide(allreduce(1 << 20));
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_NE(r.levels[0].algorithm, Algorithm::Pairwise);
+  EXPECT_EQ(r.levels[0].reason, Reason::Fallback);
+  EXPECT_NE(r.levels[0].detail.find("pairwise forced by env HCCL_ALGO at level0 cannot run AHC's"),
+            std::string::npos)
+      << r.levels[0].detail;
 }
 
 // A slow link between servers and a large message: AHC moves 1/m of the vector across servers
