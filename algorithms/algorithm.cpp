@@ -5,8 +5,8 @@
 namespace hccl::algo {
 namespace {
 constexpr std::array<std::string_view, kNumAlgorithms> kNames = {
-    "ring", "H-D_R",     "fullmesh", "NHR",      "NHR_V1", "NB",
-    "AHC",  "AHC_BROKE", "pipeline", "pairwise", "star",   "fullmesh_oneshot",
+    "ring", "H-D_R",     "fullmesh", "NHR",      "NHR_V1",           "NB",
+    "AHC",  "AHC_BROKE", "pipeline", "pairwise", "fullmesh_oneshot",
 };
 }  // namespace
 

@@ -19,10 +19,12 @@ enum class Algorithm : std::uint8_t {
   AHC_Broke,        // "AHC_BROKE": AHC when all groups are equal
   Pipeline,         // "pipeline": inter-server ring overlapped with intra-server transfers
   Pairwise,         // "pairwise": AlltoAll one peer per step
-  Star,             // "star": rooted ops in one step (level0)
   MeshOneShot,      // "fullmesh_oneshot": AllReduce in one step, every rank reduces all inputs
 };
-inline constexpr int kNumAlgorithms = 12;
+inline constexpr int kNumAlgorithms = 11;
+// HCCL's Star (level0 rooted operations in one step) has no value: HCCL picks it from the
+// hardware and HCCL_ALGO's documented words do not include it, so "star" is rejected as an
+// unknown algorithm; coll_hccl has no one-step rooted schedule to run for it.
 
 // The HCCL_ALGO spelling ("ring", "H-D_R", "fullmesh", ...); case-sensitive.
 std::string_view hcclName(Algorithm a);

@@ -29,7 +29,6 @@ constexpr std::array<AlgorithmInfo, kNumAlgorithms> kCatalog = {{
      "pipeline: inter-server ring steps overlapped with intra-server transfers",
      {false, true, true}},
     {A::Pairwise, "pairwise: alltoall one peer per step", {false, true, false}},
-    {A::Star, "star: rooted operations in one step", {true, false, false}},
     {A::MeshOneShot,
      "full mesh one-shot: whole vectors to every peer, each rank reduces all p (small messages)",
      {true, false, false}},

@@ -23,7 +23,7 @@ TEST(FallbackChain, DocumentedOrders) {
     EXPECT_EQ(chain(Ring, op), (Chain{NHR, HalvingDoubling})) << name(op);
     EXPECT_EQ(chain(HalvingDoubling, op), (Chain{NHR, Ring})) << name(op);
     EXPECT_EQ(chain(NHR, op), (Chain{HalvingDoubling, Ring})) << name(op);
-    for (Algorithm other : {NHR_V1, NB, AHC, AHC_Broke, Pairwise, Mesh, Star})
+    for (Algorithm other : {NHR_V1, NB, AHC, AHC_Broke, Pairwise, Mesh})
       EXPECT_EQ(chain(other, op), (Chain{NHR, HalvingDoubling, Ring})) << name(op);
   }
 }
