@@ -8,7 +8,7 @@ constexpr std::array<AlgorithmInfo, kNumAlgorithms> kCatalog = {{
     {A::Ring,
      "ring: one block per step to the right neighbour; bandwidth-optimal, p-1 steps",
      {true, true, true}},
-    {A::HalvingDoubling,
+    {A::Rhd,
      "recursive halving-doubling: log2(p) pairwise exchanges; non-powers of two fold pairs first",
      {false, true, true}},
     {A::Mesh,

@@ -151,17 +151,17 @@ algo::Schedule compose(const Layout& lay, const LevelAlgorithms& algs, const Pro
 // rank-order product exactly when composedRankOrdered() says so; and an interleaved layout or an
 // unordered algorithm visibly reorders.
 TEST(UserOpComposed, RankOrderExactlyWhenClaimed) {
-  const std::array<Algorithm, 5> algs = {Algorithm::Ring, Algorithm::Mesh,
-                                         Algorithm::HalvingDoubling, Algorithm::NHR, Algorithm::NB};
+  const std::array<Algorithm, 5> algs = {Algorithm::Ring, Algorithm::Mesh, Algorithm::Rhd,
+                                         Algorithm::NHR, Algorithm::NB};
   const std::pair<const char*, Layout> layouts[] = {
       {"2x3", Layout::servers(2, 3)},           {"3x2", Layout::servers(3, 2)},
       {"rr:2x3", Layout::uneven({3, 3}, true)}, {"3+5", Layout::uneven({3, 5})},
       {"rr:5+3", Layout::uneven({5, 3}, true)}, {"2x2x2", Layout::pods(2, 2, 2)}};
   std::size_t claimed = 0, shownUnordered = 0;
   for (const auto& [label, lay] : layouts) {
-    for (Algorithm a0 : {Algorithm::Ring, Algorithm::Mesh, Algorithm::HalvingDoubling}) {
+    for (Algorithm a0 : {Algorithm::Ring, Algorithm::Mesh, Algorithm::Rhd}) {
       for (Algorithm a1 : algs) {
-        const LevelAlgorithms la{a0, a1, Algorithm::HalvingDoubling};
+        const LevelAlgorithms la{a0, a1, Algorithm::Rhd};
         for (Collective c : {Collective::AllReduce, Collective::ReduceScatter}) {
           // A ReduceScatter over two or more levels claims rank order but does not keep it (see
           // RankOrderReduceScatter below): left to those tests.

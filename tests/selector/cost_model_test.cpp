@@ -121,9 +121,9 @@ TEST(CostModel, FilesAreReadAndMissingOnesNamed) {
 TEST(CostModel, RulesMatchFirstWithInclusiveBounds) {
   CostModel m;
   m.rules = {{Collective::AllReduce, 1, 0, 100, Algorithm::Ring},
-             {Collective::AllReduce, 1, 50, 1000, Algorithm::HalvingDoubling}};
+             {Collective::AllReduce, 1, 50, 1000, Algorithm::Rhd}};
   EXPECT_EQ(m.rule(Collective::AllReduce, 1, 100), Algorithm::Ring);
-  EXPECT_EQ(m.rule(Collective::AllReduce, 1, 101), Algorithm::HalvingDoubling);
+  EXPECT_EQ(m.rule(Collective::AllReduce, 1, 101), Algorithm::Rhd);
   EXPECT_EQ(m.rule(Collective::AllReduce, 0, 10), std::nullopt);
   EXPECT_EQ(m.rule(Collective::AllGather, 1, 10), std::nullopt);
 }

@@ -39,8 +39,7 @@ std::optional<Algorithm> answer(int level, RuleScope scope, std::uint32_t groupS
   return row->algorithm;
 }
 
-constexpr Algorithm kRing = Algorithm::Ring, kHd = Algorithm::HalvingDoubling,
-                    kPipeline = Algorithm::Pipeline;
+constexpr Algorithm kRing = Algorithm::Ring, kHd = Algorithm::Rhd, kPipeline = Algorithm::Pipeline;
 
 TEST(HcclRules, BuiltInDocumentsParseCleanly) {
   for (std::string_view doc : {builtinCostModelJson(), builtinHcclRulesJson()}) {

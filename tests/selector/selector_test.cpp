@@ -60,7 +60,7 @@ TEST(Selector, ForcedButIncapableFallsBackAlongHcclsChain) {
                defaultCostModel());
   const Decision& d = sel.decide(allreduce(1 << 20, false));
   ASSERT_TRUE(d.ok()) << d.error;
-  EXPECT_EQ(d.levels[0].algorithm, Algorithm::HalvingDoubling);
+  EXPECT_EQ(d.levels[0].algorithm, Algorithm::Rhd);
   EXPECT_EQ(d.levels[0].reason, Reason::Fallback);
   EXPECT_NE(d.levels[0].detail.find("does not reduce in rank order"), std::string::npos)
       << d.levels[0].detail;
@@ -94,8 +94,7 @@ TEST(Selector, HcclRulesForTwoToSixteenServers) {
     for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
       const Decision& d = sel.decide(withColl(allreduce(1 << 16), c));
       ASSERT_TRUE(d.ok()) << d.error;
-      const Algorithm want =
-          std::has_single_bit(servers) ? Algorithm::HalvingDoubling : Algorithm::Ring;
+      const Algorithm want = std::has_single_bit(servers) ? Algorithm::Rhd : Algorithm::Ring;
       EXPECT_EQ(d.levels[0].algorithm, want) << servers << " servers, " << name(c);
       EXPECT_EQ(d.levels[0].reason, Reason::HcclRules);
     }
@@ -110,7 +109,7 @@ TEST(Selector, HcclRulesForPods) {
     ASSERT_TRUE(d.ok()) << d.error;
     ASSERT_EQ(d.levels.size(), 2u);
     const Algorithm want =
-        pods < 8 && !std::has_single_bit(pods) ? Algorithm::Ring : Algorithm::HalvingDoubling;
+        pods < 8 && !std::has_single_bit(pods) ? Algorithm::Ring : Algorithm::Rhd;
     EXPECT_EQ(d.levels[1].algorithm, want) << pods << " pods";
   }
 }
@@ -121,9 +120,9 @@ Algorithm ringOrHd(const Selector& sel, std::uint64_t bytes) {
   double ring = 0, hd = 0;
   for (const Candidate& c : sel.candidates(allreduce(bytes), 0)) {
     if (c.algorithm == Algorithm::Ring) ring = c.predicted;
-    if (c.algorithm == Algorithm::HalvingDoubling) hd = c.predicted;
+    if (c.algorithm == Algorithm::Rhd) hd = c.predicted;
   }
-  return ring <= hd ? Algorithm::Ring : Algorithm::HalvingDoubling;
+  return ring <= hd ? Algorithm::Ring : Algorithm::Rhd;
 }
 
 // The byte size at which the model stops picking H-D_R for ring on 6 servers, searched over
@@ -137,7 +136,7 @@ std::uint64_t crossover(const CostModel& m) {
 
 TEST(Selector, ModelPicksFewStepsForSmallAndLittleDataForLarge) {
   Selector sel(CommShape::servers(6, 1), settingsWith({}), linkModel(25, 1.25));
-  EXPECT_EQ(ringOrHd(sel, 64), Algorithm::HalvingDoubling);
+  EXPECT_EQ(ringOrHd(sel, 64), Algorithm::Rhd);
   EXPECT_EQ(ringOrHd(sel, 64 << 20), Algorithm::Ring);
   const Decision& small = sel.decide(allreduce(64));
   const Decision& large = sel.decide(allreduce(64 << 20));
@@ -192,7 +191,7 @@ TEST(Selector, Level0CanBeForcedOnSharedMemory) {
                defaultCostModel());
   const Decision& d = sel.decide(allreduce(4096));
   ASSERT_TRUE(d.ok()) << d.error;
-  EXPECT_EQ(d.levels[0].algorithm, Algorithm::HalvingDoubling);
+  EXPECT_EQ(d.levels[0].algorithm, Algorithm::Rhd);
   EXPECT_EQ(d.levels[0].reason, Reason::Forced);
 }
 
@@ -230,7 +229,7 @@ TEST(SelectorPipeline, ForcedPipelineFallsBackWithItsReason) {
   EXPECT_EQ(d.levels[1].reason, Reason::Fallback);
   EXPECT_NE(d.levels[1].detail.find("pipeline does not reduce in rank order"), std::string::npos)
       << d.levels[1].detail;
-  EXPECT_EQ(d.levels[1].algorithm, Algorithm::HalvingDoubling);  // pipeline -> NHR, H-D_R, ring
+  EXPECT_EQ(d.levels[1].algorithm, Algorithm::Rhd);  // pipeline -> NHR, H-D_R, ring
 }
 
 TEST(SelectorPipeline, NotOnASingleServerOrAcrossPods) {
@@ -450,7 +449,7 @@ TEST(SelectorAhc, NonCommutativeNeverRunsAhc) {
   ASSERT_TRUE(f.ok()) << f.error;
   ASSERT_EQ(f.levels.size(), 1u) << f.summary();
   EXPECT_EQ(f.levels[0].reason, Reason::Fallback);
-  EXPECT_EQ(f.levels[0].algorithm, Algorithm::HalvingDoubling);  // AHC -> NHR, H-D_R, ring
+  EXPECT_EQ(f.levels[0].algorithm, Algorithm::Rhd);  // AHC -> NHR, H-D_R, ring
   EXPECT_NE(f.levels[0].detail.find("AHC does not reduce in rank order (non-commutative op)"),
             std::string::npos)
       << f.levels[0].detail;
