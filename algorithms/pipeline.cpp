@@ -157,23 +157,13 @@ void reducePass(RankSchedule& out, const Grid& g, const Blocks& blocks, Contribu
   }
 }
 
-}  // namespace
-
-RankSchedule pipelineAllGather(const Layout& lay, const Problem& pb, std::uint32_t rank) {
-  check(lay);
-  RankSchedule out;
-  const Grid g(lay, rank);
+void allGather(RankSchedule& out, const Grid& g, const Problem& pb, std::uint32_t rank) {
   const Slice own =
       pb.inPlace ? pb.blocks.block(Buf::Output, rank) : Slice{Buf::Input, 0, pb.blocks.count(rank)};
   gatherPass(out, g, pb.blocks, own);
-  prune(out);
-  return out;
 }
 
-RankSchedule pipelineReduceScatter(const Layout& lay, const Problem& pb, std::uint32_t rank) {
-  check(lay);
-  RankSchedule out;
-  const Grid g(lay, rank);
+void reduceScatter(RankSchedule& out, const Grid& g, const Problem& pb, std::uint32_t rank) {
   const Buf src = pb.inPlace ? Buf::Output : Buf::Input;
   const Slice result = pb.resultSlice(rank);
   const Slice own = pb.blocks.block(src, rank);
@@ -185,34 +175,39 @@ RankSchedule pipelineReduceScatter(const Layout& lay, const Problem& pb, std::ui
       out, g, pb.blocks, [&](std::uint32_t q) { return pb.blocks.block(src, q); },
       viaScratch ? staged : result);
   if (viaScratch) copy(out.steps.back(), result, staged);
-  prune(out);
-  return out;
 }
 
-RankSchedule pipelineAllReduce(const Layout& lay, const Problem& pb, std::uint32_t rank) {
-  check(lay);
-  RankSchedule out;
-  const Grid g(lay, rank);
+void allReduce(RankSchedule& out, const Grid& g, const Problem& pb, std::uint32_t rank) {
   const Buf src = pb.inPlace ? Buf::Output : Buf::Input;
   const Slice mine = pb.blocks.block(Buf::Output, rank);
   reducePass(
       out, g, pb.blocks, [&](std::uint32_t q) { return pb.blocks.block(src, q); }, mine);
   gatherPass(out, g, pb.blocks, mine);
-  prune(out);
-  return out;
 }
 
+}  // namespace
+
 RankSchedule pipelineSchedule(const Layout& lay, const Problem& pb, std::uint32_t rank) {
+  using Pass = void (*)(RankSchedule&, const Grid&, const Problem&, std::uint32_t);
+  Pass pass = nullptr;
   switch (pb.coll) {
     case Collective::AllGather:
-      return pipelineAllGather(lay, pb, rank);
+      pass = allGather;
+      break;
     case Collective::ReduceScatter:
-      return pipelineReduceScatter(lay, pb, rank);
+      pass = reduceScatter;
+      break;
     case Collective::AllReduce:
-      return pipelineAllReduce(lay, pb, rank);
+      pass = allReduce;
+      break;
     default:
       throw std::invalid_argument(fmt::format("pipeline has no {}", name(pb.coll)));
   }
+  check(lay);
+  RankSchedule out;
+  pass(out, Grid(lay, rank), pb, rank);
+  prune(out);
+  return out;
 }
 
 }  // namespace hccl::algo

@@ -1,7 +1,8 @@
 // HCCL's default rules as a document: every row of the built-in document checked against what
 // HCCL documents (../shared/reference/hccl-algorithms.md, section 3), written out here from that
 // text rather than from the code; the selector's hccl_rules mode reads the document; a tuning file
-// replaces it; bad rows are reported by member.
+// replaces it; unknown names are skipped with a warning (bad rows are errors naming the member:
+// cost_model_test's table of bad tuning documents).
 #include "algorithms/hccl_rules.hpp"
 
 #include <gtest/gtest.h>
@@ -163,33 +164,6 @@ TEST(HcclRules, TuningFileReplacesTheRows) {
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(back.value().hcclRules, tuned.value().hcclRules);
   EXPECT_EQ(nlohmann::json::parse(tuned.value().toJson())["hccl_rules"].size(), 2u);
-}
-
-TEST(HcclRules, BadRowsAreErrorsNamingTheMember) {
-  const std::pair<const char*, const char*> cases[] = {
-      {R"({"hccl_rules": {"level": 1}})", "hccl_rules: expected an array"},
-      {R"({"hccl_rules": [{"algorithm": "ring"}]})", "hccl_rules[0].level: expected 0, 1 or 2"},
-      {R"({"hccl_rules": [{"level": 3, "algorithm": "ring"}]})", "hccl_rules[0].level"},
-      {R"({"hccl_rules": [{"level": 1}]})", "hccl_rules[0].algorithm"},
-      {R"({"hccl_rules": [{"level": 1, "algorithm": "ring", "within": "pipeline"}]})",
-       "hccl_rules[0].within: expected \"AHC\""},
-      {R"({"hccl_rules": [{"level": 1, "algorithm": "ring", "group_size": {"min": -1}}]})",
-       "hccl_rules[0].group_size.min"},
-      {R"({"hccl_rules": [{"level": 1, "algorithm": "ring", "servers": {"min": 4, "max": 2}}]})",
-       "hccl_rules[0].servers: min is larger than max"},
-      {R"({"hccl_rules": [{"level": 1, "algorithm": "ring", "min_bytes": 9, "max_bytes": 1}]})",
-       "min_bytes is larger than max_bytes"},
-      {R"({"hccl_rules": [{"level": 1, "algorithm": "ring", "deterministic": "yes"}]})",
-       "hccl_rules[0].deterministic: expected true or false"},
-  };
-  for (const auto& [text, needle] : cases) {
-    std::vector<std::string> warnings;
-    auto r = applyTuning(defaultCostModel(), text, "t.json", warnings);
-    ASSERT_FALSE(r.ok()) << text;
-    EXPECT_NE(r.error().message.find(needle), std::string::npos)
-        << text << " -> " << r.error().message;
-    EXPECT_EQ(r.error().message.find("t.json"), 0u) << r.error().message;
-  }
 }
 
 TEST(HcclRules, UnknownNamesSkipTheRowWithAWarning) {

@@ -391,22 +391,22 @@ TEST(SelectorAhc, HcclRulesKeepTheInterRuleAndMesh) {
 }
 
 TEST(SelectorAhc, ForcedLevel0RunsInsideTheServers) {
-  Selector sel(unequal({3, 5}), settingsWith({{"HCCL_ALGO", "level0:ring;level1:AHC"}}),
-               defaultCostModel());
-  const Decision& d = sel.decide(allreduce(1 << 20));
-  ASSERT_TRUE(d.ok()) << d.error;
-  EXPECT_EQ(d.levels[0].algorithm, Algorithm::Ring);
-  EXPECT_EQ(d.levels[0].reason, Reason::Forced);
+  auto level0 = [](const char* algo) {
+    Selector sel(unequal({3, 5}), settingsWith({{"HCCL_ALGO", algo}}), defaultCostModel());
+    const Decision& d = sel.decide(allreduce(1 << 20));
+    EXPECT_TRUE(d.ok()) << d.error;
+    return d.ok() ? d.levels[0] : LevelChoice{};
+  };
+  const LevelChoice ring = level0("level0:ring;level1:AHC");
+  EXPECT_EQ(ring.algorithm, Algorithm::Ring);
+  EXPECT_EQ(ring.reason, Reason::Forced);
   // One that cannot run AHC's phases inside a server is refused with the reason.
-  Selector refused(unequal({3, 5}), settingsWith({{"HCCL_ALGO", "level0:pairwise;level1:AHC"}}),
-                   defaultCostModel());
-  const Decision& r = refused.decide(allreduce(1 << 20));
-  ASSERT_TRUE(r.ok()) << r.error;
-  EXPECT_NE(r.levels[0].algorithm, Algorithm::Pairwise);
-  EXPECT_EQ(r.levels[0].reason, Reason::Fallback);
-  EXPECT_NE(r.levels[0].detail.find("pairwise forced by env HCCL_ALGO at level0 cannot run AHC's"),
+  const LevelChoice refused = level0("level0:pairwise;level1:AHC");
+  EXPECT_NE(refused.algorithm, Algorithm::Pairwise);
+  EXPECT_EQ(refused.reason, Reason::Fallback);
+  EXPECT_NE(refused.detail.find("pairwise forced by env HCCL_ALGO at level0 cannot run AHC's"),
             std::string::npos)
-      << r.levels[0].detail;
+      << refused.detail;
 }
 
 // A slow link between servers and a large message: AHC moves 1/m of the vector across servers
