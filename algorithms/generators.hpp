@@ -73,7 +73,7 @@ struct GeneratorSpec {
 std::span<const GeneratorSpec> generatorSpecs();
 const GeneratorSpec* findGenerator(Algorithm a, Collective c);
 
-// Every rank's schedule for the problem.
+// Every rank's schedule for the problem, honouring the write contract (write_contract.hpp).
 Schedule buildSchedule(Generator g, const Problem& pb);
 
 }  // namespace hccl::algo

@@ -1,6 +1,7 @@
 #include <array>
 
 #include "algorithms/generators.hpp"
+#include "algorithms/write_contract.hpp"
 
 namespace hccl::algo {
 namespace {
@@ -57,7 +58,7 @@ const GeneratorSpec* findGenerator(Algorithm a, Collective c) {
 Schedule buildSchedule(Generator g, const Problem& pb) {
   Schedule s{pb, {}};
   s.ranks.reserve(pb.ranks);
-  for (std::uint32_t r = 0; r < pb.ranks; ++r) s.ranks.push_back(g(pb, r));
+  for (std::uint32_t r = 0; r < pb.ranks; ++r) s.ranks.push_back(withPrivateInput(pb, r, g));
   return s;
 }
 

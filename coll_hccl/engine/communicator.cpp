@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "algorithms/write_contract.hpp"
 #include "coll_hccl/engine/engine_state.hpp"
 #include "coll_hccl/engine/hierarchy_layout.hpp"
 #include "coll_hccl/engine/reduce_kernels.hpp"
@@ -297,9 +298,13 @@ std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::strin
   const algo::Layout& lay = *layout_;
   const bool flat = d.flat;
   const int top = d.levels.empty() ? 0 : d.levels.back().level;
-  const auto gen = [&lay, algs, flat, top, ahcInter](const algo::Problem& q, std::uint32_t r) {
+  const algo::RankGenerator compose = [&lay, algs, flat, top, ahcInter](const algo::Problem& q,
+                                                                        std::uint32_t r) {
     return flat ? algo::composeFlat(lay, algs[static_cast<std::size_t>(top)], top, q, r)
                 : algo::composeHierarchical(lay, algs, q, r, ahcInter);
+  };
+  const auto gen = [&compose](const algo::Problem& q, std::uint32_t r) {
+    return algo::withPrivateInput(q, r, compose);
   };
   auto plan = std::make_shared<Plan>();
   plan->decision = d;
