@@ -98,8 +98,8 @@ static void run_case(const test_type_t* t, int op_index, const test_op_t* op, co
       }
     }
     char what[256];
-    snprintf(what, sizeof what, "%s %s %s count %zu %s %s", coll_names[c->coll], t->name,
-             op->name, c->count, where, kind);
+    snprintf(what, sizeof what, "%s %s %s count %zu %s %s", coll_names[c->coll], t->name, op->name,
+             c->count, where, kind);
     guarded_untouched(&g, 0, out_elems * t->size, what);
   }
   free(send);

@@ -106,8 +106,8 @@ static void exercise(MPI_Comm comm, int th, int round, const char* kind) {
       long v = value(world[r], th, round, first + i);
       if (v < e) e = v;
     }
-    if (!check(out[i] == e, "thread %d round %d %s in-place ireduce_scatter element %d", th,
-               round, kind, i))
+    if (!check(out[i] == e, "thread %d round %d %s in-place ireduce_scatter element %d", th, round,
+               kind, i))
       break;
   }
   snprintf(what, sizeof what, "thread %d round %d %s in-place ireduce_scatter", th, round, kind);
@@ -189,8 +189,8 @@ static void* run(void* arg) {
     for (int i = 0; i < N; ++i) {
       long e = 0;
       for (int r = 0; r < world_size; ++r) e += value(r, th, round, i);
-      if (!check(sum[i] == e, "thread %d round %d iallreduce during %s element %d", th, round,
-                 name, i))
+      if (!check(sum[i] == e, "thread %d round %d iallreduce during %s element %d", th, round, name,
+                 i))
         break;
     }
     guarded_untouched(&g, 0, N * sizeof(long), "iallreduce during communicator creation");
