@@ -202,6 +202,7 @@ struct ShmLink::Impl {
       const auto now = Clock::now();
       if (options.timeout.count() > 0 && now - start > options.timeout) {
         c.state = Completion::State::Failed;
+        c.fault = Fault::Timeout;
         c.error = fmt::format("{}: no progress on this link for {} ms (the transport's timeout)",
                               what(), options.timeout.count());
         return c;
@@ -212,6 +213,7 @@ struct ShmLink::Impl {
         if (processes[p].startTime == 0 || ucx::isRunning(processes[p])) continue;
         if (ready()) break;  // it finished its part before it went
         c.state = Completion::State::Failed;
+        c.fault = Fault::PeerLost;
         c.error = fmt::format("{}: the peer's process (pid {}) on this server has exited", what(),
                               processes[p].pid);
         return c;
@@ -634,6 +636,7 @@ Completion ShmLink::publishBlock(int reader, void* data, std::size_t bytes, std:
       s.writing[r].acquired = false;
       if (reg.memh != nullptr) s.ucx->unregister(reg);
       c.state = Completion::State::Failed;
+      c.fault = Fault::Transport;
       c.error = fmt::format("block of {} bytes on the {}: {}", bytes, s.channelName(s.me, r),
                             why.empty() ? "its rkey does not fit in a slot" : why);
       return c;
@@ -780,6 +783,7 @@ Completion ShmLink::Impl::copy(const Post& post, std::size_t offset, void* local
     c.bytes = bytes;
   } else {
     c.state = Completion::State::Failed;
+    c.fault = Fault::Transport;
     c.error = fmt::format("{} of {} bytes {} post {} of rank {} over the HCCS class ({}): {}", what,
                           bytes, toPeer ? "into" : "from", post.number, post.writer,
                           name(singleCopy), why);
