@@ -78,7 +78,7 @@ const GeneratorSpec* findGenerator(Algorithm a, Collective c);
 // `unevenBlocks` are asked of one that needs equal blocks.
 Generator phaseGenerator(Algorithm a, Collective c, std::string_view of, bool unevenBlocks = false);
 
-// Every rank's schedule for the problem.
+// Every rank's schedule for the problem, honouring the write contract (write_contract.hpp).
 Schedule buildSchedule(Generator g, const Problem& pb);
 
 }  // namespace hccl::algo

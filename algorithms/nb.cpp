@@ -47,8 +47,9 @@ std::uint32_t minus(std::uint32_t r, std::uint64_t d, std::uint32_t p) {
 }
 
 // The Bruck AllGather on Output. `src(q, s)` is where rank q reads block s when it sends it.
+// holdsAll: as tree::allGather's (a Broadcast's root receives nothing).
 void bruckAllGather(RankSchedule& out, std::uint32_t p, std::uint32_t r, const Blocks& bl,
-                    const tree::Holding& src) {
+                    const tree::Holding& src, std::uint32_t holdsAll = tree::kNoRank) {
   for (std::uint32_t k = 0; k < tree::stepCount(p); ++k) {
     const std::uint64_t h = std::uint64_t{1} << k;
     const std::uint64_t m = std::min<std::uint64_t>(h, p - h);
@@ -60,8 +61,8 @@ void bruckAllGather(RankSchedule& out, std::uint32_t p, std::uint32_t r, const B
       rx.push_back({src(from, got), bl.block(Buf::Output, got)});
     }
     Step& st = out.newStep();
-    tree::sendRuns(st, to, std::move(tx));
-    tree::recvRuns(st, from, std::move(rx));
+    if (to != holdsAll) tree::sendRuns(st, to, std::move(tx));
+    if (r != holdsAll) tree::recvRuns(st, from, std::move(rx));
   }
 }
 
@@ -114,7 +115,7 @@ RankSchedule nbBroadcast(const Problem& pb, std::uint32_t r) {
     return bl.block(Buf::Output, s);
   };
   tree::scatter(out, bruckTree(pb.ranks), r, pb.root, block);
-  bruckAllGather(out, pb.ranks, r, bl, block);
+  bruckAllGather(out, pb.ranks, r, bl, block, pb.root);
   prune(out);
   return out;
 }

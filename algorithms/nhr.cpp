@@ -132,7 +132,7 @@ RankSchedule nhrBroadcast(const Problem& pb, std::uint32_t r) {
     return pb.blocks.block(Buf::Output, t.block(s));
   };
   tree::scatter(out, t, r, pb.root, block);
-  tree::allGather(out, t, r, block, block);
+  tree::allGather(out, t, r, block, block, pb.root);
   prune(out);
   return out;
 }

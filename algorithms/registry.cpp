@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "algorithms/generators.hpp"
+#include "algorithms/write_contract.hpp"
 
 namespace hccl::algo {
 namespace {
@@ -71,7 +72,7 @@ Generator phaseGenerator(Algorithm a, Collective c, std::string_view of, bool un
 Schedule buildSchedule(Generator g, const Problem& pb) {
   Schedule s{pb, {}};
   s.ranks.reserve(pb.ranks);
-  for (std::uint32_t r = 0; r < pb.ranks; ++r) s.ranks.push_back(g(pb, r));
+  for (std::uint32_t r = 0; r < pb.ranks; ++r) s.ranks.push_back(withPrivateInput(pb, r, g));
   return s;
 }
 

@@ -130,6 +130,24 @@ std::uint64_t Problem::bufferCount(Buf b, std::uint32_t r) const {
   return 0;
 }
 
+Slice Problem::writableOutput(std::uint32_t r) const {
+  const Slice whole{Buf::Output, 0, bufferCount(Buf::Output, r)};
+  switch (coll) {
+    case Collective::ReduceScatter:
+      return inPlace && !resultInBlock ? resultSlice(r) : whole;
+    case Collective::Broadcast:
+      return r == root ? Slice{Buf::Output, 0, 0} : whole;
+    case Collective::Scatter:
+      return r == root && inPlace ? Slice{Buf::Output, 0, 0} : whole;
+    case Collective::AllReduce:
+    case Collective::AllGather:
+    case Collective::Reduce:
+    case Collective::AllToAll:
+      break;
+  }
+  return whole;
+}
+
 std::uint64_t scratchCount(const RankSchedule& s) {
   std::uint64_t top = 0;
   auto see = [&](const Slice& sl) {

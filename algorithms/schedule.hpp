@@ -197,6 +197,9 @@ struct Problem {
   }
   // Elements each named buffer must hold on rank r (0 when the buffer is absent).
   std::uint64_t bufferCount(Buf b, std::uint32_t r) const;
+  // The part of Output rank r may write (write_contract.hpp): its result. Empty where the
+  // standard names no output: a Broadcast root's buffer, an in-place Scatter root's.
+  Slice writableOutput(std::uint32_t r) const;
   bool operator==(const Problem&) const = default;
 };
 

@@ -138,7 +138,7 @@ double Selection::predictLevel(Algorithm a, const CallInfo& call, std::size_t le
 }
 
 double Selection::predict(const CallInfo& call, const Layout& layout,
-                          const RankScheduleFn& rankSchedule) const {
+                          const RankGenerator& rankSchedule) const {
   const Problem pb = Problem::fromMpiCount(call.coll, layout.ranks(), call.count, call.inPlace);
   Schedule s{pb, {}};
   for (std::uint32_t r = 0; r < layout.ranks(); ++r) s.ranks.push_back(rankSchedule(pb, r));

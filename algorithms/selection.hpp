@@ -15,7 +15,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +25,7 @@
 #include "algorithms/layout.hpp"
 #include "algorithms/phases.hpp"
 #include "algorithms/schedule.hpp"
+#include "algorithms/write_contract.hpp"  // RankGenerator
 
 namespace hccl::algo {
 
@@ -88,9 +88,8 @@ class Selection {
 
   // The model's time for the call run by `rankSchedule` on every rank of `layout` (a plan spanning
   // levels; its transfers tagged with the levels whose links carry them).
-  using RankScheduleFn = std::function<RankSchedule(const Problem&, std::uint32_t rank)>;
   double predict(const CallInfo& call, const Layout& layout,
-                 const RankScheduleFn& rankSchedule) const;
+                 const RankGenerator& rankSchedule) const;
 
   // The same communicator seen as one flat group over its outermost level.
   Selection flattened() const;

@@ -186,7 +186,7 @@ void reduceScatter(RankSchedule& out, const SliceTree& t, std::uint32_t r, const
 }
 
 void allGather(RankSchedule& out, const SliceTree& t, std::uint32_t r, const Holding& src,
-               const Holding& dst) {
+               const Holding& dst, std::uint32_t holdsAll) {
   const std::uint32_t p = t.ranks();
   for (std::uint32_t i = 0; i < t.steps(); ++i) {
     const std::uint32_t k = t.steps() - 1 - i;
@@ -202,8 +202,8 @@ void allGather(RankSchedule& out, const SliceTree& t, std::uint32_t r, const Hol
       rx.push_back({src(from, s), dst(r, s)});
     }
     Step& st = out.newStep();
-    sendRuns(st, to, std::move(tx));
-    recvRuns(st, from, std::move(rx));
+    if (to != holdsAll) sendRuns(st, to, std::move(tx));
+    if (r != holdsAll) recvRuns(st, from, std::move(rx));
   }
 }
 

@@ -91,11 +91,15 @@ void reduceScatter(RankSchedule& out, const SliceTree& t, std::uint32_t r, const
 // Where rank q keeps logical slice s.
 using Holding = std::function<Slice(std::uint32_t q, std::uint32_t s)>;
 
+// No rank: see allGather's holdsAll.
+inline constexpr std::uint32_t kNoRank = ~std::uint32_t{0};
+
 // Appends the tree AllGather phase for rank r: the reverse of reduceScatter. `src` says where a
 // rank reads a slice it sends, `dst` where a rank lands a slice it receives (and later sends it
-// from, unless `src` says otherwise).
+// from, unless `src` says otherwise). `holdsAll` already holds every slice (a Broadcast's root):
+// it still sends, but nothing is sent to it, so its buffer is never written.
 void allGather(RankSchedule& out, const SliceTree& t, std::uint32_t r, const Holding& src,
-               const Holding& dst);
+               const Holding& dst, std::uint32_t holdsAll = kNoRank);
 
 // Scatter positions: position e of the scatter tree is rank root - o*e.
 std::uint32_t scatterPosition(const SliceTree& t, std::uint32_t root, std::uint32_t r);

@@ -11,11 +11,11 @@
 namespace hccl::algo {
 
 std::string_view name(VerifyIssue::Kind k) {
-  static constexpr std::array<std::string_view, 13> kNames = {
+  static constexpr std::array<std::string_view, 14> kNames = {
       "missing contribution", "duplicate contribution", "wrong position",     "not written",
       "rank order",           "size mismatch",          "unmatched transfer", "deadlock",
       "uninitialized read",   "transfer hazard",        "input write",        "out of bounds",
-      "overlapping op"};
+      "overlapping op",       "outside result"};
   return kNames[static_cast<std::size_t>(k)];
 }
 
@@ -90,6 +90,8 @@ class Verifier final : public ReplayObserver {
         add(Kind::InputWrite, r, step,
             fmt::format("rank {} step {}: {} writes the user's input buffer", r, step,
                         toString(t)));
+      } else {
+        checkResultWrite(r, step, t.slice, toString(t));
       }
     }
     // Within a step every transfer is in flight at once: a receive must not land where another
@@ -166,6 +168,17 @@ class Verifier final : public ReplayObserver {
     }
   }
 
+  // The write contract: Output is written only inside the rank's result.
+  void checkResultWrite(std::uint32_t r, std::uint32_t step, const Slice& sl,
+                        const std::string& what) {
+    if (sl.buf != Buf::Output || sl.count == 0) return;
+    const Slice allowed = s_.problem.writableOutput(r);
+    if (sl.offset >= allowed.offset && sl.end() <= allowed.end()) return;
+    add(Kind::OutsideResult, r, step,
+        fmt::format("rank {} step {}: {} writes {} outside its result {}", r, step, what,
+                    toString(sl), allowed.count ? toString(allowed) : "(none)"));
+  }
+
   bool fits(std::uint32_t r, const Slice& sl) {
     return sl.count == 0 || sl.end() <= mem_[r][static_cast<std::size_t>(sl.buf)].size();
   }
@@ -206,6 +219,7 @@ class Verifier final : public ReplayObserver {
           fmt::format("rank {} step {}: {} writes the user's input buffer", r, step, what));
       return;
     }
+    checkResultWrite(r, step, op.dst, what);
     // A destination may be an operand exactly, never a shifted overlap of one.
     const auto partial = [&](const Slice& x) { return op.dst.overlaps(x) && !(op.dst == x); };
     if (partial(op.a) || (op.kind == OpKind::Reduce && partial(op.b))) {

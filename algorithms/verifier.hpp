@@ -13,7 +13,8 @@
 //   - a send without a matching receive (peer, size, order), and a step that can never complete;
 //   - a read of scratch (or of a not yet written output) before it is written;
 //   - a write into a slice that a transfer of the same step still reads (or writes);
-//   - a write into the user's input, a slice outside its buffer, an overlapping local op.
+//   - a write into the user's input, a slice outside its buffer, an overlapping local op;
+//   - a write into Output outside the rank's result (the write contract, write_contract.hpp).
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,7 @@ struct VerifyIssue {
     InputWrite,
     OutOfBounds,
     OverlappingOp,
+    OutsideResult,
   };
   Kind kind;
   std::uint32_t rank;

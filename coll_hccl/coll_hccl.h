@@ -20,7 +20,6 @@
 #include "ompi/mca/coll/coll.h"
 #include "ompi/op/op.h"
 #include "ompi/request/request.h"
-#include "opal/threads/mutex.h"
 
 #include "hccl_engine.h"
 
@@ -44,8 +43,6 @@ BEGIN_C_DECLS
 /* Above tuned (30) and han (35) so that installing the component means using it. */
 #define MCA_COLL_HCCL_DEFAULT_PRIORITY 90
 
-struct mca_coll_hccl_request_t;
-
 typedef struct mca_coll_hccl_component_t {
   mca_coll_base_component_t super;
 
@@ -58,11 +55,6 @@ typedef struct mca_coll_hccl_component_t {
   int output; /* opal_output stream, prefix "coll:hccl: " */
   bool engine_ready;
   bool progress_registered;
-
-  /* Requests the engine is executing, completed from the progress function. */
-  opal_mutex_t lock;
-  bool in_progress; /* re-entrancy guard: completion callbacks may re-enter opal_progress */
-  struct mca_coll_hccl_request_t* active;
 } mca_coll_hccl_component_t;
 
 OMPI_DECLSPEC extern mca_coll_hccl_component_t mca_coll_hccl_component;
@@ -90,6 +82,10 @@ OBJ_CLASS_DECLARATION(mca_coll_hccl_module_t);
 
 /* Component (coll_hccl_component.c) */
 void mca_coll_hccl_log_from_engine(int level, const char* line, void* ctx);
+
+/* Bootstrap (coll_hccl_bootstrap.c): blocking all-gather of `bytes` per rank over the PML. */
+int mca_coll_hccl_bootstrap_allgather(ompi_communicator_t* comm, const void* sbuf, void* rbuf,
+                                      size_t bytes);
 
 /* Module (coll_hccl_module.c) */
 mca_coll_base_module_t* mca_coll_hccl_comm_query(ompi_communicator_t* comm, int* priority);
@@ -153,8 +149,6 @@ typedef struct mca_coll_hccl_request_t {
   ompi_communicator_t* comm; /* retained while the call runs */
   void* tmp_send;
   void* tmp_recv;
-  struct mca_coll_hccl_request_t* next;
-  struct mca_coll_hccl_request_t* prev;
 } mca_coll_hccl_request_t;
 
 /* Runs a call the engine accepted: nonblocking if request is non-NULL, else waits for it. */

@@ -6,6 +6,7 @@
  * started from init_query, which only MPI_Init calls.
  */
 #include "coll_hccl.h"
+#include "coll_hccl_version.h"
 
 #include <stdio.h>
 
@@ -30,7 +31,8 @@ OMPI_DECLSPEC mca_coll_hccl_component_t mca_coll_hccl_component = {
                 {
                     MCA_COLL_HCCL_BASE_VERSION,
                     .mca_component_name = "hccl", /* must match the file name mca_coll_hccl.so */
-                    MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+                    MCA_BASE_MAKE_VERSION(component, COLL_HCCL_VERSION_MAJOR,
+                                          COLL_HCCL_VERSION_MINOR, COLL_HCCL_VERSION_PATCH),
                     .mca_open_component = hccl_open,
                     .mca_close_component = hccl_close,
                     .mca_register_component_params = hccl_register,
@@ -77,9 +79,6 @@ static int hccl_open(void) {
   c->output = opal_output_open(&lds);
   OBJ_DESTRUCT(&lds);
   opal_output_set_verbosity(c->output, c->verbose);
-  OBJ_CONSTRUCT(&c->lock, opal_mutex_t);
-  c->in_progress = false;
-  c->active = NULL;
   c->engine_ready = false;
   c->progress_registered = false;
   return OMPI_SUCCESS;
@@ -95,7 +94,6 @@ static int hccl_close(void) {
     hccl_engine_finalize();
     c->engine_ready = false;
   }
-  OBJ_DESTRUCT(&c->lock);
   if (c->output >= 0) {
     opal_output_close(c->output);
     c->output = -1;

@@ -1,9 +1,12 @@
 /*
  * coll_hccl_module.c - per-communicator life cycle: query, enable, disable, destruction.
  *
- * Enable runs collectively inside communicator creation, after Open MPI enabled the lower-priority
- * components, so comm->c_coll then holds what coll_hccl replaces: those functions are saved (and
- * retained) for fallback, and the saved allgather bootstraps the engine (reference variant (a)).
+ * Enable runs inside communicator creation, after Open MPI enabled the lower-priority components,
+ * so comm->c_coll then holds what coll_hccl replaces: those functions are saved (and retained)
+ * for fallback. MPI_COMM_WORLD's enable (inside MPI_Init) bootstraps the engine over the PML
+ * (coll_hccl_bootstrap.c); every other communicator's enable runs inside Open MPI's progress loop,
+ * so it does not communicate: the engine builds it from what MPI_COMM_WORLD's bootstrap learnt and
+ * the members' world ranks, which every rank knows locally.
  */
 #include "coll_hccl.h"
 
@@ -12,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ompi/proc/proc.h"
 #include "opal/util/output.h"
 
 #define FOR_EACH_COLL(X)  \
@@ -56,13 +60,24 @@ static int module_disable(mca_coll_base_module_t* module, ompi_communicator_t* c
   return OMPI_SUCCESS;
 }
 
-/* The engine's bootstrap exchange, over the previously selected allgather. */
+/* The engine's bootstrap exchange (MPI_COMM_WORLD only). */
 static int bootstrap_allgather(const void* sendbuf, void* recvbuf, size_t bytes, void* ctx) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)ctx;
-  if (bytes > (size_t)INT_MAX / (size_t)ompi_comm_size(m->comm)) return -1;
-  int rc = m->prev_allgather(sendbuf, (int)bytes, MPI_BYTE, recvbuf, (int)bytes, MPI_BYTE, m->comm,
-                             m->prev_allgather_module);
-  return OMPI_SUCCESS == rc ? 0 : -1;
+  return OMPI_SUCCESS == mca_coll_hccl_bootstrap_allgather(m->comm, sendbuf, recvbuf, bytes) ? 0
+                                                                                             : -1;
+}
+
+/* The MPI_COMM_WORLD rank of every rank of `comm`, from the process names Open MPI keeps (no
+ * communication). False when a member belongs to another job (spawned or connected processes). */
+static bool world_ranks_of(ompi_communicator_t* comm, int* out) {
+  int p = ompi_comm_size(comm);
+  opal_jobid_t mine = ompi_proc_local()->super.proc_name.jobid;
+  for (int r = 0; r < p; ++r) {
+    opal_process_name_t name = ompi_group_get_proc_name(comm->c_local_group, r);
+    if (name.jobid != mine) return false;
+    out[r] = (int)name.vpid;
+  }
+  return true;
 }
 
 /* Every rank learns every rank's outcome, so that all keep or all drop the engine. */
@@ -71,8 +86,7 @@ static int agree(mca_coll_hccl_module_t* m, hccl_status_t mine, int* first_faile
   int* all = malloc((size_t)p * sizeof *all);
   if (NULL == all) return OMPI_ERR_OUT_OF_RESOURCE;
   int local = (int)mine;
-  int rc =
-      m->prev_allgather(&local, 1, MPI_INT, all, 1, MPI_INT, m->comm, m->prev_allgather_module);
+  int rc = mca_coll_hccl_bootstrap_allgather(m->comm, &local, all, sizeof local);
   *first_failed = -1;
   *failed = 0;
   for (int r = 0; OMPI_SUCCESS == rc && r < p; ++r) {
@@ -98,7 +112,11 @@ static int create_engine_comm(mca_coll_hccl_module_t* m, ompi_communicator_t* co
       MCA_COLL_HCCL_NAME(comm); /* often still empty here: Open MPI names communicators later */
   params.world_rank = ompi_comm_rank(&ompi_mpi_comm_world.comm);
   params.world_size = ompi_comm_size(&ompi_mpi_comm_world.comm);
-  params.allgather = bootstrap_allgather;
+  bool is_world = comm == &ompi_mpi_comm_world.comm;
+  int* world_ranks = malloc((size_t)params.size * sizeof *world_ranks);
+  if (NULL == world_ranks) return OMPI_ERR_OUT_OF_RESOURCE;
+  params.world_ranks = world_ranks_of(comm, world_ranks) ? world_ranks : NULL;
+  params.allgather = is_world ? bootstrap_allgather : NULL;
   params.allgather_ctx = m;
 
   char label[MPI_MAX_OBJECT_NAME + 32];
@@ -111,9 +129,11 @@ static int create_engine_comm(mca_coll_hccl_module_t* m, ompi_communicator_t* co
   char err[1024] = "";
   hccl_status_t st = hccl_comm_create(&params, &m->engine_comm, err, sizeof err);
   mca_coll_hccl_free_settings(&settings);
+  free(world_ranks);
 
-  int first_failed = -1, failed = 0;
-  int rc = agree(m, st, &first_failed, &failed);
+  /* Only MPI_COMM_WORLD's set-up communicates; every other one has the same outcome everywhere. */
+  int first_failed = -1, failed = HCCL_SUCCESS == st ? 0 : params.size;
+  int rc = is_world ? agree(m, st, &first_failed, &failed) : OMPI_SUCCESS;
   if (OMPI_SUCCESS == rc && 0 == failed) {
     opal_output_verbose(0 == rank ? 1 : 2, c->output, "enabled on %s, %d ranks (%s)", label,
                         params.size, hccl_engine_version());
@@ -164,12 +184,6 @@ static int module_enable(mca_coll_base_module_t* module, ompi_communicator_t* co
   }
   FOR_EACH_COLL(SAVE_PREV)
 #undef SAVE_PREV
-  if (NULL == m->prev_allgather) {
-    opal_output_verbose(1, mca_coll_hccl_component.output,
-                        "cid %u: no lower-priority allgather to bootstrap with; not enabled",
-                        (unsigned)MCA_COLL_HCCL_CID(comm));
-    return OMPI_ERROR;
-  }
   return create_engine_comm(m, comm);
 }
 

@@ -2,11 +2,13 @@
  * coll_hccl_request.c - MPI requests for calls the engine runs, and their completion from Open
  * MPI's progress loop. Blocking calls use the same path and wait on their request.
  *
- * Two facts from the reference (openmpi-component.md section 6) shape this file:
+ * The engine owns every call in flight (hccl_progress hands back those that completed); this file
+ * only maps a completion onto its MPI request. Two facts from the reference
+ * (openmpi-component.md section 6) shape it:
  *  - the MPI layer casts every request returned by coll_i* to ompi_coll_base_nbc_request_t (to keep
  *    user ops and derived types alive), so ours embeds one first;
- *  - completing a request runs callbacks that may re-enter opal_progress, hence the guard and the
- *    completion outside of it.
+ *  - completing a request runs callbacks that may re-enter opal_progress, so completion happens
+ *    after hccl_progress returned, outside the engine.
  */
 #include "coll_hccl.h"
 
@@ -39,24 +41,6 @@ static void reduce_with_ompi(const void* in, void* inout, size_t count, void* ct
   mca_coll_hccl_request_t* r = (mca_coll_hccl_request_t*)ctx;
   ompi_op_reduce(r->call.op, (char*)(uintptr_t)in - r->call.true_lb, (char*)inout - r->call.true_lb,
                  count, r->call.dtype);
-}
-
-static void link_active(mca_coll_hccl_request_t* r) {
-  mca_coll_hccl_component_t* c = &mca_coll_hccl_component;
-  OPAL_THREAD_LOCK(&c->lock);
-  r->prev = NULL;
-  r->next = c->active;
-  if (NULL != c->active) c->active->prev = r;
-  c->active = r;
-  OPAL_THREAD_UNLOCK(&c->lock);
-}
-
-static void unlink_active(mca_coll_hccl_request_t* r) {
-  mca_coll_hccl_component_t* c = &mca_coll_hccl_component;
-  if (NULL != r->prev) r->prev->next = r->next;
-  if (NULL != r->next) r->next->prev = r->prev;
-  if (c->active == r) c->active = r->next;
-  r->next = r->prev = NULL;
 }
 
 static void release_buffers(mca_coll_hccl_request_t* r) {
@@ -112,25 +96,27 @@ static int start(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
     r->call.desc.user_ctx = r;
   }
 
-  char err[512] = "";
+  char err[1024] = "";
   int rc = pack_inputs(r);
   hccl_status_t st = HCCL_SUCCESS;
+  /* Retained before the engine may complete the call: the progress loop releases it. */
+  OBJ_RETAIN(m->comm);
+  r->comm = m->comm;
   if (OMPI_SUCCESS == rc) {
-    st = hccl_coll_start(m->engine_comm, &r->call.desc, &r->engine_req, err, sizeof err);
+    st = hccl_coll_start(m->engine_comm, &r->call.desc, r, &r->engine_req, err, sizeof err);
   }
   if (OMPI_SUCCESS != rc || HCCL_SUCCESS != st) {
     opal_output(mca_coll_hccl_component.output, "%s on %s: could not start: %s", call->mpi_name,
                 MCA_COLL_HCCL_NAME(m->comm),
                 OMPI_SUCCESS != rc ? "out of memory or packing failed" : err);
     release_buffers(r);
+    r->comm = NULL;
+    OBJ_RELEASE(m->comm);
     req->req_complete = REQUEST_COMPLETED;
     request_free(&req);
     return OMPI_SUCCESS != rc ? rc : OMPI_ERROR;
   }
   r->call.desc.recvcounts = NULL;
-  OBJ_RETAIN(m->comm); /* keep communicator and module alive until completion */
-  r->comm = m->comm;
-  link_active(r);
   *request = req;
   return OMPI_SUCCESS;
 }
@@ -147,15 +133,15 @@ int mca_coll_hccl_run(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* cal
   return rc;
 }
 
-/* Outside the guard and the lock: completion callbacks may start new calls or free the
+/* After hccl_progress returned: completion callbacks may start new calls or free the
  * communicator (its destructor runs if this was the last reference). */
-static void finish(mca_coll_hccl_request_t* r, hccl_status_t st, const char* err) {
+static void finish(mca_coll_hccl_request_t* r, hccl_status_t st) {
   mca_coll_hccl_call_t* call = &r->call;
   ompi_request_t* req = &r->super.super;
   int mpi_rc = MPI_SUCCESS;
   if (HCCL_SUCCESS != st) {
     opal_output(mca_coll_hccl_component.output, "%s on %s failed (%s): %s", call->mpi_name,
-                MCA_COLL_HCCL_NAME(r->comm), hccl_status_string(st), err);
+                MCA_COLL_HCCL_NAME(r->comm), hccl_status_string(st), hccl_req_error(r->engine_req));
     mpi_rc = MPI_ERR_INTERN;
   } else if (NULL != call->unpack_dst) {
     mpi_rc = ompi_datatype_sndrcv(r->tmp_recv, (int32_t)call->unpack_bytes, MPI_PACKED,
@@ -172,36 +158,9 @@ static void finish(mca_coll_hccl_request_t* r, hccl_status_t st, const char* err
 }
 
 int mca_coll_hccl_progress(void) {
-  mca_coll_hccl_component_t* c = &mca_coll_hccl_component;
-  if (NULL == c->active) return 0; /* unlocked peek, as libnbc does: cheap when idle */
-
   enum { kBatch = 16 };
-  mca_coll_hccl_request_t* done[kBatch];
-  hccl_status_t status[kBatch];
-  char err[kBatch][256];
-  int ndone = 0;
-
-  OPAL_THREAD_LOCK(&c->lock);
-  if (c->in_progress) {
-    OPAL_THREAD_UNLOCK(&c->lock);
-    return 0;
-  }
-  c->in_progress = true;
-  (void)hccl_progress();
-  mca_coll_hccl_request_t* next = NULL;
-  for (mca_coll_hccl_request_t* r = c->active; NULL != r && ndone < kBatch; r = next) {
-    next = r->next;
-    err[ndone][0] = '\0';
-    hccl_status_t st = hccl_req_test(r->engine_req, err[ndone], sizeof err[ndone]);
-    if (HCCL_PENDING == st) continue;
-    unlink_active(r);
-    done[ndone] = r;
-    status[ndone] = st;
-    ++ndone;
-  }
-  c->in_progress = false;
-  OPAL_THREAD_UNLOCK(&c->lock);
-
-  for (int i = 0; i < ndone; ++i) finish(done[i], status[i], err[i]);
-  return ndone;
+  hccl_completion_t done[kBatch];
+  int n = hccl_progress(done, kBatch);
+  for (int i = 0; i < n; ++i) finish((mca_coll_hccl_request_t*)done[i].owner, done[i].status);
+  return n;
 }

@@ -8,16 +8,27 @@
  * unless errlen is 0).
  *
  * Threads: without hccl_engine_params_t.thread_multiple the adapter never calls into the engine
- * from two threads at once. With it, calls on different communicators and hccl_progress() may run
- * concurrently; an engine that cannot cope refuses in hccl_engine_init().
+ * from two threads at once. With it, any function may be called from any thread at any time
+ * (MPI_THREAD_MULTIPLE: threads run collectives on distinct communicators and create and free
+ * communicators concurrently): the engine serialises what must be serialised itself, and
+ * hccl_progress() never waits for another thread (one thread progresses, the others return).
+ * No function blocks on communication except hccl_comm_create for MPI_COMM_WORLD.
  *
  * Call order:
  *   hccl_engine_init                         once, inside MPI_Init, before any other call
- *   hccl_comm_create / hccl_comm_destroy     per communicator that selected coll_hccl
+ *   hccl_comm_create / hccl_comm_destroy     per communicator that selected coll_hccl;
+ *                                            MPI_COMM_WORLD's first
  *   hccl_coll_supported -> hccl_coll_start   per MPI call; start only after supported said yes
- *   hccl_req_test / hccl_req_free            per request, until test reports completion
- *   hccl_progress                            from Open MPI's progress loop, any time after init
+ *   hccl_progress                            from Open MPI's progress loop, any time after init;
+ *                                            it hands back every request that completed
+ *   hccl_req_error / hccl_req_free           per completed request
  *   hccl_engine_finalize                     once, in MPI_Finalize, after every comm was destroyed
+ *
+ * Write contract: a call writes only the memory the MPI standard names as its output: the whole
+ * receive buffer of AllReduce and AllGather, and of ReduceScatter the rank's own result region
+ * (recvcounts[rank] elements at the start of recvbuf, also when in place, where the rest of
+ * recvbuf holds input that stays untouched). Whatever the algorithm, level or chunking,
+ * intermediate data lives in the engine's scratch memory, never in the user's buffers.
  */
 #ifndef COLL_HCCL_HCCL_ENGINE_H
 #define COLL_HCCL_HCCL_ENGINE_H
@@ -31,7 +42,7 @@ extern "C" {
 
 /* Bumped on any incompatible change; both parameter structs carry it so that an adapter and an
  * engine built from different trees refuse each other instead of misreading fields. */
-#define HCCL_ENGINE_API_VERSION 3
+#define HCCL_ENGINE_API_VERSION 4
 
 /* ---------------------------------------------------------------------------------------------
  * Status codes. Every function returning hccl_status_t uses these; messages go to err buffers. */
@@ -44,10 +55,12 @@ typedef enum hccl_status {
   HCCL_ERR_UNSUPPORTED = -3, /* the engine declines (a communicator, a thread level): the adapter
                                 falls back to the other components, it is not a user error */
   HCCL_ERR_BOOTSTRAP = -4,   /* the all-gather callback failed or ranks disagree */
-  HCCL_ERR_TRANSPORT = -5,   /* the link layer failed (peer gone, UCX error) */
+  HCCL_ERR_TRANSPORT = -5,   /* the link layer failed (unreachable peer, UCX error) */
   HCCL_ERR_TIMEOUT = -6,     /* no progress for longer than the timeout setting */
   HCCL_ERR_NO_MEMORY = -7,
-  HCCL_ERR_INTERNAL = -8 /* a bug: an invariant of the engine does not hold */
+  HCCL_ERR_INTERNAL = -8,  /* a bug: an invariant of the engine does not hold */
+  HCCL_ERR_PEER_LOST = -9, /* a peer's process exited or its link failed */
+  HCCL_ERR_MISMATCH = -10  /* the ranks' calls do not match (a peer moved a different size) */
 } hccl_status_t;
 
 /* Static string naming a status ("success", "config error", ...); never NULL. */
@@ -140,15 +153,14 @@ typedef struct hccl_setting {
 /* ---------------------------------------------------------------------------------------------
  * Communicators. */
 
-/* Blocking all-gather over the communicator: every rank contributes `bytes` bytes from `sendbuf`;
+/* Blocking all-gather over MPI_COMM_WORLD: every rank contributes `bytes` bytes from `sendbuf`;
  * `recvbuf` (size * bytes) receives rank r's block at offset r * bytes. Returns 0 on success,
- * nonzero on failure (then recvbuf is undefined). The adapter runs it with the collective component
- * Open MPI had selected before coll_hccl (tuned or basic), so it works before the engine does.
- * Every rank must make the same sequence of calls with the same `bytes`: the engine may call it
- * only from hccl_comm_create and hccl_coll_start (collective calls, made by all ranks in the same
- * order), never from hccl_progress or hccl_req_test, which run inside Open MPI's progress loop. A
- * call from hccl_coll_start of a nonblocking collective blocks the caller and can deadlock legal
- * programs; only the placeholder's test mode does that. */
+ * nonzero on failure (then recvbuf is undefined). The adapter runs it over Open MPI's
+ * point-to-point layer, so it works before the engine does and without any other coll component.
+ * Every rank makes the same sequence of calls with the same `bytes`. The engine calls it only from
+ * hccl_comm_create of MPI_COMM_WORLD, inside MPI_Init; every other communicator is created without
+ * communication (see hccl_comm_create), because Open MPI creates communicators inside its progress
+ * loop, where a blocking exchange can deadlock with other threads' communicator creation. */
 typedef int (*hccl_allgather_fn)(const void* sendbuf, void* recvbuf, size_t bytes, void* ctx);
 
 typedef struct hccl_comm_params {
@@ -162,19 +174,33 @@ typedef struct hccl_comm_params {
   int world_rank;              /* this process's rank in MPI_COMM_WORLD */
   int world_size;              /* size of MPI_COMM_WORLD: communicators inside it share one
                                   transport, and rank tables describe MPI_COMM_WORLD */
-  hccl_allgather_fn allgather; /* see above; never NULL */
+  const int* world_ranks;      /* `size` entries: the MPI_COMM_WORLD rank of each communicator
+                                  rank; NULL when a member is outside this process's
+                                  MPI_COMM_WORLD (spawned or connected processes). Valid during
+                                  the call only. */
+  hccl_allgather_fn allgather; /* MPI_COMM_WORLD only; may be NULL for other communicators */
   void* allgather_ctx;         /* passed back to allgather */
   hccl_setting_t settings[HCCL_SETTING_COUNT]; /* indexed by hccl_setting_id_t */
 } hccl_comm_params_t;
 
 typedef struct hccl_comm hccl_comm_t;
 
-/* Collective over the communicator (called by every rank, inside communicator creation). Strings
- * in params need only live for the duration of the call: the engine copies what it keeps.
- * The engine must call params->allgather the same number of times, with the same sizes, on every
- * rank even when it fails locally (share the local failure through the next exchange instead of
- * returning early), so that it returns the same status on every rank. The adapter also agrees on
- * the outcome afterwards and destroys the communicator everywhere if any rank failed.
+/* Called by every rank of a new communicator, inside its creation. Strings and arrays in params
+ * need only live for the duration of the call: the engine copies what it keeps.
+ *
+ * MPI_COMM_WORLD (world_ranks is the identity): collective. The engine learns every rank's
+ * placement, configuration and link addresses through params->allgather, the same number of times
+ * with the same sizes on every rank even when it fails locally (a local failure travels in the
+ * next exchange instead of returning early), so it returns the same status on every rank. The
+ * adapter also agrees on the outcome afterwards and drops the engine everywhere if a rank failed.
+ *
+ * Any other communicator: local, no communication. Everything it needs about its peers was learnt
+ * by MPI_COMM_WORLD's creation, so the outcome depends only on values every rank passes alike:
+ * members (world_ranks), comm_id and settings. Settings therefore must be equal on every rank
+ * (info keys such as hccl_algo must carry the same value on all ranks, as MPI asks of hints that
+ * an implementation requires to match). A communicator without world_ranks, or created when
+ * MPI_COMM_WORLD's engine set-up failed, is HCCL_ERR_UNSUPPORTED.
+ *
  * On success *comm is set; on failure *comm is NULL and err explains. HCCL_ERR_UNSUPPORTED means
  * "not for this communicator" (logged at verbose level 1); other errors are shown to the user. */
 hccl_status_t hccl_comm_create(const hccl_comm_params_t* params, hccl_comm_t** comm, char* err,
@@ -282,24 +308,33 @@ typedef struct hccl_req hccl_req_t;
 
 /* Starts a call hccl_coll_supported accepted with the same descriptor. The descriptor and the
  * recvcounts array may be reused as soon as this returns; buffers and user_ctx must stay valid
- * until the request completes. On success *req is set (the call may already be complete);
- * on failure *req is NULL and nothing is in flight. */
-hccl_status_t hccl_coll_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, hccl_req_t** req,
-                              char* err, size_t errlen);
+ * until the request completes. `owner` is the adapter's handle for the call, handed back on
+ * completion. On success *req is set and the engine owns the call until hccl_progress reports it
+ * complete (even a call with nothing to move completes through hccl_progress); on failure *req is
+ * NULL and nothing is in flight. */
+hccl_status_t hccl_coll_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, void* owner,
+                              hccl_req_t** req, char* err, size_t errlen);
 
-/* HCCL_SUCCESS: complete, results are in recvbuf. HCCL_PENDING: not yet. Negative: the call failed
- * (err explains); it is complete, nothing more happens to the buffers. It advances the request
- * but does not drive the transport: hccl_progress does that, once for all requests. */
-hccl_status_t hccl_req_test(hccl_req_t* req, char* err, size_t errlen);
+/* A finished call: HCCL_SUCCESS (results are in recvbuf) or the error that ended it (then
+ * hccl_req_error says why). Either way nothing more happens to the call's buffers. */
+typedef struct hccl_completion {
+  void* owner; /* as given to hccl_coll_start */
+  hccl_req_t* req;
+  hccl_status_t status;
+} hccl_completion_t;
 
-/* Releases a request once hccl_req_test returned anything but HCCL_PENDING. NULL is ignored. */
+/* Advances every call in flight on every communicator and hands back up to `max` calls that
+ * completed, in `done`; returns how many (0 when nothing completed, or when another thread, or
+ * this thread further up its stack, is progressing already). Called from Open MPI's progress loop
+ * (then very often: cheap when idle). Never blocks, never calls the all-gather callback. A
+ * completed call is reported exactly once; the caller then frees it. */
+int hccl_progress(hccl_completion_t* done, int max);
+
+/* Why a completed call failed ("" if it did not); valid until hccl_req_free. */
+const char* hccl_req_error(const hccl_req_t* req);
+
+/* Releases a request hccl_progress reported complete. NULL is ignored. */
 void hccl_req_free(hccl_req_t* req);
-
-/* Advances every active request of every communicator. Called from Open MPI's progress loop while
- * the adapter has at least one request in flight (then very often: keep it cheap), just before it
- * tests them; never re-entered. Must not block or call the all-gather callback. Returns the number
- * of requests that completed during this call. */
-int hccl_progress(void);
 
 #ifdef __cplusplus
 }

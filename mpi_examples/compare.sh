@@ -7,7 +7,8 @@ set -euo pipefail
 usage() {
   cat <<'EOF'
 usage: compare.sh [OPTIONS] local|cluster [-- HCCL_BENCH-ARGS...]
-  local     on this machine: np=2 and np=4 (--np), A = default selection vs B = tuned
+  local     on this machine: np=2 and np=4 (--np), A = default selection vs B = tuned and
+            C = basic; with --json-dir also a plot per run (local-npN.png, needs gnuplot)
   cluster   on the emulated cluster (tests/cluster/cluster.sh), 2 servers x 2 ranks at 1 Gbit/s
             by default: one run vs tuned, one run vs HAN
 Options:
@@ -85,6 +86,11 @@ json_args() {
   printf '%s\n' --json "$json_dir/$1.json"
 }
 
+plot_args() {
+  [[ -n $json_dir ]] || return 0
+  printf '%s\n' --plot "$json_dir/$1.png"
+}
+
 show_and_run() {
   printf '+'
   printf ' %q' "$@"
@@ -99,11 +105,12 @@ show_and_run() {
 run_local() {
   local np
   for np in $nps; do
-    local -a json=()
+    local -a json=() plot=()
     mapfile -t json < <(json_args "local-np$np-vs-tuned")
+    mapfile -t plot < <(plot_args "local-np$np")
     show_and_run timeout "$run_timeout" mpirun --allow-run-as-root --oversubscribe -np "$np" \
       "${component_args[@]}" "$bench" --compare "tuned,^hccl" --label-a "$label_a" \
-      --label-b "tuned" "${json[@]}" "${bench_args[@]}"
+      --label-b "tuned" --also "basic,^hccl" "${json[@]}" "${plot[@]}" "${bench_args[@]}"
   done
 }
 

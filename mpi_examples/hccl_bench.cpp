@@ -16,6 +16,7 @@
 #include "bench/collective.hpp"
 #include "bench/measure.hpp"
 #include "bench/options.hpp"
+#include "bench/plot.hpp"
 #include "bench/report.hpp"
 #include "common/mpi_env.hpp"
 
@@ -76,36 +77,36 @@ std::size_t wrongOnRoot(const bench::Call& call, bool injectWrong, MPI_Comm comm
   return static_cast<std::size_t>(total);
 }
 
-bench::Row measureSize(const bench::Call& call, const Options& o, MPI_Comm a, MPI_Comm b,
-                       MPI_Comm control, int rank, int size) {
-  bench::Row row{call.coll, call.shape, o.itersFor(call.shape.bytes), 0, {}, {}};
+// sides[0] is A, sides[1] B, then Options::also. Each pair runs one block on every side, in
+// order (abab) or, in odd pairs, in reverse (abba).
+bench::Row measureSize(const bench::Call& call, const Options& o,
+                       const std::vector<MPI_Comm>& sides, MPI_Comm control, int rank, int size) {
+  bench::Row row{call.coll, call.shape, o.itersFor(call.shape.bytes), 0, {}, {}, {}};
   row.warmup = o.warmupFor(row.iters);
   // Only local work (refilling the inputs) between blocks; the spreads are gathered afterwards.
-  std::vector<double> secondsA;
-  std::vector<double> secondsB;
-  auto block = [&](MPI_Comm comm, std::vector<double>& out) {
+  std::vector<std::vector<double>> seconds(sides.size());
+  auto block = [&](std::size_t side) {
     call.prepare(rank, size);
-    out.push_back(bench::timeCalls(call, comm, row.warmup, row.iters));
+    seconds[side].push_back(bench::timeCalls(call, sides[side], row.warmup, row.iters));
   };
   for (int pair = 0; pair < o.pairs; ++pair) {
-    if (o.counterbalance && pair % 2 == 1) {
-      block(b, secondsB);
-      block(a, secondsA);
-    } else {
-      block(a, secondsA);
-      block(b, secondsB);
-    }
+    const bool reverse = o.counterbalance && pair % 2 == 1;
+    for (std::size_t k = 0; k < sides.size(); ++k) block(reverse ? sides.size() - 1 - k : k);
   }
-  row.a.pairs = bench::spreadsOnRoot(secondsA, control);
-  row.b.pairs = bench::spreadsOnRoot(secondsB, control);
-  if (o.check) {
-    row.a.wrong = wrongOnRoot(call, o.injectWrong, a, control, rank, size);
-    row.b.wrong = wrongOnRoot(call, o.injectWrong, b, control, rank, size);
+  std::vector<bench::SideResult*> results = {&row.a, &row.b};
+  row.others.resize(sides.size() - 2);
+  for (auto& other : row.others) results.push_back(&other);
+  for (std::size_t k = 0; k < sides.size(); ++k) {
+    results[k]->pairs = bench::spreadsOnRoot(seconds[k], control);
+    if (o.check)
+      results[k]->wrong = wrongOnRoot(call, o.injectWrong, sides[k], control, rank, size);
   }
   return row;
 }
 
-int run(const Options& o, int rank, int size) {
+// The plot's gnuplot script is made here and rendered after MPI_Finalize (a child process
+// is safer outside MPI).
+int run(const Options& o, int rank, int size, std::string* plotScript) {
   examples::InfoKeys keysA;
   if (!o.preferA.empty()) keysA.emplace_back("ompi_comm_coll_preference", o.preferA);
   if (!o.hcclAlgo.empty()) keysA.emplace_back("hccl_algo", o.hcclAlgo);
@@ -120,8 +121,11 @@ int run(const Options& o, int rank, int size) {
     MPI_Comm_free(&control);
     return 2;
   }
-  MPI_Comm a = examples::dupWithInfo(MPI_COMM_WORLD, keysA);
-  MPI_Comm b = examples::dupWithInfo(MPI_COMM_WORLD, keysB);
+  std::vector<MPI_Comm> sides = {examples::dupWithInfo(MPI_COMM_WORLD, keysA),
+                                 examples::dupWithInfo(MPI_COMM_WORLD, keysB)};
+  for (const auto& pref : o.also) {
+    sides.push_back(examples::dupWithInfo(MPI_COMM_WORLD, {{"ompi_comm_coll_preference", pref}}));
+  }
 
   bench::RunInfo info{size, examples::hostLayout(control), examples::libraryVersion(), isoNow()};
   Buffer send = pageAlignedBuffer(o.maxBytes);
@@ -131,6 +135,7 @@ int run(const Options& o, int rank, int size) {
   std::vector<bench::Row> rows;
   std::size_t wrongA = 0;
   std::size_t wrongB = 0;
+  std::size_t wrongOthers = 0;
   for (bench::Coll coll : o.collectives) {
     if (rank == 0) bench::printTableHead(coll, o);
     std::size_t previousBytes = 0;
@@ -139,9 +144,10 @@ int run(const Options& o, int rank, int size) {
       if (shape && shape->bytes != previousBytes) {
         previousBytes = shape->bytes;
         const bench::Call call{coll, *shape, o.type, o.op, o.inPlace, send.get(), recv.get()};
-        bench::Row row = measureSize(call, o, a, b, control, rank, size);
+        bench::Row row = measureSize(call, o, sides, control, rank, size);
         wrongA += row.a.wrong;
         wrongB += row.b.wrong;
+        for (const auto& other : row.others) wrongOthers += other.wrong;
         if (rank == 0) bench::printRow(row, o);
         rows.push_back(std::move(row));
       }
@@ -151,16 +157,16 @@ int run(const Options& o, int rank, int size) {
     if (rank == 0) bench::printTableFoot(coll, rows, o);
   }
   if (rank == 0) {
-    bench::printVerdict(wrongA, wrongB, o);
+    bench::printVerdict(wrongA, wrongB + wrongOthers, o);
     if (!o.jsonPath.empty()) {
       std::ofstream(o.jsonPath) << bench::toJson(info, o, rows).dump(2) << "\n";
     }
+    if (!o.plotPath.empty()) *plotScript = bench::plotScript(info, o, rows);
   }
-  unsigned long long wrong = wrongA + wrongB;
+  unsigned long long wrong = wrongA + wrongB + wrongOthers;
   MPI_Bcast(&wrong, 1, MPI_UNSIGNED_LONG_LONG, 0, control);
 
-  MPI_Comm_free(&a);
-  MPI_Comm_free(&b);
+  for (MPI_Comm& c : sides) MPI_Comm_free(&c);
   MPI_Comm_free(&control);
   return wrong == 0 ? 0 : 1;
 }
@@ -174,9 +180,14 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const auto parsed = bench::parseOptions(argc, argv, rank == 0);
+  std::string plotScript;
   const int status = std::holds_alternative<int>(parsed)
                          ? std::get<int>(parsed)
-                         : run(std::get<Options>(parsed), rank, size);
+                         : run(std::get<Options>(parsed), rank, size, &plotScript);
   MPI_Finalize();
+  if (!plotScript.empty()) {
+    const Options& o = std::get<Options>(parsed);
+    std::printf("# plot: %s\n", bench::renderPlot(plotScript, o.plotPath).c_str());
+  }
   return status;
 }

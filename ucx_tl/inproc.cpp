@@ -43,9 +43,10 @@ std::string tagString(Tag t) {
   return fmt::format("tag {{comm {}, seq {}, msg {}}}", t.comm, t.seq, t.msg);
 }
 
-void fail(Completion* c, std::string error) {
+void fail(Completion* c, Fault fault, std::string error) {
   c->bytes = 0;
   c->error = std::move(error);
+  c->fault = fault;
   c->state = Completion::State::Failed;
 }
 
@@ -169,18 +170,22 @@ void InProcTransport::post(Dir dir, int peer, std::span<const IoVec> iov, Tag ta
   done->state = Completion::State::Pending;
   done->bytes = 0;
   done->error.clear();
+  done->fault = Fault::None;
   if (peer < 0 || peer >= fabric_.size())
-    return fail(done,
+    return fail(done, Fault::Transport,
                 fmt::format("rank {} {} rank {}: not a rank of this fabric (ranks 0..{})", rank_,
                             dir == Dir::Send ? "send to" : "recv from", peer, fabric_.size() - 1));
   if (fabric_.aborted())
-    return fail(done, describe(dir, peer, tag, bytes) + ": aborted: " + fabric_.abortReason());
+    return fail(done, Fault::Cancelled,
+                describe(dir, peer, tag, bytes) + ": aborted: " + fabric_.abortReason());
   if (fabric_.dead(rank_))
-    return fail(done, describe(dir, peer, tag, bytes) +
-                          fmt::format(": rank {} itself is dead (fault injection)", rank_));
+    return fail(done, Fault::PeerLost,
+                describe(dir, peer, tag, bytes) +
+                    fmt::format(": rank {} itself is dead (fault injection)", rank_));
   if (fabric_.dead(peer))
-    return fail(done, describe(dir, peer, tag, bytes) +
-                          fmt::format(": peer rank {} is dead (fault injection)", peer));
+    return fail(done, Fault::PeerLost,
+                describe(dir, peer, tag, bytes) +
+                    fmt::format(": peer rank {} is dead (fault injection)", peer));
 
   const int src = dir == Dir::Send ? rank_ : peer;
   const int dst = dir == Dir::Send ? peer : rank_;
@@ -207,8 +212,8 @@ void InProcTransport::post(Dir dir, int peer, std::span<const IoVec> iov, Tag ta
         "length mismatch: rank {} sends {} bytes to rank {}, which posted a receive of {} bytes "
         "({})",
         src, sendBytes, dst, recvBytes, tagString(tag));
-    fabric_.deliver(peer, {other.done, Completion::State::Failed, 0, why});
-    return fail(done, why);
+    fabric_.deliver(peer, {other.done, Completion::State::Failed, 0, why, Fault::Mismatch});
+    return fail(done, Fault::Mismatch, why);
   }
   if (dir == Dir::Send)
     copyIov(iov, other.iov);
@@ -230,6 +235,7 @@ int InProcTransport::progress() {
   for (InProcFabric::Event& ev : drained_) {
     ev.done->bytes = ev.bytes;
     ev.done->error = std::move(ev.error);
+    ev.done->fault = ev.fault;
     ev.done->state = ev.state;
     ++delivered;
   }
@@ -257,20 +263,24 @@ int InProcTransport::failStale() {
   auto scan = [&](Dir dir, int peer, std::deque<InProcFabric::Op>& queue) {
     for (auto it = queue.begin(); it != queue.end();) {
       std::string why;
-      if (aborted)
+      Fault fault = Fault::PeerLost;
+      if (aborted) {
         why = "aborted: " + reason;
-      else if (fabric_.dead(rank_))
+        fault = Fault::Cancelled;
+      } else if (fabric_.dead(rank_)) {
         why = fmt::format("rank {} itself is dead (fault injection)", rank_);
-      else if (fabric_.dead(peer))
+      } else if (fabric_.dead(peer)) {
         why = fmt::format("peer rank {} is dead (fault injection)", peer);
-      else if (timeout.count() > 0 && now - it->posted >= timeout)
+      } else if (timeout.count() > 0 && now - it->posted >= timeout) {
+        fault = Fault::Timeout;
         why = fmt::format("no progress for {} ms (rank {} posted no matching {})", timeout.count(),
                           peer, dir == Dir::Send ? "receive" : "send");
+      }
       if (why.empty()) {
         ++it;
         continue;
       }
-      fail(it->done, describe(dir, peer, it->tag, it->bytes) + ": " + why);
+      fail(it->done, fault, describe(dir, peer, it->tag, it->bytes) + ": " + why);
       it = queue.erase(it);
       ++failed;
     }
@@ -315,7 +325,7 @@ void InProcTransport::cancel(Completion* done) {
     std::lock_guard lk(box.mu);
     std::erase_if(box.events, [&](const InProcFabric::Event& ev) { return ev.done == done; });
   }
-  fail(done, fmt::format("rank {}: transfer cancelled", rank_));
+  fail(done, Fault::Cancelled, fmt::format("rank {}: transfer cancelled", rank_));
 }
 
 void InProcTransport::wait(std::chrono::milliseconds max) {

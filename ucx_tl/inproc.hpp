@@ -85,6 +85,7 @@ class InProcFabric {
     Completion::State state = Completion::State::Done;
     std::size_t bytes = 0;
     std::string error;
+    Fault fault = Fault::None;
   };
   struct Inbox {
     std::mutex mu;

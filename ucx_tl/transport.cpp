@@ -14,4 +14,22 @@ const char* name(LinkClass c) {
   return "?";
 }
 
+const char* name(Fault f) {
+  switch (f) {
+    case Fault::None:
+      return "none";
+    case Fault::Timeout:
+      return "timeout";
+    case Fault::PeerLost:
+      return "peer lost";
+    case Fault::Mismatch:
+      return "size mismatch";
+    case Fault::Cancelled:
+      return "cancelled";
+    case Fault::Transport:
+      return "transport error";
+  }
+  return "?";
+}
+
 }  // namespace hccl::tl

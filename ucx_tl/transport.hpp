@@ -39,11 +39,23 @@ struct Tag {
   bool operator==(const Tag&) const = default;
 };
 
+// Why a transfer failed, so that callers act on the kind and never on the message's words.
+enum class Fault : std::uint8_t {
+  None,
+  Timeout,    // no progress on the link for longer than the transport's timeout
+  PeerLost,   // the peer's process exited or its endpoint failed
+  Mismatch,   // the matching transfer has a different size: the two sides disagree
+  Cancelled,  // the caller gave up on it (after a failure elsewhere)
+  Transport,  // any other link-layer failure (unreachable peer, bad rank, UCX error)
+};
+const char* name(Fault f);
+
 struct Completion {
   enum class State : std::uint8_t { Pending, Done, Failed };
   State state = State::Pending;
-  std::size_t bytes = 0;  // bytes moved, set on Done
-  std::string error;      // set on Failed: names the peer, the link class and the cause
+  std::size_t bytes = 0;      // bytes moved, set on Done
+  std::string error;          // set on Failed: names the peer, the link class and the cause
+  Fault fault = Fault::None;  // set on Failed
 
   bool pending() const { return state == State::Pending; }
 };

@@ -31,13 +31,14 @@ struct Link {
   ClassWorker* worker = nullptr;
   std::vector<std::byte> remoteAddress;
   ucp_ep_h ep = nullptr;
-  std::string failure;             // once set, the link is unusable and this says why
-  Clock::time_point lastProgress;  // last completion on this link (or its creation)
-  std::string ucxText;             // ucp_ep_print_info's report
-  std::vector<std::string> lanes;  // "tl/dev" per lane
-  bool broken = false;             // queued for closing after an endpoint error
-  ProcessId process;               // the peer's process (checked for same-server peers)
-  std::size_t inFlight = 0;        // posted transfers not yet finished
+  std::string failure;               // once set, the link is unusable and this says why
+  Fault failureFault = Fault::None;  // what kind of failure `failure` is
+  Clock::time_point lastProgress;    // last completion on this link (or its creation)
+  std::string ucxText;               // ucp_ep_print_info's report
+  std::vector<std::string> lanes;    // "tl/dev" per lane
+  bool broken = false;               // queued for closing after an endpoint error
+  ProcessId process;                 // the peer's process (checked for same-server peers)
+  std::size_t inFlight = 0;          // posted transfers not yet finished
 };
 
 // One posted transfer, from post until its Completion is set.
@@ -55,7 +56,8 @@ struct Op {
   ucs_status_t status = UCS_OK;
   ucp_tag_recv_info_t info{};
   std::string failReason;  // why we made UCX give it up, if we did
-  std::size_t slot = 0;    // index in TransportState::pending while posted
+  Fault failFault = Fault::None;
+  std::size_t slot = 0;  // index in TransportState::pending while posted
 };
 
 struct TransportState {
@@ -83,7 +85,7 @@ struct TransportState {
 
   std::vector<ClassWorker*> workers() const;
   Link& endpoint(int peer);  // creates the endpoint on first use
-  void breakLink(Link& link, const std::string& reason);
+  void breakLink(Link& link, Fault fault, const std::string& reason);
   std::string describe(const Op& op) const;
   void finish(Op& op);  // sets the record, frees the request, forgets the op
   Op* acquireOp();

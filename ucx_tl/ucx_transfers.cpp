@@ -39,6 +39,7 @@ void onEndpointError(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
         "the endpoint to the peer failed ({}): the peer exited or is "
         "unreachable",
         ucs_status_string(status));
+    link->failureFault = Fault::PeerLost;
   }
   if (!link->broken) {
     link->broken = true;
@@ -76,6 +77,7 @@ Link& TransportState::endpoint(int peer) {
   const ucs_status_t status = ucp_ep_create(link.worker->worker(), &params, &link.ep);
   if (status != UCS_OK) {
     link.ep = nullptr;
+    link.failureFault = Fault::Transport;
     link.failure =
         fmt::format("cannot reach rank {} over the {} class (transport list '{}', opened {}): {}",
                     peer, className(link.cls), link.worker->tls(),
@@ -102,18 +104,25 @@ void TransportState::finish(Op& op) {
     Completion& done = *op.done;
     if (op.status == UCS_OK && !op.isSend && op.info.length != op.bytes) {
       done.state = Completion::State::Failed;
+      done.fault = Fault::Mismatch;
       done.error = fmt::format("{}: the matching send had {} bytes", describe(op), op.info.length);
     } else if (op.status == UCS_OK) {
       done.state = Completion::State::Done;
       done.bytes = op.bytes;
     } else {
       std::string cause = op.failReason;
+      Fault fault = op.failFault;
       if (cause.empty() && op.status == UCS_ERR_MESSAGE_TRUNCATED) {
         cause = "the matching send is longer than the receive";
+        fault = Fault::Mismatch;
       }
-      if (cause.empty()) cause = op.link->failure;
+      if (cause.empty()) {
+        cause = op.link->failure;
+        fault = op.link->failureFault;
+      }
       if (cause.empty()) cause = ucs_status_string(op.status);
       done.state = Completion::State::Failed;
+      done.fault = fault == Fault::None ? Fault::Transport : fault;
       done.error = fmt::format("{}: {}", describe(op), cause);
     }
   }
@@ -161,10 +170,16 @@ int TransportState::deliverFired() {
   return delivered;
 }
 
-void TransportState::breakLink(Link& link, const std::string& reason) {
-  if (link.failure.empty()) link.failure = reason;
+void TransportState::breakLink(Link& link, Fault fault, const std::string& reason) {
+  if (link.failure.empty()) {
+    link.failure = reason;
+    link.failureFault = fault;
+  }
   for (Op* op : pending) {
-    if (op->link == &link && !op->fired && op->failReason.empty()) op->failReason = link.failure;
+    if (op->link == &link && !op->fired && op->failReason.empty()) {
+      op->failReason = link.failure;
+      op->failFault = link.failureFault;
+    }
   }
   if (link.ep != nullptr) {
     // Forcing the close fails every request on the endpoint through its callback, so UCX lets go
@@ -188,7 +203,7 @@ void TransportState::handleBrokenLinks() {
   while (!brokenLinks.empty()) {
     std::vector<Link*> batch;
     batch.swap(brokenLinks);
-    for (Link* link : batch) breakLink(*link, link->failure);
+    for (Link* link : batch) breakLink(*link, link->failureFault, link->failure);
   }
 }
 
@@ -209,6 +224,7 @@ void TransportState::scanTimeouts(Clock::time_point now) {
   }
   // Each expired transfer reports its own timeout, even if closing a link fails it first.
   for (Op* op : expired) {
+    op->failFault = Fault::Timeout;
     op->failReason = fmt::format("no progress on this link for {} ms (the transport's timeout)",
                                  timeout.count());
   }
@@ -219,7 +235,7 @@ void TransportState::scanTimeouts(Clock::time_point now) {
     if (!op->fired) {
       // A send, or a receive whose data is already moving: only closing the endpoint makes UCX
       // give it up.
-      breakLink(*op->link,
+      breakLink(*op->link, Fault::Timeout,
                 fmt::format("the link was closed after a transfer on it reached the timeout ({})",
                             describe(*op)));
     }
@@ -234,9 +250,9 @@ void TransportState::checkLiveness() {
       continue;
     }
     if (!isRunning(link.process)) {
-      link.failure =
-          fmt::format("the peer's process (pid {}) on this server has exited", link.process.pid);
-      breakLink(link, link.failure);
+      breakLink(
+          link, Fault::PeerLost,
+          fmt::format("the peer's process (pid {}) on this server has exited", link.process.pid));
     }
   }
 }
@@ -250,8 +266,10 @@ void TransportState::post(int peer, std::span<const IoVec> iov, Tag tag, Complet
   done->state = Completion::State::Pending;
   done->bytes = 0;
   done->error.clear();
+  done->fault = Fault::None;
   if (peer < 0 || peer >= size) {
     done->state = Completion::State::Failed;
+    done->fault = Fault::Transport;
     done->error = fmt::format("{} rank {}: no such rank (the group has ranks 0..{})",
                               isSend ? "send to" : "receive from", peer, size - 1);
     return;
@@ -276,6 +294,7 @@ void TransportState::post(int peer, std::span<const IoVec> iov, Tag tag, Complet
   if (!op.link->failure.empty()) {
     op.status = UCS_ERR_CANCELED;
     op.failReason = op.link->failure;
+    op.failFault = op.link->failureFault;
     finish(op);
     return;
   }
@@ -331,10 +350,13 @@ void TransportState::cancel(Completion* done) {
   Op* op = findPending(done);
   if (op == nullptr) return;
   if (!op->fired) {
-    if (op->failReason.empty()) op->failReason = "cancelled by the caller";
+    if (op->failReason.empty()) {
+      op->failReason = "cancelled by the caller";
+      op->failFault = Fault::Cancelled;
+    }
     if (!op->isSend) ucp_request_cancel(op->link->worker->worker(), op->request);
     if (!op->fired) {
-      breakLink(*op->link,
+      breakLink(*op->link, Fault::Cancelled,
                 fmt::format("the link was closed to cancel a transfer on it ({})", describe(*op)));
     }
     // Forcing the endpoint closed fails its requests at once; progress covers any straggler.
@@ -353,6 +375,7 @@ void TransportState::cancel(Completion* done) {
   if (op->status == UCS_OK) {
     op->status = UCS_ERR_CANCELED;
     op->failReason = "cancelled by the caller";
+    op->failFault = Fault::Cancelled;
   }
   finish(*op);
 }

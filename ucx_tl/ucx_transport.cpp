@@ -71,6 +71,7 @@ UcxTransport::UcxTransport(int rank, std::vector<int> serverOf, const AllGather&
   hints.ranksPerServer = static_cast<std::size_t>(
       std::ranges::count(serverOf, serverOf[static_cast<std::size_t>(rank)]));
   hints.keepalive = s.options.keepalive;
+  hints.oversubscribed = s.options.oversubscribed;
 
   ucx::RankRecord mine;
   mine.process = ucx::thisProcess();
@@ -110,6 +111,7 @@ UcxTransport::UcxTransport(int rank, std::vector<int> serverOf, const AllGather&
     link.process = records[q].process;
     if (link.remoteAddress.empty()) {
       link.failure = fmt::format("rank {} published no {}-class address", q, className(link.cls));
+      link.failureFault = Fault::Transport;
     }
   }
   s.coarseNow = Clock::now();
@@ -202,8 +204,9 @@ LinkReport UcxTransport::linkReport(int peer) {
 std::string UcxTransport::describe() const {
   std::string out;
   for (const ucx::ClassWorker* w : impl_->workers()) {
-    out += fmt::format("{} class: transport list '{}' opened {}\n", className(w->linkClass()),
-                       w->tls(), fmt::join(w->resources(), ", "));
+    out += fmt::format("{} class: transport list '{}' opened {}{}\n", className(w->linkClass()),
+                       w->tls(), fmt::join(w->resources(), ", "),
+                       w->tuning().empty() ? "" : "; " + w->tuning());
   }
   return out;
 }

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "ucx_tl/ucx_tag.hpp"
 
 namespace hccl::tl::ucx {
@@ -44,6 +47,13 @@ ClassWorker::ClassWorker(LinkClass cls, const UcxClassOptions& options, const Wo
     // (Only where they may be used: UCX warns about settings no transport takes.)
     if (cls != LinkClass::Roce && hints.carriesPeers) {
       modify(config, cls, "MM_ERROR_HANDLING", "y");
+    }
+    const bool rndvSet = std::getenv("UCX_RNDV_THRESH") != nullptr ||
+                         std::any_of(options.ucxConfig.begin(), options.ucxConfig.end(),
+                                     [](const auto& kv) { return kv.first == "RNDV_THRESH"; });
+    if (cls == LinkClass::Hccs && hints.oversubscribed && !rndvSet) {
+      modify(config, cls, "RNDV_THRESH", kOversubscribedEagerLimit);
+      tuning_ = fmt::format("eager up to {} (ranks outnumber cores)", kOversubscribedEagerLimit);
     }
     for (const auto& [key, value] : options.ucxConfig) modify(config, cls, key, value);
 

@@ -21,6 +21,7 @@ struct WorkerHints {
   // just "self".
   bool carriesPeers = true;
   std::chrono::milliseconds keepalive{0};
+  bool oversubscribed = false;  // see UcxOptions::oversubscribed
 };
 
 class ClassWorker {
@@ -35,6 +36,8 @@ class ClassWorker {
   LinkClass linkClass() const { return cls_; }
   const std::string& tls() const { return tls_; }
   const std::vector<std::string>& resources() const { return resources_; }
+  // What the class set beyond its transport list for this run, e.g. "eager up to 1m (...)".
+  const std::string& tuning() const { return tuning_; }
   ucp_worker_h worker() const { return worker_; }
   std::span<const std::byte> address() const;
   // Drives UCX; returns UCX's count of events processed.
@@ -46,6 +49,7 @@ class ClassWorker {
   LinkClass cls_;
   std::string tls_;
   std::vector<std::string> resources_;
+  std::string tuning_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   ucp_address_t* address_ = nullptr;

@@ -6,17 +6,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <numeric>
-#include <set>
 
+#include "algorithms/write_contract.hpp"
 #include "coll_hccl/engine/engine_state.hpp"
 #include "coll_hccl/engine/hierarchy_layout.hpp"
 #include "coll_hccl/engine/reduce_kernels.hpp"
 #include "coll_hccl/engine/request.hpp"
 #include "coll_hccl/engine/sub_transport.hpp"
 #include "topology/error.hpp"
-#include "topology/records.hpp"
 #include "topology/resolve.hpp"
+#include "ucx_tl/ucx_tag.hpp"
 #include "ucx_tl/ucx_transport.hpp"
 
 namespace hccl::engine {
@@ -27,42 +26,9 @@ static_assert(static_cast<int>(HCCL_DT_BFLOAT16) == static_cast<int>(DataType::B
 static_assert(static_cast<int>(HCCL_DT_BYTE) == static_cast<int>(DataType::Byte));
 static_assert(static_cast<int>(HCCL_OP_BXOR) == static_cast<int>(ReduceOp::BXor));
 
-// Tag::comm carries this many bits in the UCX tag; more live communicators than that refuse.
-constexpr std::uint32_t kCommTags = 4096;
-
-std::uint64_t fnv(std::string_view s) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
-  return h;
-}
-
-// What every rank tells the others when a communicator is created.
-struct Hello {
-  char magic[4];
-  std::int32_t status;  // this rank's set-up so far (hccl_status_t)
-  std::int32_t worldRank;
-  std::int32_t worldSize;
-  std::uint64_t config;   // hash of everything the ranks must agree on to decide alike
-  std::uint32_t tagBusy;  // this rank already has a live communicator with the same tag
-  std::uint32_t pad;
-  std::byte record[topo::RankRecord::kSize];
-  char error[256];  // why this rank's set-up failed, so every rank can say it
-};
-
-std::string rankList(const std::vector<int>& ranks) {
-  std::vector<std::uint32_t> u(ranks.begin(), ranks.end());
-  return topo::formatRankList(u);
-}
-
-// The environment the hierarchy is built from (the rank table's contents are compared later).
-std::string topologyInputs() {
-  std::string out;
-  for (const char* var : {topo::kEnvRankTable, topo::kEnvEmulate, topo::kEnvSupernodes}) {
-    const char* v = std::getenv(var);
-    out += fmt::format("{}={}|", var, v ? v : "");
-  }
-  return out;
-}
+// Tag::comm carries this many bits in the UCX tag: communicators with larger ids decline, on
+// every rank alike (Open MPI agrees on the id and hands out the lowest free one).
+constexpr std::uint64_t kCommTags = std::uint64_t{1} << tl::ucx::kCommBits;
 
 }  // namespace
 
@@ -72,180 +38,33 @@ hccl_status_t Communicator::create(EngineState& engine, const hccl_comm_params_t
   c->engine_ = &engine;
   c->rank_ = params.rank;
   c->size_ = params.size;
-  c->commTag_ = static_cast<std::uint32_t>(params.comm_id % kCommTags);
   c->label_ = fmt::format("'{}' (cid {})", params.name ? params.name : "", params.comm_id);
-  const auto gather = [&](const void* mine, void* all, std::size_t bytes) {
-    return params.allgather(mine, all, bytes, params.allgather_ctx) == 0;
+  c->commTag_ = static_cast<std::uint32_t>(params.comm_id % kCommTags);
+
+  setup::Configuration cfg;
+  const auto loadModel = [&engine](const std::string& path, std::string& e) {
+    return &engine.costModel(path, e);
   };
-
-  // 1. Local set-up; a failure is shared through the exchange below, never returned early.
-  hccl_status_t local = HCCL_SUCCESS;
-  std::string localErr;
-  Hello mine{};
-  std::memcpy(mine.magic, "HCE2", 4);
-  mine.worldRank = params.world_rank;
-  mine.worldSize = params.world_size;
-  const algo::CostModel* model = nullptr;
+  setup::Failure failure;
   try {
-    auto opts = optionsFromLayers(params.settings);
-    if (!opts.ok()) {
-      local = HCCL_ERR_CONFIG;
-      localErr = opts.error().message;
-    } else {
-      c->options_ = std::move(opts).value();
-      std::string modelErr;
-      model = &engine.costModel(c->options_.settings.tuningFile.value, modelErr);
-      if (!modelErr.empty()) {
-        local = HCCL_ERR_CONFIG;
-        localErr = modelErr;
-      }
-    }
-    const std::vector<std::byte>& rec = engine.localRecord();
-    std::memcpy(mine.record, rec.data(), std::min(rec.size(), sizeof mine.record));
-    if (local == HCCL_SUCCESS)
-      mine.config = fnv(fingerprint(c->options_) + "|" + std::to_string(model->fingerprint()) +
-                        "|" + topologyInputs());
+    failure = setup::configure(params.settings, loadModel, cfg);
   } catch (const std::exception& e) {
-    local = HCCL_ERR_INTERNAL;
-    localErr = fmt::format("local set-up failed: {}", e.what());
+    failure = {HCCL_ERR_INTERNAL, fmt::format("local set-up failed: {}", e.what())};
   }
-  mine.status = local;
-  std::snprintf(mine.error, sizeof mine.error, "%s", localErr.c_str());
-  mine.tagBusy = engine.liveTags.count(c->commTag_) > 0 ? 1 : 0;
+  if (!failure.failed() && params.comm_id >= kCommTags)
+    failure = {HCCL_ERR_UNSUPPORTED,
+               fmt::format("communicator id {} is beyond the {} that coll_hccl tells apart",
+                           params.comm_id, kCommTags)};
+  failure = params.allgather ? c->joinWorld(params, failure, cfg) : c->joinMembers(params, failure);
+  if (failure.failed()) {
+    err = std::move(failure.message);
+    return failure.status;
+  }
+  c->options_ = std::move(cfg.options);
+  c->layout_ = std::make_unique<algo::Layout>(layoutOf(*c->hierarchy_));
+  c->selector_ =
+      std::make_unique<algo::Selector>(c->layout_->shape(), c->options_.settings, *cfg.model);
 
-  // 2. Everyone learns everyone's outcome, placement and configuration.
-  std::vector<Hello> all(static_cast<std::size_t>(c->size_));
-  if (!gather(&mine, all.data(), sizeof(Hello))) {
-    err = "the bootstrap all-gather failed";
-    return HCCL_ERR_BOOTSTRAP;
-  }
-  std::vector<int> differ, busy;
-  for (int r = 0; r < c->size_; ++r) {
-    const Hello& h = all[static_cast<std::size_t>(r)];
-    if (std::memcmp(h.magic, "HCE2", 4) != 0) {
-      err = fmt::format("rank {} runs a different coll_hccl engine version", r);
-      return HCCL_ERR_BOOTSTRAP;
-    }
-    if (h.status != HCCL_SUCCESS) {  // the first failing rank's reason, on every rank
-      err = fmt::format("rank {}: {}", r, std::string(h.error, strnlen(h.error, sizeof h.error)));
-      return static_cast<hccl_status_t>(h.status);
-    }
-    if (h.config != all[0].config) differ.push_back(r);
-    if (h.tagBusy) busy.push_back(r);
-  }
-  if (!differ.empty()) {
-    err = fmt::format(
-        "ranks {} resolved a different configuration than rank 0 (this rank: {}); every rank "
-        "must see the same HCCL_ALGO, HCCL_BUFFSIZE, HCCL_DETERMINISTIC, selection mode, tuning "
-        "file and topology inputs",
-        rankList(differ), fingerprint(c->options_));
-    return HCCL_ERR_CONFIG;
-  }
-  if (!busy.empty()) {
-    err = fmt::format("ranks {} have another live communicator whose id equals {} mod {}",
-                      rankList(busy), params.comm_id, kCommTags);
-    return HCCL_ERR_UNSUPPORTED;
-  }
-
-  // 3. The hierarchy. Inputs are equal everywhere (checked above) except the rank table's file
-  // contents, so the outcome is agreed once more before anything else is collective.
-  std::vector<std::uint32_t> worldRanks(all.size());
-  for (std::size_t r = 0; r < all.size(); ++r)
-    worldRanks[r] = static_cast<std::uint32_t>(all[r].worldRank);
-  const bool isWorld = c->size_ == params.world_size &&
-                       std::all_of(worldRanks.begin(), worldRanks.end(),
-                                   [&, i = 0u](std::uint32_t w) mutable { return w == i++; });
-  std::set<std::uint32_t> distinct(worldRanks.begin(), worldRanks.end());
-  const bool oneWorld = distinct.size() == worldRanks.size() &&
-                        *distinct.rbegin() < static_cast<std::uint32_t>(params.world_size);
-  std::int32_t topoStatus = HCCL_SUCCESS;
-  std::string topoErr;
-  std::uint64_t topoHash = 0;
-  try {
-    std::vector<std::byte> gathered(all.size() * topo::RankRecord::kSize);
-    for (std::size_t r = 0; r < all.size(); ++r)
-      std::memcpy(gathered.data() + r * topo::RankRecord::kSize, all[r].record,
-                  topo::RankRecord::kSize);
-    const auto records = topo::deserializeRecords(gathered);
-    const topo::TopologySource src = topo::TopologySource::fromEnvironment();
-    if (!oneWorld && (!src.rankTableFile.empty() || !src.emulationSpec.empty()))
-      throw topo::TopologyError(
-          "this communicator joins processes of different MPI worlds, which a rank table or an "
-          "emulation spec (both describe one MPI_COMM_WORLD) cannot place");
-    const std::vector<std::uint32_t> none;
-    auto resolved = topo::resolveHierarchy(
-        src, static_cast<std::uint32_t>(oneWorld ? params.world_size : c->size_),
-        isWorld || !oneWorld ? std::span<const std::uint32_t>(none) : worldRanks, records);
-    c->hierarchy_ = std::make_unique<topo::Hierarchy>(std::move(resolved.hierarchy));
-    c->layout_ = std::make_unique<algo::Layout>(layoutOf(*c->hierarchy_));
-    c->selector_ =
-        std::make_unique<algo::Selector>(c->layout_->shape(), c->options_.settings, *model);
-    topoHash = fnv(c->hierarchy_->describe() + "|" + c->layout_->describe());
-  } catch (const std::exception& e) {
-    topoStatus = HCCL_ERR_CONFIG;
-    topoErr = e.what();
-  }
-  struct Agreement {
-    std::int32_t status;
-    std::uint32_t pad;
-    std::uint64_t hash;
-  } me{topoStatus, 0, topoHash};
-  std::vector<Agreement> agreed(all.size());
-  if (!gather(&me, agreed.data(), sizeof me)) {
-    err = "the bootstrap all-gather failed";
-    return HCCL_ERR_BOOTSTRAP;
-  }
-  for (std::size_t r = 0; r < agreed.size(); ++r) {
-    if (agreed[r].status != HCCL_SUCCESS) {
-      err = topoStatus != HCCL_SUCCESS ? topoErr
-                                       : fmt::format("rank {} could not build the hierarchy", r);
-      return HCCL_ERR_CONFIG;
-    }
-    if (agreed[r].hash != topoHash) {
-      err = fmt::format("rank {} sees a different hierarchy than this rank ({})", r,
-                        c->hierarchy_->describe());
-      return HCCL_ERR_CONFIG;
-    }
-  }
-
-  // 4. The transport: inside MPI_COMM_WORLD, a view of the world's; otherwise its own.
-  try {
-    std::shared_ptr<tl::Transport> world = engine.world.lock();
-    if (world && oneWorld && world->size() == params.world_size) {
-      std::vector<int> members(worldRanks.begin(), worldRanks.end());
-      c->transport_ = std::make_shared<SubTransport>(world, std::move(members), c->rank_);
-    } else {
-      std::vector<int> serverOf(static_cast<std::size_t>(c->size_));
-      for (int r = 0; r < c->size_; ++r)
-        serverOf[static_cast<std::size_t>(r)] =
-            static_cast<int>(c->hierarchy_->serverOf(static_cast<std::uint32_t>(r)));
-      const tl::AllGather exchange = [&](std::span<const std::byte> m, std::span<std::byte> a) {
-        if (!gather(m.data(), a.data(), m.size()))
-          throw tl::UcxError("the bootstrap all-gather failed");
-      };
-      tl::UcxOptions ucx = c->options_.ucx;
-      if (engine.yieldWhenIdle && !std::getenv("UCX_RNDV_THRESH")) {
-        // Ranks outnumber cores: a rendezvous waits for its peer to be scheduled and answer, so
-        // same-server messages up to 1 MiB go eagerly (at np=4 on 2 cores, 64 KiB allreduce
-        // ran 190 us with UCX's threshold and 90 us with this one).
-        ucx.hccs.ucxConfig.emplace_back("RNDV_THRESH", "1m");
-        engine.log(2, fmt::format("{} rank {}: HCCS class eager up to 1 MiB (the MPI library "
-                                  "yields when idle: ranks outnumber cores)",
-                                  c->label_, c->rank_));
-      }
-      c->transport_ =
-          std::make_shared<tl::UcxTransport>(c->rank_, std::move(serverOf), exchange, ucx);
-      if (isWorld) engine.world = c->transport_;
-    }
-  } catch (const tl::UcxError& e) {
-    err = fmt::format("transport set-up failed: {}", e.what());
-    return HCCL_ERR_TRANSPORT;
-  } catch (const std::exception& e) {
-    err = fmt::format("transport set-up failed: {}", e.what());
-    return HCCL_ERR_INTERNAL;
-  }
-
-  engine.liveTags.insert(c->commTag_);
   if (engine.logs(2)) {
     engine.log(2, fmt::format("{} rank {}: {} -> {}; links:{}", c->label_, c->rank_,
                               c->hierarchy_->describe(), c->layout_->shape().describe(),
@@ -258,12 +77,79 @@ hccl_status_t Communicator::create(EngineState& engine, const hccl_comm_params_t
   return HCCL_SUCCESS;
 }
 
-Communicator::~Communicator() {
-  if (engine_) {
-    auto it = engine_->liveTags.find(commTag_);
-    if (it != engine_->liveTags.end()) engine_->liveTags.erase(it);
+setup::Failure Communicator::joinWorld(const hccl_comm_params_t& params, setup::Failure local,
+                                       const setup::Configuration& cfg) {
+  EngineState& engine = *engine_;
+  const setup::Exchange exchange = [&params](std::span<const std::byte> mine,
+                                             std::span<std::byte> all) {
+    return params.allgather(mine.data(), all.data(), mine.size(), params.allgather_ctx) == 0;
+  };
+  // Local stages first; a failure travels in the exchange instead of returning early.
+  topo::TopologySource source;
+  std::optional<topo::Hierarchy> declared;
+  std::vector<std::byte> record;
+  try {
+    source = topo::TopologySource::fromEnvironment();
+    record = engine.localRecord();
+    if (!local.failed())
+      declared = setup::declaredWorldHierarchy(source, static_cast<std::uint32_t>(size_));
+  } catch (const topo::TopologyError& e) {
+    if (!local.failed()) local = {HCCL_ERR_CONFIG, e.what()};
+  } catch (const std::exception& e) {
+    if (!local.failed())
+      local = {HCCL_ERR_INTERNAL, fmt::format("local set-up failed: {}", e.what())};
   }
+  record.resize(topo::RankRecord::kSize);
+
+  setup::WorldView view;
+  setup::Failure agreed =
+      setup::agreeOnWorld(exchange, params.world_rank, params.world_size, local, cfg.fingerprint,
+                          declared ? &*declared : nullptr, record, view);
+  if (agreed.failed()) return agreed;
+  try {
+    // Equal inputs on every rank from here: the outcome is the same everywhere.
+    topo::Hierarchy world =
+        declared ? std::move(*declared) : setup::discoveredWorldHierarchy(source, view);
+    transport_ = setup::openWorldTransport(exchange, params.world_rank, world, cfg.options,
+                                           engine.yieldWhenIdle);
+    hierarchy_ = std::make_unique<topo::Hierarchy>(world);
+    engine.world.emplace(EngineState::World{std::move(world), transport_});
+  } catch (const topo::TopologyError& e) {
+    return {HCCL_ERR_CONFIG, e.what()};
+  } catch (const tl::UcxError& e) {
+    return {HCCL_ERR_TRANSPORT, fmt::format("transport set-up failed: {}", e.what())};
+  } catch (const std::exception& e) {
+    return {HCCL_ERR_INTERNAL, fmt::format("transport set-up failed: {}", e.what())};
+  }
+  linkLayer_ = transport_;
+  return {};
 }
+
+setup::Failure Communicator::joinMembers(const hccl_comm_params_t& params,
+                                         const setup::Failure& local) {
+  if (local.failed()) return local;
+  const EngineState& engine = *engine_;
+  if (!engine.world)
+    return {HCCL_ERR_UNSUPPORTED,
+            "coll_hccl is not set up on MPI_COMM_WORLD (its set-up failed or it was excluded), so "
+            "no communicator inside it uses coll_hccl"};
+  if (!params.world_ranks)
+    return {HCCL_ERR_UNSUPPORTED,
+            "the communicator includes processes outside this MPI_COMM_WORLD (spawned or "
+            "connected jobs)"};
+  std::vector<int> members(params.world_ranks, params.world_ranks + size_);
+  try {
+    hierarchy_ =
+        std::make_unique<topo::Hierarchy>(setup::memberHierarchy(engine.world->hierarchy, members));
+  } catch (const topo::TopologyError& e) {
+    return {HCCL_ERR_CONFIG, e.what()};
+  }
+  linkLayer_ = engine.world->transport;
+  transport_ = std::make_shared<SubTransport>(linkLayer_, std::move(members), rank_);
+  return {};
+}
+
+Communicator::~Communicator() = default;
 
 hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
                                      std::string& why) const {
@@ -405,8 +291,11 @@ std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::strin
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
 
   const algo::Layout& lay = *layout_;
-  const auto gen = [&lay, composed](const algo::Problem& q, std::uint32_t r) {
+  const algo::RankGenerator compose = [&lay, composed](const algo::Problem& q, std::uint32_t r) {
     return algo::compose(lay, composed, q, r);
+  };
+  const auto gen = [&compose](const algo::Problem& q, std::uint32_t r) {
+    return algo::withPrivateInput(q, r, compose);
   };
   auto plan = std::make_shared<Plan>();
   plan->decision = d;
@@ -472,8 +361,9 @@ hccl_status_t Communicator::start(const hccl_coll_desc_t& desc, std::unique_ptr<
   if (!req->start(std::move(plan), desc.in_place ? nullptr : desc.sendbuf, desc.recvbuf,
                   s.info.elemSize, std::move(reduction), seq)) {
     err = req->error();
+    const hccl_status_t st = req->status();
     release(std::move(req));
-    return HCCL_ERR_TRANSPORT;
+    return st;
   }
   return HCCL_SUCCESS;
 }

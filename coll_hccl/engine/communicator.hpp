@@ -18,6 +18,7 @@
 #include "algorithms/selector.hpp"
 #include "coll_hccl/engine/reduction.hpp"
 #include "coll_hccl/engine/settings_bridge.hpp"
+#include "coll_hccl/engine/setup.hpp"
 #include "coll_hccl/hccl_engine.h"
 #include "topology/hierarchy.hpp"
 #include "ucx_tl/transport.hpp"
@@ -50,8 +51,9 @@ class Communicator {
  public:
   using Log = std::function<void(int level, const std::string& line)>;
 
-  // Collective (see hccl_comm_create). Throws nothing: failures come back as status + message,
-  // identical on every rank.
+  // See hccl_comm_create: collective for MPI_COMM_WORLD (params.allgather set), local for every
+  // other communicator. Throws nothing: failures come back as status + message, identical on
+  // every rank.
   static hccl_status_t create(EngineState& engine, const hccl_comm_params_t& params,
                               std::unique_ptr<Communicator>& out, std::string& err);
   ~Communicator();
@@ -65,6 +67,9 @@ class Communicator {
   int size() const { return size_; }
   std::uint32_t commTag() const { return commTag_; }
   tl::Transport& transport() { return *transport_; }
+  // The transport underneath, shared by every communicator inside MPI_COMM_WORLD: progressed
+  // once however many calls use it.
+  tl::Transport& linkLayer() { return *linkLayer_; }
   const std::string& label() const { return label_; }
 
   // Scratch buffers: a request borrows one while it runs (concurrent calls each need their own).
@@ -75,6 +80,11 @@ class Communicator {
 
  private:
   Communicator() = default;
+  // The set-up stages (setup.hpp) of MPI_COMM_WORLD and of every other communicator; they set
+  // hierarchy_, transport_ and linkLayer_.
+  setup::Failure joinWorld(const hccl_comm_params_t& params, setup::Failure local,
+                           const setup::Configuration& cfg);
+  setup::Failure joinMembers(const hccl_comm_params_t& params, const setup::Failure& local);
   // The last call's shared arguments, shape and plan: loops repeat the same call, and checking
   // that is far cheaper than describing, deciding and planning again.
   struct LastCall {
@@ -101,6 +111,7 @@ class Communicator {
   std::unique_ptr<algo::Layout> layout_;
   std::unique_ptr<algo::Selector> selector_;
   std::shared_ptr<tl::Transport> transport_;
+  std::shared_ptr<tl::Transport> linkLayer_;
   std::map<std::string, std::shared_ptr<const Plan>> plans_;
   std::map<std::string, std::shared_ptr<const algo::RankSchedule>> schedules_;
   struct Scratch {

@@ -10,6 +10,7 @@
 #include "coll_hccl/engine/engine_state.hpp"
 #include "coll_hccl/engine/request.hpp"
 #include "coll_hccl/hccl_engine.h"
+#include "coll_hccl_version.h"
 #include "topology/error.hpp"
 
 using hccl::engine::Communicator;
@@ -23,6 +24,7 @@ struct hccl_comm {
 };
 struct hccl_req {
   std::unique_ptr<Request> impl;
+  void* owner = nullptr;
 };
 
 namespace {
@@ -34,14 +36,21 @@ void put(char* buf, std::size_t len, const std::string& msg) {
   buf[n] = '\0';
 }
 
-// Runs `body` (under the engine lock when threads may call concurrently); exceptions become
-// statuses with their message.
+// How deep this thread is inside the engine: Open MPI's progress loop can call hccl_progress from
+// inside an engine call (while MPI_COMM_WORLD's bootstrap exchange polls), which must not advance
+// calls the outer frame is in the middle of.
+thread_local int engineDepth = 0;
+
+struct Depth {
+  Depth() { ++engineDepth; }
+  ~Depth() { --engineDepth; }
+  Depth(const Depth&) = delete;
+  Depth& operator=(const Depth&) = delete;
+};
+
 template <typename F>
-hccl_status_t guarded(char* err, std::size_t errlen, F&& body) noexcept {
+hccl_status_t catching(char* err, std::size_t errlen, F&& body) noexcept {
   try {
-    EngineState& e = engineState();
-    if (!e.threadMultiple) return body();
-    std::lock_guard<std::recursive_mutex> g(e.lock);
     return body();
   } catch (const std::bad_alloc&) {
     put(err, errlen, "out of memory");
@@ -56,6 +65,19 @@ hccl_status_t guarded(char* err, std::size_t errlen, F&& body) noexcept {
     put(err, errlen, "internal error: unknown exception");
     return HCCL_ERR_INTERNAL;
   }
+}
+
+// Runs `body` under the engine lock when threads may call concurrently; exceptions become
+// statuses with their message.
+template <typename F>
+hccl_status_t guarded(char* err, std::size_t errlen, F&& body) noexcept {
+  return catching(err, errlen, [&] {
+    EngineState& e = engineState();
+    const Depth depth;
+    if (!e.threadMultiple) return body();
+    std::lock_guard<std::recursive_mutex> g(e.lock);
+    return body();
+  });
 }
 
 }  // namespace
@@ -84,12 +106,16 @@ const char* hccl_status_string(hccl_status_t status) {
       return "out of memory";
     case HCCL_ERR_INTERNAL:
       return "internal error";
+    case HCCL_ERR_PEER_LOST:
+      return "peer lost";
+    case HCCL_ERR_MISMATCH:
+      return "mismatched calls";
   }
   return "unknown status";
 }
 
 const char* hccl_engine_version(void) {
-  return "coll_hccl engine 0.1.0";
+  return "coll_hccl engine " COLL_HCCL_VERSION;
 }
 
 hccl_status_t hccl_engine_init(const hccl_engine_params_t* params, char* err, size_t errlen) {
@@ -109,7 +135,9 @@ void hccl_engine_finalize(void) {
   char ignored[8];
   (void)guarded(ignored, sizeof ignored, [] {
     EngineState& e = engineState();
+    for (hccl_req_t* r : e.active) delete r;
     e.active.clear();
+    e.inFlight.store(0);
     e.world.reset();
     return HCCL_SUCCESS;
   });
@@ -119,8 +147,8 @@ hccl_status_t hccl_comm_create(const hccl_comm_params_t* params, hccl_comm_t** c
                                size_t errlen) {
   if (comm) *comm = nullptr;
   return guarded(err, errlen, [&] {
-    if (!params || !comm || !params->allgather || params->size < 1 || params->rank < 0 ||
-        params->rank >= params->size || params->api_version != HCCL_ENGINE_API_VERSION) {
+    if (!params || !comm || params->size < 1 || params->rank < 0 || params->rank >= params->size ||
+        params->api_version != HCCL_ENGINE_API_VERSION) {
       put(err, errlen, "invalid communicator parameters");
       return HCCL_ERR_ARG;
     }
@@ -157,8 +185,8 @@ int hccl_coll_supported(hccl_comm_t* comm, const hccl_coll_desc_t* desc, char* e
   return st == HCCL_SUCCESS ? result : st;
 }
 
-hccl_status_t hccl_coll_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, hccl_req_t** req,
-                              char* err, size_t errlen) {
+hccl_status_t hccl_coll_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, void* owner,
+                              hccl_req_t** req, char* err, size_t errlen) {
   if (req) *req = nullptr;
   return guarded(err, errlen, [&] {
     if (!comm || !desc || !req) return HCCL_ERR_ARG;
@@ -169,31 +197,25 @@ hccl_status_t hccl_coll_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, h
       put(err, errlen, msg);
       return st;
     }
-    engineState().active.push_back(r.get());
-    *req = new hccl_req{std::move(r)};
+    auto handle = std::make_unique<hccl_req>();
+    handle->impl = std::move(r);
+    handle->owner = owner;
+    EngineState& e = engineState();
+    e.active.push_back(handle.get());
+    e.inFlight.fetch_add(1, std::memory_order_release);
+    *req = handle.release();
     return HCCL_SUCCESS;
   });
 }
 
-hccl_status_t hccl_req_test(hccl_req_t* req, char* err, size_t errlen) {
-  return guarded(err, errlen, [&] {
-    if (!req) return HCCL_ERR_ARG;
-    Request& r = *req->impl;
-    if (!r.progress(false)) return HCCL_PENDING;
-    if (r.failed()) {
-      put(err, errlen, r.error());
-      return r.error().find("no progress") != std::string::npos ? HCCL_ERR_TIMEOUT
-                                                                : HCCL_ERR_TRANSPORT;
-    }
-    return HCCL_SUCCESS;
-  });
+const char* hccl_req_error(const hccl_req_t* req) {
+  return req && req->impl ? req->impl->error().c_str() : "";
 }
 
 void hccl_req_free(hccl_req_t* req) {
   char ignored[8];
   (void)guarded(ignored, sizeof ignored, [&] {
-    if (req) {
-      std::erase(engineState().active, req->impl.get());
+    if (req && req->impl) {
       Communicator& c = req->impl->communicator();
       c.release(std::move(req->impl));
     }
@@ -202,21 +224,37 @@ void hccl_req_free(hccl_req_t* req) {
   });
 }
 
-int hccl_progress(void) {
+int hccl_progress(hccl_completion_t* done, int max) {
+  EngineState& e = engineState();
+  if (e.inFlight.load(std::memory_order_acquire) == 0 || engineDepth > 0 || !done || max <= 0)
+    return 0;
+  // One thread progresses; the others return rather than wait (they are in Open MPI's progress
+  // loop, which comes back here soon enough).
+  std::unique_lock<std::recursive_mutex> lk(e.lock, std::defer_lock);
+  if (e.threadMultiple && !lk.try_lock()) return 0;
   int completed = 0;
   char ignored[8];
-  (void)guarded(ignored, sizeof ignored, [&] {
-    // Drive each transport once, however many calls share it, then advance every call.
-    tl::Transport* driven[8];
-    std::size_t n = 0;
-    for (Request* r : engineState().active) {
-      tl::Transport* t = &r->communicator().transport();
-      if (std::find(driven, driven + n, t) != driven + n) continue;
+  (void)catching(ignored, sizeof ignored, [&] {
+    const Depth depth;
+    // Drive each link layer once, however many calls share it, then advance every call.
+    std::vector<tl::Transport*>& driven = e.progressScratch;
+    driven.clear();
+    for (hccl_req_t* r : e.active) {
+      tl::Transport* t = &r->impl->communicator().linkLayer();
+      if (std::find(driven.begin(), driven.end(), t) != driven.end()) continue;
+      driven.push_back(t);
       t->progress();
-      if (n < std::size(driven)) driven[n++] = t;
     }
-    for (Request* r : engineState().active)
-      if (!r->finished() && r->progress(false)) ++completed;
+    for (auto it = e.active.begin(); it != e.active.end() && completed < max;) {
+      hccl_req_t* r = *it;
+      if (!r->impl->finished() && !r->impl->progress(false)) {
+        ++it;
+        continue;
+      }
+      done[completed++] = {r->owner, r, r->impl->status()};
+      it = e.active.erase(it);
+      e.inFlight.fetch_sub(1, std::memory_order_release);
+    }
     return HCCL_SUCCESS;
   });
   return completed;

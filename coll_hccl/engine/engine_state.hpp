@@ -1,18 +1,20 @@
-// What the engine keeps per process: the log sink, the transport shared by every communicator
-// of MPI_COMM_WORLD, this process's topology record, and the calls in flight.
+// What the engine keeps per process: the log sink, what MPI_COMM_WORLD's set-up learnt about every
+// rank (placement records and the transport every communicator inside it shares), this process's
+// topology record, and the calls in flight.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "algorithms/cost_model.hpp"
 #include "coll_hccl/hccl_engine.h"
+#include "topology/hierarchy.hpp"
 #include "ucx_tl/transport.hpp"
 
 namespace hccl::engine {
@@ -30,19 +32,27 @@ class EngineState {
   // This process's topology record (hwloc discovery runs once).
   const std::vector<std::byte>& localRecord();
 
-  // The transport every communicator inside MPI_COMM_WORLD reaches its peers through, once
-  // MPI_COMM_WORLD's communicator has built it (world rank i = transport rank i).
-  std::weak_ptr<tl::Transport> world;
-  int worldRank = -1, worldSize = 0;
+  // What MPI_COMM_WORLD's set-up learnt, so that every other communicator is built locally: the
+  // world's hierarchy and its transport (world rank i = transport rank i).
+  struct World {
+    topo::Hierarchy hierarchy;
+    std::shared_ptr<tl::Transport> transport;
+  };
+  std::optional<World> world;
 
   // Cost models by tuning file path ("" = built-in defaults), loaded once; warnings logged once.
   const algo::CostModel& costModel(const std::string& path, std::string& err);
 
-  // Tag ids of live communicators, to refuse a second communicator with the same id.
-  std::multiset<std::uint32_t> liveTags;
-  std::vector<Request*> active;  // calls in flight (few: a vector beats a tree here)
+  // Calls in flight (few: a vector beats a tree here), and their number, read without the lock
+  // so that an idle progress loop costs one atomic load.
+  std::vector<hccl_req_t*> active;
+  std::atomic<std::size_t> inFlight{0};
+  std::vector<tl::Transport*> progressScratch;  // hccl_progress's list, kept to avoid allocating
 
-  std::recursive_mutex lock;  // serialises every API call under MPI_THREAD_MULTIPLE
+  // Serialises every API call under MPI_THREAD_MULTIPLE (UCX workers run single-threaded).
+  // Recursive: Open MPI may enter a collective from its progress loop while this thread is inside
+  // the engine already (polling MPI_COMM_WORLD's bootstrap exchange).
+  std::recursive_mutex lock;
   bool threadMultiple = false;
   bool yieldWhenIdle = false;  // ranks outnumber cores: waiting peers may be descheduled
 

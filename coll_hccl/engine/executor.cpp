@@ -16,6 +16,22 @@ struct RunError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+FailKind kindOf(tl::Fault f) {
+  switch (f) {
+    case tl::Fault::Timeout:
+      return FailKind::Timeout;
+    case tl::Fault::PeerLost:
+      return FailKind::PeerLost;
+    case tl::Fault::Mismatch:
+      return FailKind::Mismatch;
+    case tl::Fault::None:
+    case tl::Fault::Cancelled:
+    case tl::Fault::Transport:
+      break;
+  }
+  return FailKind::Transport;
+}
+
 std::string tagString(tl::Tag t) {
   return fmt::format("tag {{comm {}, seq {}, msg {}}}", t.comm, t.seq, t.msg);
 }
@@ -80,12 +96,31 @@ std::string Executor::whereOp(std::size_t step, std::size_t index) const {
                      algo::toString(schedule_->steps[step].ops[index]));
 }
 
+const char* name(FailKind k) {
+  switch (k) {
+    case FailKind::None:
+      return "none";
+    case FailKind::Timeout:
+      return "timeout";
+    case FailKind::PeerLost:
+      return "peer lost";
+    case FailKind::Mismatch:
+      return "mismatch";
+    case FailKind::Transport:
+      return "transport error";
+    case FailKind::Invalid:
+      return "invalid schedule";
+  }
+  return "?";
+}
+
 bool Executor::start(const algo::RankSchedule& schedule, const Bindings& bindings,
                      MessageCounters& counters, std::uint32_t comm, std::uint32_t seq) noexcept {
   if (state_ == State::Running) cancelPending();
   schedule_ = &schedule;
   bindings_ = &bindings;
   error_.clear();
+  failKind_ = FailKind::None;
   stats_ = {};
   step_ = 0;
   posted_ = false;
@@ -99,7 +134,7 @@ bool Executor::start(const algo::RankSchedule& schedule, const Bindings& binding
                       counters.ranks(), size_));
     plan(counters, comm, seq);
   } catch (const std::exception& e) {
-    fail(e.what());
+    fail(FailKind::Invalid, e.what());
     return false;
   }
   return true;
@@ -260,7 +295,7 @@ bool Executor::advance() {
     for (std::size_t i = 0; i < postedCount_; ++i) {
       const tl::Completion& c = completions_[i];
       if (c.state == tl::Completion::State::Failed) {
-        fail(fmt::format("{}: {}", whereTransfer(step_, i), c.error));
+        fail(kindOf(c.fault), fmt::format("{}: {}", whereTransfer(step_, i), c.error));
         return true;
       }
       pending = pending || c.pending();
@@ -332,7 +367,7 @@ bool Executor::progress() noexcept {
   try {
     transport_.progress();
   } catch (const std::exception& e) {
-    fail(fmt::format("{}: {}", where(step_), e.what()));
+    fail(FailKind::Transport, fmt::format("{}: {}", where(step_), e.what()));
     return true;
   }
   return poll();
@@ -343,11 +378,11 @@ bool Executor::poll() noexcept {
   try {
     return advance();
   } catch (const RunError& e) {
-    fail(e.what());
+    fail(FailKind::Invalid, e.what());
   } catch (const std::exception& e) {
-    fail(fmt::format("{}: {}", where(step_), e.what()));
+    fail(FailKind::Transport, fmt::format("{}: {}", where(step_), e.what()));
   } catch (...) {
-    fail(fmt::format("{}: unknown exception", where(step_)));
+    fail(FailKind::Transport, fmt::format("{}: unknown exception", where(step_)));
   }
   return true;
 }
@@ -366,9 +401,10 @@ bool Executor::run(const std::function<void()>& idle) noexcept {
   return state_ == State::Done;
 }
 
-void Executor::fail(std::string message) noexcept {
+void Executor::fail(FailKind kind, std::string message) noexcept {
   cancelPending();
   state_ = State::Failed;
+  failKind_ = kind;
   try {
     error_ = std::move(message);
   } catch (...) {

@@ -46,6 +46,17 @@ class MessageCounters {
   std::vector<std::uint32_t> recvs_;
 };
 
+// What went wrong in a failed run, for the caller to act on (never the message's words).
+enum class FailKind : std::uint8_t {
+  None,
+  Timeout,    // a transfer made no progress within the transport's timeout
+  PeerLost,   // a peer's process or link went away
+  Mismatch,   // a peer posted a transfer of another size: the ranks' calls do not match
+  Transport,  // any other link-layer failure
+  Invalid,    // the schedule does not fit the bindings or the transport (a bug)
+};
+const char* name(FailKind k);
+
 struct ExecStats {
   std::uint64_t steps = 0;  // steps completed
   std::uint64_t sends = 0;  // transfers completed, by direction
@@ -90,6 +101,7 @@ class Executor {
   bool done() const { return state_ == State::Done; }
   bool failed() const { return state_ == State::Failed; }
   const std::string& error() const { return error_; }
+  FailKind failKind() const { return failKind_; }
   const ExecStats& stats() const { return stats_; }
   std::size_t elemSize() const { return elemSize_; }
 
@@ -109,7 +121,7 @@ class Executor {
   void postStep();
   bool advance();  // true when the run is over
   void runOp(std::size_t index, const algo::LocalOp& op);
-  void fail(std::string message) noexcept;
+  void fail(FailKind kind, std::string message) noexcept;
   void cancelPending() noexcept;
   std::string where(std::size_t step) const;
   std::string whereTransfer(std::size_t step, std::size_t index) const;
@@ -125,6 +137,7 @@ class Executor {
   const Bindings* bindings_ = nullptr;
   State state_ = State::Idle;
   std::string error_;
+  FailKind failKind_ = FailKind::None;
   ExecStats stats_;
 
   // Resolved at start(), reused across runs.

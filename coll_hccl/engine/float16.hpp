@@ -59,4 +59,34 @@ inline std::uint16_t floatToBf16(float f) {
   return static_cast<std::uint16_t>((x + 0x7fffu + odd) >> 16);  // overflow carries into inf
 }
 
+// The float operation of each reduction on these types, applied to the widened operands before
+// the result is rounded back once. Every kernel variant (scalar, AVX2/F16C) computes exactly
+// these, so they agree bit for bit, NaN payloads included:
+//  - sum and product are IEEE in float, except that when both operands are NaN the left one wins.
+//    A lone NaN operand comes out of the hardware operation anyway (quieted), but of two the CPU
+//    returns whichever the compiler made the first source. An invalid operation (inf - inf,
+//    0 x inf) gives the CPU's default NaN (on x86 negative, quiet, zero payload);
+//  - max and min return the left operand when it is greater (smaller), NaN, or equal with the
+//    sign that orders it first (+0 above -0), else the right one: never a new value.
+// Narrowing quiets every NaN and keeps its top payload bits, so whether an operand was quieted
+// before (by a hardware conversion, say) never shows in the result.
+struct HalfSum {
+  float operator()(float a, float b) const { return a != a ? a : a + b; }
+};
+struct HalfProd {
+  float operator()(float a, float b) const { return a != a ? a : a * b; }
+};
+struct HalfMax {
+  float operator()(float a, float b) const {
+    const bool negative = std::bit_cast<std::uint32_t>(a) >> 31;
+    return a > b || a != a || (a == b && !negative) ? a : b;
+  }
+};
+struct HalfMin {
+  float operator()(float a, float b) const {
+    const bool negative = std::bit_cast<std::uint32_t>(a) >> 31;
+    return a < b || a != a || (a == b && negative) ? a : b;
+  }
+};
+
 }  // namespace hccl::engine

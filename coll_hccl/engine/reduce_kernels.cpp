@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "coll_hccl/engine/float16.hpp"
+#include "coll_hccl/engine/reduce_kernels_half.hpp"
 
 // This file is built with -O3 (see coll_hccl/meson.build): GCC 12's -O2 cost model does not
 // vectorise loops of unknown trip count. The build targets baseline x86-64, so each loop is also
@@ -119,10 +120,10 @@ struct Bf16 {
   static float widen(std::uint16_t h) { return bf16ToFloat(h); }
   static std::uint16_t narrow(float f) { return floatToBf16(f); }
 };
-template <typename Format, template <typename> class Op>
+template <typename Format, typename Op>
 struct ViaFloat {
   std::uint16_t operator()(std::uint16_t a, std::uint16_t b) const {
-    return Format::narrow(Op<float>{}(Format::widen(a), Format::widen(b)));
+    return Format::narrow(Op{}(Format::widen(a), Format::widen(b)));
   }
 };
 
@@ -270,17 +271,24 @@ ReduceFn floatKernel(ReduceOp op) {
   }
 }
 
+// fp16 and bf16: the AVX2 variant is hand-written (reduce_kernels_half.cpp), since GCC leaves the
+// conversions scalar-like; it computes what these loops compute, so the CPU it runs on never
+// shows in a result. Where the CPU lacks F16C, fp16 keeps these loops compiled for AVX2.
 template <Isa isa, typename Format>
 ReduceFn float16Kernel(ReduceOp op) {
+  if constexpr (isa == Isa::Avx2) {
+    const DataType t = std::is_same_v<Format, Fp16> ? DataType::Float16 : DataType::BFloat16;
+    if (detail::halfKernelsRun(t)) return detail::halfKernelAvx2(t, op);
+  }
   switch (op) {
     case ReduceOp::Sum:
-      return &reduceKernel<std::uint16_t, ViaFloat<Format, Sum>, isa>;
+      return &reduceKernel<std::uint16_t, ViaFloat<Format, HalfSum>, isa>;
     case ReduceOp::Prod:
-      return &reduceKernel<std::uint16_t, ViaFloat<Format, Prod>, isa>;
+      return &reduceKernel<std::uint16_t, ViaFloat<Format, HalfProd>, isa>;
     case ReduceOp::Max:
-      return &reduceKernel<std::uint16_t, ViaFloat<Format, FMax>, isa>;
+      return &reduceKernel<std::uint16_t, ViaFloat<Format, HalfMax>, isa>;
     case ReduceOp::Min:
-      return &reduceKernel<std::uint16_t, ViaFloat<Format, FMin>, isa>;
+      return &reduceKernel<std::uint16_t, ViaFloat<Format, HalfMin>, isa>;
     default:
       return nullptr;
   }

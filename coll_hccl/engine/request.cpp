@@ -24,6 +24,7 @@ bool Request::start(std::shared_ptr<const Plan> plan, const void* send, void* re
   seq_ = seq;
   chunk_ = 0;
   finished_ = false;
+  failKind_ = FailKind::None;
   error_.clear();
   counters_.reset(comm_.size());
   if (!executor_ || elemSize_ != elemSize)
@@ -44,8 +45,27 @@ bool Request::start(std::shared_ptr<const Plan> plan, const void* send, void* re
   return startChunk();
 }
 
-void Request::finish(std::string error) {
+hccl_status_t Request::status() const {
+  switch (failKind_) {
+    case FailKind::None:
+      return HCCL_SUCCESS;
+    case FailKind::Timeout:
+      return HCCL_ERR_TIMEOUT;
+    case FailKind::PeerLost:
+      return HCCL_ERR_PEER_LOST;
+    case FailKind::Mismatch:
+      return HCCL_ERR_MISMATCH;
+    case FailKind::Transport:
+      return HCCL_ERR_TRANSPORT;
+    case FailKind::Invalid:
+      return HCCL_ERR_INTERNAL;
+  }
+  return HCCL_ERR_INTERNAL;
+}
+
+void Request::finish(FailKind kind, std::string error) {
   finished_ = true;
+  failKind_ = kind;
   error_ = std::move(error);
   if (scratch_) {  // the executor is not running any more: the scratch can serve another call
     comm_.returnScratch(scratch_);
@@ -58,7 +78,7 @@ bool Request::startChunk() {
   bind(c.input, send_, bindings_.input);
   bind(c.output, recv_, bindings_.output);
   if (!executor_->start(*plan_->schedules[chunk_], bindings_, counters_, comm_.commTag(), seq_)) {
-    finish(executor_->error());
+    finish(executor_->failKind(), executor_->error());
     return false;
   }
   return true;
@@ -68,7 +88,7 @@ bool Request::progress(bool drive) {
   while (!finished_) {
     if (!(drive ? executor_->progress() : executor_->poll())) return false;
     if (executor_->failed()) {
-      finish(executor_->error());
+      finish(executor_->failKind(), executor_->error());
       break;
     }
     if (++chunk_ == plan_->chunks.size()) {

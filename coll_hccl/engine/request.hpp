@@ -30,13 +30,15 @@ class Request {
   // transport is not progressed (the caller does that once for every request sharing it).
   bool progress(bool drive = true);
   bool finished() const { return finished_; }
-  bool failed() const { return !error_.empty(); }
+  bool failed() const { return failKind_ != FailKind::None; }
   const std::string& error() const { return error_; }
+  // HCCL_SUCCESS, or the status that names what ended a failed call.
+  hccl_status_t status() const;
   Communicator& communicator() { return comm_; }
 
  private:
   bool startChunk();
-  void finish(std::string error = {});
+  void finish(FailKind kind = FailKind::None, std::string error = {});
   void bind(const algo::BufferMap& map, const std::byte* base, Binding& into) const;
 
   Communicator& comm_;
@@ -52,6 +54,7 @@ class Request {
   Bindings bindings_;
   std::size_t chunk_ = 0;
   bool finished_ = true;
+  FailKind failKind_ = FailKind::None;
   std::string error_;
 };
 

@@ -1,6 +1,7 @@
 #include "bench/collective.hpp"
 
 #include <cstring>
+#include <vector>
 
 namespace bench {
 
@@ -16,6 +17,9 @@ char* at(void* base, std::size_t elements, std::size_t typeSize) {
 
 }  // namespace
 
+constexpr Coll kAll[] = {Coll::Allreduce, Coll::Allgather, Coll::ReduceScatter,
+                         Coll::ReduceScatterV, Coll::Bcast};
+
 std::string_view name(Coll c) {
   switch (c) {
     case Coll::Allreduce:
@@ -24,19 +28,25 @@ std::string_view name(Coll c) {
       return "allgather";
     case Coll::ReduceScatter:
       return "reduce_scatter";
+    case Coll::ReduceScatterV:
+      return "reduce_scatter_v";
+    case Coll::Bcast:
+      return "bcast";
   }
   return "?";
 }
 
 std::optional<Coll> parseColl(std::string_view s) {
-  for (Coll c : {Coll::Allreduce, Coll::Allgather, Coll::ReduceScatter}) {
+  for (Coll c : kAll) {
     if (name(c) == s) return c;
   }
   return std::nullopt;
 }
 
 std::vector<std::string> collNames() {
-  return {"allreduce", "allgather", "reduce_scatter"};
+  std::vector<std::string> out;
+  for (Coll c : kAll) out.emplace_back(name(c));
+  return out;
 }
 
 std::optional<Shape> shapeFor(Coll c, std::size_t sizeBytes, std::size_t typeSize, int nranks) {
@@ -57,14 +67,22 @@ std::optional<Shape> shapeFor(Coll c, std::size_t sizeBytes, std::size_t typeSiz
       s.busFactor = (ranks - 1.0) / ranks;
       break;
     case Coll::ReduceScatter:
+    case Coll::ReduceScatterV:
       s.block = sizeBytes / typeSize / n;
       s.sendCount = s.block * n;
       s.recvCount = s.block;
       s.busFactor = (ranks - 1.0) / ranks;
       break;
+    case Coll::Bcast:
+      s.block = sizeBytes / typeSize;
+      s.sendCount = 0;
+      s.recvCount = s.block;
+      s.busFactor = 1.0;
+      break;
   }
   if (s.block == 0) return std::nullopt;
-  s.bytes = (c == Coll::Allreduce ? s.block : s.block * n) * typeSize;
+  const bool whole = c == Coll::Allreduce || c == Coll::Bcast;
+  s.bytes = (whole ? s.block : s.block * n) * typeSize;
   return s;
 }
 
@@ -81,6 +99,17 @@ void Call::run(MPI_Comm comm) const {
       break;
     case Coll::ReduceScatter:
       MPI_Reduce_scatter_block(sbuf, recv, asCount(shape.block), type->handle, op->handle(), comm);
+      break;
+    case Coll::ReduceScatterV: {
+      int n = 0;
+      MPI_Comm_size(comm, &n);
+      const std::vector<int> counts(static_cast<std::size_t>(n), asCount(shape.block));
+      MPI_Reduce_scatter(sbuf, recv, counts.data(), type->handle, op->handle(), comm);
+      break;
+    }
+    case Coll::Bcast:
+      // One buffer: the root's input is its output (--in-place changes nothing).
+      MPI_Bcast(recv, asCount(shape.block), type->handle, 0, comm);
       break;
   }
 }
@@ -102,8 +131,12 @@ void Call::prepare(int rank, int nranks) const {
       }
       break;
     case Coll::ReduceScatter:
+    case Coll::ReduceScatterV:
       // In place the input fills all n blocks of recv; the result lands in the first block.
       type->fill(inPlace ? recv : send, shape.sendCount, p, rank, 0);
+      break;
+    case Coll::Bcast:
+      if (rank == 0) type->fill(recv, shape.block, p, 0, 0);
       break;
   }
 }
@@ -123,8 +156,11 @@ std::size_t Call::countWrong(int rank, int nranks) const {
       return wrong;
     }
     case Coll::ReduceScatter:
+    case Coll::ReduceScatterV:
       return type->countWrongReduced(recv, shape.block, p,
                                      static_cast<std::size_t>(rank) * shape.block);
+    case Coll::Bcast:
+      return type->countWrongValues(recv, shape.block, p, 0, 0);
   }
   return 0;
 }

@@ -1,5 +1,5 @@
-// The three collectives the benchmark measures: buffer shapes, the call itself, and the check of
-// one call's result against the locally computed expectation.
+// The collectives the benchmark measures: buffer shapes, the call itself, and the check of one
+// call's result against the locally computed expectation.
 #pragma once
 
 #include <mpi.h>
@@ -14,21 +14,26 @@
 
 namespace bench {
 
-enum class Coll { Allreduce, Allgather, ReduceScatter };
+// ReduceScatter is MPI_Reduce_scatter_block (as nccl-tests measures it); ReduceScatterV is
+// MPI_Reduce_scatter with equal counts, the call osu_reduce_scatter times. Bcast (root 0) is
+// what coll_hccl does not take over: both sides run Open MPI's own, an A/A control in every run.
+enum class Coll { Allreduce, Allgather, ReduceScatter, ReduceScatterV, Bcast };
 
 std::string_view name(Coll c);
 std::optional<Coll> parseColl(std::string_view s);
 std::vector<std::string> collNames();
 
-// Sizes follow nccl-tests: `bytes` is the whole per-rank output for allreduce and allgather and
-// the whole per-rank input for reduce_scatter (n blocks); `block` is the element count per rank
-// (allgather send count, reduce_scatter_block receive count; for allreduce the whole count).
+// Sizes follow nccl-tests: `bytes` is the whole per-rank output for allreduce, allgather and
+// bcast and the whole per-rank input for reduce_scatter (n blocks); `block` is the element count
+// per rank (allgather send count, reduce_scatter receive count; for allreduce and bcast the whole
+// count). OSU labels allgather by the per-rank send size: its row S is this benchmark's n x S.
 struct Shape {
   std::size_t block = 0;
   std::size_t sendCount = 0;  // elements in the send buffer (out of place)
   std::size_t recvCount = 0;  // elements in the receive buffer
   std::size_t bytes = 0;
-  // nccl-tests busbw = algbw x factor: 2(n-1)/n for allreduce, (n-1)/n for the others.
+  // nccl-tests busbw = algbw x factor: 2(n-1)/n for allreduce, 1 for bcast, (n-1)/n for the
+  // others.
   double busFactor = 0.0;
 };
 

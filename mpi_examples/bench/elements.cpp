@@ -178,6 +178,8 @@ const std::vector<TypeInfo>& allTypes() {
       makeType<int>("int", MPI_INT),
       makeType<long>("long", MPI_LONG),
       makeType<unsigned>("unsigned", MPI_UNSIGNED),
+      // OSU's default for its reduction benchmarks.
+      makeType<char>("char", MPI_CHAR),
   };
   return kTypes;
 }

@@ -73,6 +73,16 @@ void validate(Options& o) {
   if (!o.jsonPath.empty() && o.jsonPath.front() == '-') {
     throw UsageError{fmt::format("--json '{}' looks like an option, not a file name", o.jsonPath)};
   }
+  if (!o.plotPath.empty() && (o.plotPath.front() == '-' || !o.plotPath.ends_with(".png"))) {
+    throw UsageError{fmt::format("--plot '{}' must name a .png file", o.plotPath)};
+  }
+}
+
+// "basic,^hccl" -> "basic"; "^hccl" -> "^hccl"; "" -> "dup".
+std::string sideLabel(const std::string& preference) {
+  if (preference.empty()) return "dup";
+  const std::string first = preference.substr(0, preference.find(','));
+  return first.empty() || first.front() == '^' ? preference : first;
 }
 
 std::string defaultLabelA(const Options& o) {
@@ -157,6 +167,12 @@ std::variant<Options, int> parseOptions(int argc, char** argv, bool print) {
                  "Info key hccl_algo on A (HCCL_ALGO syntax), e.g. 'level0:NA;level1:NHR'");
   app.add_option("--label-a", o.labelA, "Column label for A (env HCCL_BENCH_LABEL_A)");
   app.add_option("--label-b", o.labelB, "Column label for B (env HCCL_BENCH_LABEL_B)");
+  app.add_option("--also", o.also,
+                 "One more side per use (C, D, ...): ompi_comm_coll_preference of a further dup, "
+                 "timed in the same rotation, e.g. --also 'basic,^hccl'");
+  app.add_option("--plot", o.plotPath,
+                 "Write a PNG of time and busbw against size, one line per side (needs gnuplot; "
+                 "skipped with a note when it is absent)");
   app.add_option("-J,--json", o.jsonPath, "Also write every measurement to this JSON file");
   app.add_flag("--inject-wrong", o.injectWrong,
                "Self-test of the check: spoil one output element on rank 0 before each check, so "
@@ -181,6 +197,7 @@ std::variant<Options, int> parseOptions(int argc, char** argv, bool print) {
     if (o.labelA.empty()) o.labelA = envOr("HCCL_BENCH_LABEL_A", defaultLabelA(o));
     if (o.labelB.empty())
       o.labelB = envOr("HCCL_BENCH_LABEL_B", o.compare.empty() ? "dup" : o.compare);
+    for (const auto& pref : o.also) o.alsoLabels.push_back(sideLabel(pref));
     validate(o);
   } catch (const CLI::ParseError& e) {
     const int code = print ? app.exit(e) : app.exit(e, silent, silent);

@@ -29,7 +29,12 @@ struct Options {
   std::string hcclAlgo;  // A's hccl_algo info key ("" = none)
   std::string labelA;
   std::string labelB;
+  // More sides (C, D, ...), each a dup with ompi_comm_coll_preference = also[k], timed in the
+  // same rotation as A and B; labelled by the first component each prefers.
+  std::vector<std::string> also;
+  std::vector<std::string> alsoLabels;
   std::string jsonPath;      // "" = no JSON
+  std::string plotPath;      // "" = no plot; else a PNG of time and busbw against size
   bool injectWrong = false;  // self-test: spoil one output element per checked call on rank 0
 
   // OSU's counts (1000 calls up to 8 KiB, 100 above), thinned beyond 1 MiB so that one block

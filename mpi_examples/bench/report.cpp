@@ -38,8 +38,15 @@ std::string infoText(const std::vector<std::pair<std::string, std::string>>& key
 }
 
 std::string redopText(Coll c, const Options& o) {
-  return c == Coll::Allgather ? "none" : std::string(o.op->name);
+  return c == Coll::Allgather || c == Coll::Bcast ? "none" : std::string(o.op->name);
 }
+
+// C, D, ... for Options::also[k].
+std::string sideLetter(std::size_t k) {
+  return std::string(1, static_cast<char>('C' + k));
+}
+
+constexpr int kOtherWidth = 33;  // time, busbw, ratio of a further side
 
 std::string sideText(const SideSummary& s, std::size_t wrong, bool checked) {
   return fmt::format("{:11.2f}{:11.2f}{:11.2f}{:7.2f}{:7.2f}{:>7}", s.timeUs, s.minUs, s.maxUs,
@@ -58,6 +65,17 @@ nlohmann::json sideJson(const SideResult& side, const Shape& shape, const std::s
                    {"pairs", pairs}};
   j["wrong"] = checked ? nlohmann::json(side.wrong) : nlohmann::json(nullptr);
   return j;
+}
+
+nlohmann::json othersJson(const Row& row, const Options& o) {
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t k = 0; k < row.others.size(); ++k) {
+    nlohmann::json j = sideJson(row.others[k], row.shape, o.alsoLabels[k], o.check);
+    const Ratio r = ratioOf(row.a, row.others[k]);
+    j["ratio_over_a"] = {{"median", r.median}, {"min", r.lo}, {"max", r.hi}};
+    out.push_back(j);
+  }
+  return out;
 }
 
 std::vector<std::pair<std::string, std::string>> keysOfA(const Options& o) {
@@ -96,9 +114,13 @@ SideSummary summarize(const SideResult& side, const Shape& shape) {
 }
 
 Ratio ratioOf(const Row& row) {
+  return ratioOf(row.a, row.b);
+}
+
+Ratio ratioOf(const SideResult& a, const SideResult& x) {
   std::vector<double> ratios;
-  for (std::size_t k = 0; k < row.a.pairs.size() && k < row.b.pairs.size(); ++k) {
-    if (row.a.pairs[k].avg > 0.0) ratios.push_back(row.b.pairs[k].avg / row.a.pairs[k].avg);
+  for (std::size_t k = 0; k < a.pairs.size() && k < x.pairs.size(); ++k) {
+    if (a.pairs[k].avg > 0.0) ratios.push_back(x.pairs[k].avg / a.pairs[k].avg);
   }
   Ratio r;
   if (ratios.empty()) return r;
@@ -108,6 +130,50 @@ Ratio ratioOf(const Row& row) {
   r.hi = *hi;
   return r;
 }
+
+namespace {
+
+// Where this run's method differs from the OSU micro-benchmarks 7.2 (osu_allreduce &c.), so
+// that numbers set side by side are read right. The per-call timing is the same: each call
+// timed alone by MPI_Wtime with a barrier after it (warm-up calls too), the mean over the timed
+// calls per rank, then over ranks.
+std::vector<std::string> osuDifferences(const Options& o) {
+  auto has = [&](Coll c) {
+    return std::find(o.collectives.begin(), o.collectives.end(), c) != o.collectives.end();
+  };
+  std::vector<std::string> out;
+  if (has(Coll::Allgather)) {
+    out.emplace_back(
+        "allgather size is the whole output; osu_allgather labels the per-rank block (its row S "
+        "is this row n x S)");
+  }
+  if (has(Coll::ReduceScatter)) {
+    out.emplace_back(
+        "reduce_scatter calls MPI_Reduce_scatter_block; osu_reduce_scatter calls "
+        "MPI_Reduce_scatter (-C reduce_scatter_v)");
+  }
+  const bool reduces =
+      has(Coll::Allreduce) || has(Coll::ReduceScatter) || has(Coll::ReduceScatterV);
+  if (reduces && o.type->name != "char") {
+    out.push_back(fmt::format("type {}; OSU reduces MPI_CHAR unless -T says otherwise (-d char)",
+                              o.type->name));
+  }
+  if (o.iters == 0 && o.maxBytes > (std::size_t{1} << 20)) {
+    out.emplace_back(
+        "beyond 1 MiB fewer calls per block (>= 10, warm-up a tenth); OSU times 100 after 10 at "
+        "every size above 8 KiB (-n 100 -w 10)");
+  }
+  if (o.iters > 0 || o.warmup >= 0) {
+    out.emplace_back("iterations/warm-up set by hand; OSU: 1000/100 up to 8 KiB, 100/10 above");
+  }
+  out.push_back(fmt::format(
+      "each number is the median over {} blocks per side, alternating sides, inputs refilled "
+      "before each block; one OSU run is one block per size, inputs written once",
+      o.pairs));
+  return out;
+}
+
+}  // namespace
 
 void printHeader(const RunInfo& run, const Options& o) {
   std::vector<std::string> colls;
@@ -142,6 +208,11 @@ void printHeader(const RunInfo& run, const Options& o) {
     fmt::print("#   B's preference, as Open MPI 4.1.4 reads it: {}\n",
                examples::describe(examples::parseCollPreference(o.compare)));
   }
+  for (std::size_t k = 0; k < o.also.size(); ++k) {
+    fmt::print("# {} \"{}\": dup of MPI_COMM_WORLD, info {{ompi_comm_coll_preference={}}}: {}\n",
+               sideLetter(k), o.alsoLabels[k], o.also[k],
+               examples::describe(examples::parseCollPreference(o.also[k])));
+  }
   fmt::print(
       "# time: mean us per call over the timed calls, then over ranks (OSU Avg); min/max: "
       "fastest/slowest rank; each the median over the pairs\n");
@@ -154,28 +225,46 @@ void printHeader(const RunInfo& run, const Options& o) {
   fmt::print(
       "# ratio = time B / time A, median over pairs and [lowest-highest pair]; > 1 means A "
       "is faster\n");
+  fmt::print(
+      "# vs OSU 7.2: the same per-call timing (each call alone, barrier after each, mean per "
+      "rank then over ranks); differences in this run:\n");
+  for (const auto& d : osuDifferences(o)) fmt::print("#   - {}\n", d);
   std::fflush(stdout);
 }
 
 void printTableHead(Coll c, const Options& o) {
   fmt::print("#\n# {}\n", name(c));
-  fmt::print("#{:{}} {} {}\n", "", kLeadWidth - 1, banner("A: " + o.labelA, kSideWidth - 1),
+  fmt::print("#{:{}} {} {}", "", kLeadWidth - 1, banner("A: " + o.labelA, kSideWidth - 1),
              banner("B: " + o.labelB, kSideWidth - 1));
-  fmt::print("#{:>11}{:>11}{:>8}{:>7}", "size", "count", "type", "redop");
+  fmt::print("{:19}", "");
+  for (std::size_t k = 0; k < o.also.size(); ++k) {
+    fmt::print(" {}", banner(sideLetter(k) + ": " + o.alsoLabels[k], kOtherWidth - 1));
+  }
+  fmt::print("\n#{:>11}{:>11}{:>8}{:>7}", "size", "count", "type", "redop");
   for (int side = 0; side < 2; ++side) {
     fmt::print("{:>11}{:>11}{:>11}{:>7}{:>7}{:>7}", "time(us)", "min(us)", "max(us)", "algbw",
                "busbw", "#wrong");
   }
-  fmt::print("{:>8}  {}\n", "ratio", "[pairs]");
+  fmt::print("{:>8}  {:>9}", "ratio", "[pairs]");
+  for (std::size_t k = 0; k < o.also.size(); ++k) {
+    fmt::print("{:>11}{:>7}{:>7}{:>8}", "time(us)", "busbw", "#wrong", "ratio");
+  }
+  fmt::print("\n");
   std::fflush(stdout);
 }
 
 void printRow(const Row& row, const Options& o) {
   const Ratio r = ratioOf(row);
-  fmt::print("{:>12}{:>11}{:>8}{:>7}{}{}{:8.3f}  [{:.3f}-{:.3f}]\n", row.shape.bytes,
-             row.shape.block, o.type->name, redopText(row.coll, o),
+  fmt::print("{:>12}{:>11}{:>8}{:>7}{}{}{:8.3f}  [{:.3f}-{:.3f}]", row.shape.bytes, row.shape.block,
+             o.type->name, redopText(row.coll, o),
              sideText(summarize(row.a, row.shape), row.a.wrong, o.check),
              sideText(summarize(row.b, row.shape), row.b.wrong, o.check), r.median, r.lo, r.hi);
+  for (const auto& other : row.others) {
+    const SideSummary s = summarize(other, row.shape);
+    fmt::print("{:11.2f}{:7.2f}{:>7}{:8.3f}", s.timeUs, s.busbw,
+               o.check ? fmt::format("{}", other.wrong) : "-", ratioOf(row.a, other).median);
+  }
+  fmt::print("\n");
   std::fflush(stdout);
 }
 
@@ -205,6 +294,20 @@ void printTableFoot(Coll c, const std::vector<Row>& rows, const Options& o) {
       "{:.3f}; #wrong A {}, B {}\n",
       name(c), busA / count, busB / count, n, std::exp(logRatio / count),
       o.check ? fmt::format("{}", wrongA) : "-", o.check ? fmt::format("{}", wrongB) : "-");
+  for (std::size_t k = 0; k < o.also.size(); ++k) {
+    double bus = 0.0;
+    double log = 0.0;
+    std::size_t wrong = 0;
+    for (const auto& row : rows) {
+      if (row.coll != c || row.others.size() <= k) continue;
+      bus += summarize(row.others[k], row.shape).busbw;
+      log += std::log(ratioOf(row.a, row.others[k]).median);
+      wrong += row.others[k].wrong;
+    }
+    fmt::print("# {}: avg busbw {} {:.3f} GB/s; ratio {}/A geometric mean {:.3f}; #wrong {}\n",
+               name(c), sideLetter(k), bus / count, sideLetter(k), std::exp(log / count),
+               o.check ? fmt::format("{}", wrong) : "-");
+  }
   std::fflush(stdout);
 }
 
@@ -218,6 +321,19 @@ void printVerdict(std::size_t wrongA, std::size_t wrongB, const Options& o) {
   }
   std::fflush(stdout);
 }
+
+namespace {
+
+nlohmann::json othersInfo(const Options& o) {
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t k = 0; k < o.also.size(); ++k) {
+    out.push_back(
+        {{"label", o.alsoLabels[k]}, {"info", {{"ompi_comm_coll_preference", o.also[k]}}}});
+  }
+  return out;
+}
+
+}  // namespace
 
 nlohmann::json toJson(const RunInfo& run, const Options& o, const std::vector<Row>& rows) {
   nlohmann::json results = nlohmann::json::array();
@@ -239,6 +355,7 @@ nlohmann::json toJson(const RunInfo& run, const Options& o, const std::vector<Ro
         {"bus_factor", row.shape.busFactor},
         {"a", sideJson(row.a, row.shape, o.labelA, o.check)},
         {"b", sideJson(row.b, row.shape, o.labelB, o.check)},
+        {"others", othersJson(row, o)},
         {"ratio_b_over_a",
          {{"median", r.median}, {"min", r.lo}, {"max", r.hi}, {"per_pair", perPair}}},
     });
@@ -268,9 +385,11 @@ nlohmann::json toJson(const RunInfo& run, const Options& o, const std::vector<Ro
         {"datatype", o.type->name},
         {"op", o.op->name},
         {"in_place", o.inPlace},
-        {"checked", o.check}}},
+        {"checked", o.check},
+        {"vs_osu", osuDifferences(o)}}},
       {"a", {{"label", o.labelA}, {"info", infoA}}},
       {"b", {{"label", o.labelB}, {"info", infoB}}},
+      {"others", othersInfo(o)},
       {"results", results},
   };
 }

@@ -33,6 +33,7 @@ struct Row {
   int warmup = 0;
   SideResult a;
   SideResult b;
+  std::vector<SideResult> others;  // Options::also, in order
 };
 
 // Medians over the pairs, and bandwidths from the median mean time.
@@ -45,13 +46,14 @@ struct SideSummary {
 };
 SideSummary summarize(const SideResult& side, const Shape& shape);
 
-// time B / time A per pair: median and range.
+// time X / time A per pair: median and range.
 struct Ratio {
   double median = 0.0;
   double lo = 0.0;
   double hi = 0.0;
 };
-Ratio ratioOf(const Row& row);
+Ratio ratioOf(const SideResult& a, const SideResult& x);
+Ratio ratioOf(const Row& row);  // B against A
 
 void printHeader(const RunInfo& run, const Options& o);
 void printTableHead(Coll c, const Options& o);

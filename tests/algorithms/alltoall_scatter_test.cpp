@@ -85,7 +85,7 @@ TEST(ScatterVerifier, InPlaceRootMustKeepItsBuffer) {
   send(s.ranks[0].newStep(), 1, out(3, 3));
   copy(s.ranks[0].newStep(), out(3, 3), out(0, 3));
   recv(s.ranks[1].newStep(), 0, out(0, 3));
-  EXPECT_TRUE(has(verify(s), VerifyIssue::Kind::WrongPosition));
+  EXPECT_TRUE(has(verify(s), VerifyIssue::Kind::OutsideResult));
   s.ranks[0].steps.pop_back();
   const auto issues = verify(s);
   EXPECT_TRUE(issues.empty()) << describe(issues);

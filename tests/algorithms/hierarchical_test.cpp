@@ -6,6 +6,7 @@
 
 #include "algorithms/metrics.hpp"
 #include "algorithms/verifier.hpp"
+#include "algorithms/write_contract.hpp"
 #include "tests/algorithms/problems.hpp"
 
 namespace hccl::algo {
@@ -23,8 +24,11 @@ LevelAlgorithms combo(std::size_t k) {
 
 Schedule composeAll(const Layout& lay, const LevelAlgorithms& algs, const Problem& pb) {
   Schedule s{pb, {}};
-  for (std::uint32_t r = 0; r < pb.ranks; ++r)
-    s.ranks.push_back(composeHierarchical(lay, algs, pb, r));
+  // As the engine runs it: honouring the write contract (in-place ReduceScatter included).
+  const RankGenerator compose = [&](const Problem& q, std::uint32_t r) {
+    return composeHierarchical(lay, algs, q, r);
+  };
+  for (std::uint32_t r = 0; r < pb.ranks; ++r) s.ranks.push_back(withPrivateInput(pb, r, compose));
   return s;
 }
 

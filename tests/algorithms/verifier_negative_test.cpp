@@ -187,6 +187,27 @@ TEST(VerifierNegative, OverlappingCopy) {
   expectIssue(s, Kind::OverlappingOp, 0, "overlapping its source");
 }
 
+// The write contract: in-place ReduceScatter's generators accumulate in other ranks' blocks of
+// Output, which MPI leaves to the caller; only the private-input form may run.
+TEST(VerifierNegative, WriteOutsideTheResult) {
+  const Problem pb = Problem::reduceScatter(3, 2, true);
+  Schedule raw{pb, {}};
+  for (std::uint32_t r = 0; r < pb.ranks; ++r) raw.ranks.push_back(ringReduceScatter(pb, r));
+  expectIssue(raw, Kind::OutsideResult, 0, "outside its result out[0+2]");
+  EXPECT_TRUE(verify(buildSchedule(ringReduceScatter, pb)).empty());
+}
+
+TEST(VerifierNegative, WriteIntoABroadcastRoot) {
+  Schedule s{Problem::broadcast(2, 4, 0), {}};
+  s.ranks.resize(2);
+  send(s.ranks[0].newStep(), 1, out(0, 4));
+  recv(s.ranks[1].newStep(), 0, out(0, 4));
+  EXPECT_TRUE(verify(s).empty());
+  recv(s.ranks[0].newStep(), 1, out(0, 4));  // the root takes its own data back
+  send(s.ranks[1].newStep(), 0, out(0, 4));
+  expectIssue(s, Kind::OutsideResult, 0, "outside its result (none)");
+}
+
 TEST(VerifierNegative, WrongRankCount) {
   Schedule s = twoRankAllReduce();
   s.ranks.pop_back();

@@ -3,17 +3,22 @@
 // through double arithmetic and a frexp/nearbyint rounding, the others through plain scalar code.
 #include <gtest/gtest.h>
 
+#include <immintrin.h>
+
+#include <algorithm>
 #include <bit>
 #include <cfenv>
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "coll_hccl/engine/float16.hpp"
 #include "coll_hccl/engine/reduce_kernels.hpp"
 
 namespace hccl::engine {
@@ -108,7 +113,36 @@ T refFloat(ReduceOp op, T a, T b) {
   }
 }
 
+// The documented NaN rule of the 16-bit formats, written out on the encodings: a NaN operand,
+// the left one first, comes back quieted with its payload kept; an invalid operation on numbers
+// (inf - inf, 0 x inf) gives x86's default NaN: negative, quiet, zero payload.
+struct Format16 {
+  std::uint16_t expMask;
+  std::uint16_t quietBit;
+  bool isNan(std::uint16_t h) const { return (h & 0x7fff) > expMask; }
+  std::uint16_t defaultNan() const {
+    return static_cast<std::uint16_t>(0x8000 | expMask | quietBit);
+  }
+};
+constexpr Format16 kFp16Format{0x7c00, 0x0200};
+constexpr Format16 kBf16Format{0x7f80, 0x0040};
+
+// 0 when neither operand is NaN, else the result the NaN rule gives.
+std::uint16_t nanOperand(const Format16& f, std::uint16_t a, std::uint16_t b) {
+  if (f.isNan(a)) return a | f.quietBit;
+  if (f.isNan(b)) return b | f.quietBit;
+  return 0;
+}
+
+std::uint16_t refFp16Numbers(ReduceOp op, std::uint16_t a, std::uint16_t b);
+
 std::uint16_t refFp16(ReduceOp op, std::uint16_t a, std::uint16_t b) {
+  if (const std::uint16_t n = nanOperand(kFp16Format, a, b)) return n;
+  const std::uint16_t r = refFp16Numbers(op, a, b);
+  return kFp16Format.isNan(r) ? kFp16Format.defaultNan() : r;
+}
+
+std::uint16_t refFp16Numbers(ReduceOp op, std::uint16_t a, std::uint16_t b) {
   const auto x = std::bit_cast<_Float16>(a), y = std::bit_cast<_Float16>(b);
   _Float16 r;
   switch (op) {
@@ -155,7 +189,7 @@ std::uint16_t doubleToBf16(double x) {
   return static_cast<std::uint16_t>(sign | (bits >> 16));
 }
 
-std::uint16_t refBf16(ReduceOp op, std::uint16_t a, std::uint16_t b) {
+std::uint16_t refBf16Numbers(ReduceOp op, std::uint16_t a, std::uint16_t b) {
   const double x = bf16ToDouble(a), y = bf16ToDouble(b);
   switch (op) {
     case ReduceOp::Sum:
@@ -167,6 +201,12 @@ std::uint16_t refBf16(ReduceOp op, std::uint16_t a, std::uint16_t b) {
     default:
       return doubleToBf16(refMin(x, y));
   }
+}
+
+std::uint16_t refBf16(ReduceOp op, std::uint16_t a, std::uint16_t b) {
+  if (const std::uint16_t n = nanOperand(kBf16Format, a, b)) return n;
+  const std::uint16_t r = refBf16Numbers(op, a, b);
+  return kBf16Format.isNan(r) ? kBf16Format.defaultNan() : r;
 }
 
 template <typename T>
@@ -417,8 +457,10 @@ bool sameElement(DataType t, const Bytes& x, const Bytes& y, std::size_t i) {
     }
     return true;
   }
+  // fp16 and bf16 have a documented NaN rule (float16.hpp): bitwise, payloads included.
+  const bool exactNan = t == DataType::Float16 || t == DataType::BFloat16;
   const bool xn = isNanElement(t, x, i), yn = isNanElement(t, y, i);
-  if (xn || yn) return xn == yn;
+  if (!exactNan && (xn || yn)) return xn == yn;
   return std::memcmp(x.data() + i * sizeOf(t), y.data() + i * sizeOf(t), valueBytes(t)) == 0;
 }
 
@@ -614,6 +656,200 @@ TEST(Kernels, BoolTreatsAnyNonZeroByteAsTrue) {
   EXPECT_EQ((std::vector<std::uint8_t>(r, r + 5)), (std::vector<std::uint8_t>{0, 1, 1, 0, 0}));
   kernel(DataType::Bool, ReduceOp::LXor)(r, a, b, 5);
   EXPECT_EQ((std::vector<std::uint8_t>(r, r + 5)), (std::vector<std::uint8_t>{0, 0, 0, 1, 1}));
+}
+
+// ---- fp16 and bf16 on every rounding edge
+// -------------------------------------------------------- Every 16-bit encoding as the left
+// operand against right operands chosen for the edges, and the other way round, for sum, prod, max
+// and min, in every variant, bitwise against the reference (NaN payloads included). Counters then
+// prove the data reached every edge: ties broken up and down, overflow to infinity, subnormal and
+// negative-zero results, quiet and signalling NaNs with payloads on either side, invalid
+// operations.
+
+struct Half16Case {
+  DataType t;
+  Format16 format;
+  int precision;  // significand bits, hidden bit included
+  int minExponent;
+  std::vector<std::uint16_t> partners;
+};
+
+Half16Case fp16Case() {
+  return {DataType::Float16,
+          kFp16Format,
+          11,
+          -14,
+          {0x0000, 0x8000, 0x0001, 0x8001, 0x0002, 0x01ff, 0x0200, 0x03ff, 0x83ff, 0x0400, 0x8400,
+           0x0401, 0x3c00, 0xbc00, 0x3c01, 0x3bff, 0x1000, 0x0c00, 0x1400, 0x1001, 0x9000, 0x7bff,
+           0xfbff, 0x7800, 0x5000, 0x4c00, 0x5bff, 0x7c00, 0xfc00, 0x7e00, 0xfe00, 0x7e01, 0x7fff,
+           0xffff, 0x7c01, 0xfc01, 0x7d55, 0x7dff, 0x3555, 0x2e66, 0xc000, 0x3800, 0x0800, 0x2400}};
+}
+
+Half16Case bf16Case() {
+  return {DataType::BFloat16,
+          kBf16Format,
+          8,
+          -126,
+          {0x0000, 0x8000, 0x0001, 0x8001, 0x0002, 0x003f, 0x0040, 0x007f, 0x807f, 0x0080, 0x8080,
+           0x0081, 0x3f80, 0xbf80, 0x3f81, 0x3f7f, 0x3b80, 0x3c00, 0x3b00, 0x3b81, 0xbb80, 0x7f7f,
+           0xff7f, 0x7f00, 0x7e80, 0x4000, 0x7f80, 0xff80, 0x7fc0, 0xffc0, 0x7fc1, 0x7fff, 0xffff,
+           0x7f81, 0xff81, 0x7faa, 0x7fbf, 0x3eab, 0x3dcd, 0xc000, 0x3f00, 0x0100, 0x1f80, 0x2000}};
+}
+
+double toDouble(const Half16Case& c, std::uint16_t h) {
+  if (c.t == DataType::BFloat16) return bf16ToDouble(h);
+  return static_cast<double>(std::bit_cast<_Float16>(h));
+}
+
+// Which edge the exact result x (+) y of two numbers sits on; exact only where double holds it.
+struct EdgeCounts {
+  std::size_t tiesUp = 0, tiesDown = 0, overflow = 0, subnormal = 0, negativeZero = 0,
+              signedZeroPairs = 0, quietLeft = 0, signallingLeft = 0, nanRight = 0, bothNan = 0,
+              invalid = 0;
+};
+
+void countEdges(const Half16Case& c, ReduceOp op, std::uint16_t a, std::uint16_t b, std::uint16_t r,
+                EdgeCounts& n) {
+  const Format16& f = c.format;
+  const bool an = f.isNan(a), bn = f.isNan(b);
+  if (an && bn) ++n.bothNan;
+  if (an && !bn) ++((a & f.quietBit) ? n.quietLeft : n.signallingLeft);
+  if (!an && bn) ++n.nanRight;
+  if (an || bn) return;
+  if (f.isNan(r)) ++n.invalid;
+  if ((r & f.expMask) == 0 && (r & 0x7fff) != 0) ++n.subnormal;
+  if (r == 0x8000) ++n.negativeZero;
+  const double x = toDouble(c, a), y = toDouble(c, b);
+  if ((op == ReduceOp::Max || op == ReduceOp::Min) && x == 0 && y == 0 && a != b)
+    ++n.signedZeroPairs;
+  if (op != ReduceOp::Sum && op != ReduceOp::Prod) return;
+  if (!std::isfinite(x) || !std::isfinite(y)) return;
+  const double v = op == ReduceOp::Sum ? x + y : x * y;
+  if (std::isinf(v)) return;
+  if ((r & 0x7fff) == f.expMask) ++n.overflow;  // finite operands, infinite result
+  // Exact in double? (bf16 sums of far-apart exponents are not; they are no ties either.)
+  if (op == ReduceOp::Sum && (v - x != y || v - y != x)) return;
+  if (v == 0) return;
+  const int e = std::max(std::ilogb(std::fabs(v)), c.minExponent);
+  const double q = std::ldexp(1.0, e - (c.precision - 1));
+  const double scaled = std::fabs(v) / q;
+  if (scaled - std::floor(scaled) != 0.5) return;
+  const bool up = std::fabs(toDouble(c, r)) > std::fabs(v);
+  ++(up ? n.tiesUp : n.tiesDown);
+}
+
+void checkHalfEdges(const Half16Case& c) {
+  std::vector<std::uint16_t> a, b;
+  for (std::uint32_t h = 0; h <= 0xffff; ++h) {
+    for (std::uint16_t p : c.partners) {
+      a.push_back(static_cast<std::uint16_t>(h));
+      b.push_back(p);
+      a.push_back(p);
+      b.push_back(static_cast<std::uint16_t>(h));
+    }
+  }
+  std::mt19937_64 rng(0x16);
+  for (int i = 0; i < 1 << 20; ++i) {
+    a.push_back(static_cast<std::uint16_t>(rng()));
+    b.push_back(static_cast<std::uint16_t>(rng()));
+  }
+  const std::size_t n = a.size();
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min}) {
+    std::vector<std::uint16_t> want(n);
+    EdgeCounts edges;
+    for (std::size_t i = 0; i < n; ++i) {
+      want[i] = c.t == DataType::Float16 ? refFp16(op, a[i], b[i]) : refBf16(op, a[i], b[i]);
+      countEdges(c, op, a[i], b[i], want[i], edges);
+    }
+    int variants = 0;
+    for (KernelVariant v : {KernelVariant::Baseline, KernelVariant::Avx2}) {
+      const ReduceFn fn = kernel(c.t, op, v);
+      if (fn == nullptr) continue;
+      ++variants;
+      std::vector<std::uint16_t> got(n, 0x5a5a);
+      fn(got.data(), a.data(), b.data(), n);
+      int reported = 0;
+      for (std::size_t i = 0; i < n && reported < 8; ++i) {
+        if (got[i] == want[i]) continue;
+        ++reported;
+        ADD_FAILURE() << name(op) << " on " << name(c.t) << " (" << name(v) << "): a=0x" << std::hex
+                      << a[i] << " b=0x" << b[i] << " got=0x" << got[i] << " want=0x" << want[i]
+                      << std::dec;
+      }
+    }
+    EXPECT_GE(variants, 1);
+    // The data must reach every edge the operation has.
+    SCOPED_TRACE(std::string(name(op)) + " on " + std::string(name(c.t)));
+    EXPECT_GT(edges.quietLeft, 0u);
+    EXPECT_GT(edges.signallingLeft, 0u);
+    EXPECT_GT(edges.nanRight, 0u);
+    EXPECT_GT(edges.bothNan, 0u);
+    EXPECT_GT(edges.subnormal, 0u);
+    if (op == ReduceOp::Sum || op == ReduceOp::Prod) {
+      EXPECT_GT(edges.tiesUp, 0u);
+      EXPECT_GT(edges.tiesDown, 0u);
+      EXPECT_GT(edges.overflow, 0u);
+      EXPECT_GT(edges.invalid, 0u);
+      EXPECT_GT(edges.negativeZero, 0u);
+    } else {
+      EXPECT_GT(edges.signedZeroPairs, 0u);
+      EXPECT_GT(edges.negativeZero, 0u);
+    }
+  }
+}
+
+TEST(HalfKernels, Fp16EveryEncodingOnEveryEdge) {
+  checkHalfEdges(fp16Case());
+}
+
+TEST(HalfKernels, Bf16EveryEncodingOnEveryEdge) {
+  checkHalfEdges(bf16Case());
+}
+
+// The vector and scalar fp16 kernels agree because float16.hpp's conversions compute what F16C's
+// instructions compute. Checked on every fp16 encoding, and on every float whose 13 bits below
+// fp16's precision (the ones rounding looks at) take one of their edge values, across all
+// signs, exponents and kept mantissas; HCCL_EXHAUSTIVE=1 checks all 2^32 floats.
+[[gnu::target("f16c")]] std::uint16_t f16cNarrow(float f) {
+  return static_cast<std::uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+}
+[[gnu::target("f16c")]] float f16cWiden(std::uint16_t h) {
+  return _cvtsh_ss(h);
+}
+
+TEST(HalfKernels, Fp16ConversionsMatchF16c) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "this CPU has no F16C";
+  for (std::uint32_t h = 0; h <= 0xffff; ++h) {
+    const auto x = static_cast<std::uint16_t>(h);
+    const float mine = halfToFloat(x), theirs = f16cWiden(x);
+    // A signalling NaN may come out quieted by F16C; narrowing quiets either way.
+    if (kFp16Format.isNan(x)) {
+      ASSERT_TRUE(std::isnan(mine) && std::isnan(theirs)) << std::hex << h;
+      ASSERT_EQ(floatToHalf(mine), floatToHalf(theirs)) << std::hex << h;
+      ASSERT_EQ(floatToHalf(mine), x | kFp16Format.quietBit) << std::hex << h;
+    } else {
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(mine), std::bit_cast<std::uint32_t>(theirs))
+          << std::hex << h;
+    }
+  }
+  const char* env = std::getenv("HCCL_EXHAUSTIVE");
+  const bool all = env != nullptr && std::string(env) == "1";
+  const std::uint32_t lows[] = {0x0000, 0x0001, 0x0fff, 0x1000, 0x1001, 0x1fff, 0x0800, 0x17ff};
+  std::uint64_t checked = 0;
+  auto check = [&checked](std::uint32_t bits) {
+    const float f = std::bit_cast<float>(bits);
+    ++checked;
+    return floatToHalf(f) == f16cNarrow(f);
+  };
+  if (all) {
+    for (std::uint64_t bits = 0; bits <= 0xffffffffu; ++bits)
+      ASSERT_TRUE(check(static_cast<std::uint32_t>(bits))) << std::hex << bits;
+  } else {
+    for (std::uint32_t high = 0; high < (1u << 19); ++high)
+      for (std::uint32_t low : lows) ASSERT_TRUE(check(high << 13 | low)) << std::hex << high;
+  }
+  RecordProperty("floats_checked", static_cast<int>(std::min<std::uint64_t>(checked, 1u << 31)));
 }
 
 }  // namespace

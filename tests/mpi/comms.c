@@ -142,8 +142,15 @@ static void user_ops(MPI_Comm comm, const char* label) {
     MPI_Datatype t = vec ? affine_vector : affine_contig;
     const int stride = vec ? 3 : 2;
     const int total = count * n;
+    const size_t bytes = (size_t)total * (size_t)stride * sizeof(long long);
+    guarded_t g;
     long long* in = calloc((size_t)total * (size_t)stride, sizeof(long long));
-    long long* out = calloc((size_t)total * (size_t)stride, sizeof(long long));
+    long long* out = guarded_alloc(&g, bytes);
+    memset(out, 0, bytes);
+    /* Output of an element: its whole extent (the vector type's gap included, which MPI leaves
+     * to the implementation); nothing beyond the elements the call names. */
+    const size_t elem = (size_t)stride * sizeof(long long);
+    char what[160];
     for (int i = 0; i < total; ++i) {
       affine_t f = affine_of(world_rank, i);
       in[i * stride] = f.a;
@@ -151,7 +158,10 @@ static void user_ops(MPI_Comm comm, const char* label) {
     }
     const char* tn = vec ? "vector" : "contiguous";
     /* allreduce over `total` elements */
+    guarded_snapshot(&g);
     MPI_Allreduce(in, out, total, t, op_affine, comm);
+    snprintf(what, sizeof what, "%s allreduce affine %s", label, tn);
+    guarded_untouched(&g, 0, (size_t)total * elem, what);
     for (int i = 0; i < total; ++i) {
       affine_t e = affine_expected(world_of, n, i);
       if (!check(out[i * stride] == e.a && out[i * stride + stride - 1] == e.b,
@@ -161,7 +171,10 @@ static void user_ops(MPI_Comm comm, const char* label) {
       }
     }
     /* reduce_scatter_block: my block is elements [me*count, (me+1)*count) */
+    guarded_snapshot(&g);
     MPI_Reduce_scatter_block(in, out, count, t, op_affine, comm);
+    snprintf(what, sizeof what, "%s reduce_scatter_block affine %s", label, tn);
+    guarded_untouched(&g, 0, (size_t)count * elem, what);
     for (int i = 0; i < count; ++i) {
       affine_t e = affine_expected(world_of, n, me * count + i);
       if (!check(out[i * stride] == e.a && out[i * stride + stride - 1] == e.b,
@@ -177,7 +190,10 @@ static void user_ops(MPI_Comm comm, const char* label) {
       if (r == me) first = sum;
       sum += counts[r];
     }
+    guarded_snapshot(&g);
     MPI_Reduce_scatter(in, out, counts, t, op_affine, comm);
+    snprintf(what, sizeof what, "%s reduce_scatter affine %s", label, tn);
+    guarded_untouched(&g, 0, (size_t)counts[me] * elem, what);
     for (int i = 0; i < counts[me]; ++i) {
       affine_t e = affine_expected(world_of, n, first + i);
       if (!check(out[i * stride] == e.a && out[i * stride + stride - 1] == e.b,
@@ -187,7 +203,7 @@ static void user_ops(MPI_Comm comm, const char* label) {
     }
     free(counts);
     free(in);
-    free(out);
+    guarded_free(&g);
   }
   /* predefined type, non-commutative and commutative user ops, in place too */
   int v[3] = {world_rank * 10 + 1, world_rank * 10 + 2, world_rank * 10 + 3}, w[3];
@@ -217,18 +233,21 @@ static void sum_check(MPI_Comm comm, const char* label, int salt) {
     for (int r = 0; r < n; ++r) e += world_of[r] * 3 + i + salt;
     if (!check(w[i] == e, "%s sum element %d: %d expected %d", label, i, w[i], e)) break;
   }
-  int* g = malloc((size_t)n * sizeof(int));
+  guarded_t guard;
+  int* g = guarded_alloc(&guard, (size_t)n * sizeof(int));
+  guarded_snapshot(&guard);
   int mine = world_rank + salt;
   MPI_Allgather(&mine, 1, MPI_INT, g, 1, MPI_INT, comm);
   for (int r = 0; r < n; ++r) {
     if (!check(g[r] == world_of[r] + salt, "%s allgather slot %d", label, r)) break;
   }
-  free(g);
+  guarded_untouched(&guard, 0, (size_t)n * sizeof(int), label);
+  guarded_free(&guard);
   free(world_of);
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  check_init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   MPI_Type_contiguous(2, MPI_LONG_LONG, &affine_contig);

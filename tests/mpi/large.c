@@ -14,18 +14,20 @@ static double value(int r, size_t i) {
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  check_init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   const size_t n = (size_t)64 << 20 >> 3; /* 64 MiB of doubles */
+  guarded_t g;
   double* in = malloc(n * sizeof(double));
-  double* out = malloc(n * sizeof(double));
+  double* out = guarded_alloc(&g, n * sizeof(double));
   for (size_t i = 0; i < n; ++i) in[i] = value(rank, i);
 
   const bool nb = has_flag(argc, argv, "--nonblocking");
   MPI_Request req = MPI_REQUEST_NULL;
   {
     memset(out, 0, n * sizeof(double));
+    guarded_snapshot(&g);
     if (nb) {
       MPI_Iallreduce(in, out, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
       MPI_Wait(&req, MPI_STATUS_IGNORE);
@@ -41,10 +43,12 @@ int main(int argc, char** argv) {
       }
     }
     check(0 == bad, "%sallreduce of 64 MiB: %zu wrong elements", nb ? "i" : "", bad);
+    guarded_untouched(&g, 0, n * sizeof(double), "allreduce of 64 MiB");
   }
 
   /* allgather: 64 MiB gathered in total */
   const size_t per_rank = n / (size_t)nranks;
+  guarded_snapshot(&g);
   if (nb) {
     MPI_Iallgather(in, (int)per_rank, MPI_DOUBLE, out, (int)per_rank, MPI_DOUBLE, MPI_COMM_WORLD,
                    &req);
@@ -57,7 +61,9 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < per_rank; ++i) bad += out[(size_t)r * per_rank + i] != value(r, i);
   }
   check(0 == bad, "allgather of 64 MiB: %zu wrong elements", bad);
+  guarded_untouched(&g, 0, per_rank * (size_t)nranks * sizeof(double), "allgather of 64 MiB");
 
+  guarded_snapshot(&g);
   /* reduce_scatter_block: 64 MiB of input per rank */
   if (nb) {
     MPI_Ireduce_scatter_block(in, out, (int)per_rank, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
@@ -72,7 +78,8 @@ int main(int argc, char** argv) {
     bad += out[i] != e;
   }
   check(0 == bad, "reduce_scatter_block of 64 MiB: %zu wrong elements", bad);
+  guarded_untouched(&g, 0, per_rank * sizeof(double), "reduce_scatter_block of 64 MiB");
   free(in);
-  free(out);
+  guarded_free(&g);
   return check_finish("large");
 }

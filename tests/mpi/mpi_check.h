@@ -10,11 +10,15 @@
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static int check_failures = 0;
-static int check_count = 0;
+/* Atomic: threads of one rank check concurrently (threads.c, and every program run with
+ * --thread-multiple). */
+static _Atomic int check_failures = 0;
+static _Atomic int check_count = 0;
 
 /* Records one check; prints the first few failures of this rank with their context. */
 static inline bool check(bool ok, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -39,6 +43,70 @@ static inline bool has_flag(int argc, char** argv, const char* flag) {
     if (0 == strcmp(argv[i], flag)) return true;
   }
   return false;
+}
+
+/* MPI_Init, or with --thread-multiple MPI_Init_thread(MPI_THREAD_MULTIPLE), checking that the
+ * library provides it: the whole suite runs at both levels. */
+static inline void check_init(int* argc, char*** argv) {
+  if (!has_flag(*argc, *argv, "--thread-multiple")) {
+    MPI_Init(argc, argv);
+    return;
+  }
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+  check(MPI_THREAD_MULTIPLE == provided, "MPI_THREAD_MULTIPLE requested, %d provided", provided);
+}
+
+/*
+ * Guarded receive buffers, for the write contract: a collective writes nothing but its output.
+ * The body sits between two guard zones of patterned bytes. The test fills the body (input for
+ * in-place calls, a pattern otherwise), snapshots the whole area, makes the call, and then every
+ * byte outside the regions the call may write must equal the snapshot.
+ */
+enum { GUARD_ZONE = 64 };
+typedef struct guarded {
+  unsigned char* area; /* guard, body, guard */
+  unsigned char* snapshot;
+  size_t body;
+} guarded_t;
+
+static inline void* guarded_alloc(guarded_t* g, size_t body_bytes) {
+  size_t total = body_bytes + 2 * GUARD_ZONE;
+  g->body = body_bytes;
+  g->area = malloc(total);
+  g->snapshot = malloc(total);
+  if (NULL == g->area || NULL == g->snapshot) {
+    fprintf(stderr, "out of memory for a %zu-byte receive buffer\n", body_bytes);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  for (size_t i = 0; i < total; ++i) g->area[i] = (unsigned char)(0xA5 ^ (i * 37));
+  return g->area + GUARD_ZONE;
+}
+
+static inline void guarded_snapshot(guarded_t* g) {
+  memcpy(g->snapshot, g->area, g->body + 2 * GUARD_ZONE);
+}
+
+/* Checks every byte outside body[first, first + len) against the snapshot; `what` names the
+ * call. Reports the first changed byte relative to the body's start. */
+static inline bool guarded_untouched(const guarded_t* g, size_t first, size_t len,
+                                     const char* what) {
+  size_t total = g->body + 2 * GUARD_ZONE;
+  size_t lo = GUARD_ZONE + first, hi = GUARD_ZONE + first + len;
+  for (size_t i = 0; i < total; ++i) {
+    if (i >= lo && i < hi) continue;
+    if (g->area[i] != g->snapshot[i]) {
+      return check(false, "%s: wrote byte %td of the receive buffer, outside its output [%zu, %zu)",
+                   what, (ptrdiff_t)i - GUARD_ZONE, first, first + len);
+    }
+  }
+  return check(true, "%s", what);
+}
+
+static inline void guarded_free(guarded_t* g) {
+  free(g->area);
+  free(g->snapshot);
+  g->area = g->snapshot = NULL;
 }
 
 /* Every rank learns the total; rank 0 prints one summary line. Returns the process exit code. */

@@ -46,11 +46,15 @@ static void overlapped(bool same_order) {
   MPI_Comm_dup(MPI_COMM_WORLD, &a);
   MPI_Comm_dup(MPI_COMM_WORLD, &b);
   const int n = 1000;
+  guarded_t g_ar, g_rsb, g_ag;
   double* in = malloc(n * sizeof(double));
-  double* ar = malloc(n * sizeof(double));
-  double* rsb = malloc(n * sizeof(double));
+  double* ar = guarded_alloc(&g_ar, n * sizeof(double));
+  double* rsb = guarded_alloc(&g_rsb, n * sizeof(double));
   double* rsb_in = malloc((size_t)n * (size_t)nranks * sizeof(double));
-  int* ag = malloc((size_t)nranks * 3 * sizeof(int));
+  int* ag = guarded_alloc(&g_ag, (size_t)nranks * 3 * sizeof(int));
+  guarded_snapshot(&g_ar);
+  guarded_snapshot(&g_rsb);
+  guarded_snapshot(&g_ag);
   for (int i = 0; i < n; ++i) in[i] = dvalue(rank, i);
   for (int i = 0; i < n * nranks; ++i) rsb_in[i] = dvalue(rank, i);
   int mine[3] = {rank, rank * 2, rank * 3};
@@ -91,11 +95,14 @@ static void overlapped(bool same_order) {
     for (int r = 0; r < nranks; ++r) e += dvalue(r, rank * n + i);
     if (!check(rsb[i] == e, "overlapped ireduce_scatter_block element %d", i)) break;
   }
+  guarded_untouched(&g_ar, 0, n * sizeof(double), "overlapped iallreduce");
+  guarded_untouched(&g_rsb, 0, n * sizeof(double), "overlapped ireduce_scatter_block");
+  guarded_untouched(&g_ag, 0, (size_t)nranks * 3 * sizeof(int), "overlapped iallgather");
   free(in);
-  free(ar);
-  free(rsb);
+  guarded_free(&g_ar);
+  guarded_free(&g_rsb);
   free(rsb_in);
-  free(ag);
+  guarded_free(&g_ag);
   MPI_Comm_free(&a);
   MPI_Comm_free(&b);
 }
@@ -105,11 +112,13 @@ static void many_on_one(void) {
   enum { K = 16 };
   MPI_Request req[K];
   double* bufs[K];
+  guarded_t g[K];
   int counts[K];
   for (int k = 0; k < K; ++k) {
     counts[k] = 1 + k * 37;
-    bufs[k] = malloc((size_t)counts[k] * sizeof(double));
+    bufs[k] = guarded_alloc(&g[k], (size_t)counts[k] * sizeof(double));
     for (int i = 0; i < counts[k]; ++i) bufs[k][i] = dvalue(rank, i + k);
+    guarded_snapshot(&g[k]);
     MPI_Iallreduce(MPI_IN_PLACE, bufs[k], counts[k], MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req[k]);
   }
   MPI_Waitall(K, req, MPI_STATUSES_IGNORE);
@@ -119,7 +128,8 @@ static void many_on_one(void) {
       for (int r = 0; r < nranks; ++r) e += dvalue(r, i + k);
       if (!check(bufs[k][i] == e, "iallreduce %d of %d element %d", k, K, i)) break;
     }
-    free(bufs[k]);
+    guarded_untouched(&g[k], 0, (size_t)counts[k] * sizeof(double), "in-place iallreduce");
+    guarded_free(&g[k]);
   }
 }
 
@@ -131,8 +141,10 @@ static void freed_in_flight(void) {
   MPI_Type_contiguous(2, MPI_INT, &pair);
   MPI_Type_commit(&pair);
   const int n = 64;
+  guarded_t g;
   int* in = malloc(2 * n * sizeof(int));
-  int* out = malloc(2 * n * sizeof(int));
+  int* out = guarded_alloc(&g, 2 * n * sizeof(int));
+  guarded_snapshot(&g);
   for (int i = 0; i < n; ++i) {
     in[2 * i] = (rank + i) % 7 + 2;
     in[2 * i + 1] = (rank * 3 + i) % 5 + 1;
@@ -156,12 +168,13 @@ static void freed_in_flight(void) {
       break;
     }
   }
+  guarded_untouched(&g, 0, 2 * n * sizeof(int), "iallreduce with a user op freed in flight");
   free(in);
-  free(out);
+  guarded_free(&g);
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  check_init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   const bool same_order = has_flag(argc, argv, "--same-order");

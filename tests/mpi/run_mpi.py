@@ -46,6 +46,9 @@ def parse_args():
                     help="every intercepted call must have been run by the engine")
     ap.add_argument("--expect-decisions", metavar="REGEX",
                     help="every call the engine ran must report a decision matching REGEX")
+    ap.add_argument("--thread-multiple", action="store_true",
+                    help="run the program at MPI_THREAD_MULTIPLE (it gets --thread-multiple) and "
+                         "check that coll_hccl started in that mode")
     ap.add_argument("--ompi-info", action="store_true",
                     help="run ompi_info instead of mpirun; program = expected parameter names")
     ap.add_argument("program", nargs="+")
@@ -95,6 +98,8 @@ def run_job(args):
     for kv in args.env:
         cmd += ["-x", kv]
     cmd += [os.path.abspath(args.program[0])] + args.program[1:]
+    if args.thread_multiple:
+        cmd.append("--thread-multiple")
     print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
     out = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     text = out.stdout + out.stderr
@@ -117,6 +122,8 @@ def run_job(args):
     if args.expect_enabled and not any(
             l.startswith("coll:hccl: enabled on 'MPI_COMM_WORLD'") for l in hccl):
         failures.append("coll_hccl was not enabled on MPI_COMM_WORLD (component not loaded?)")
+    if args.thread_multiple and not any("started (thread multiple: yes)" in l for l in hccl):
+        failures.append("coll_hccl did not start in MPI_THREAD_MULTIPLE mode")
     if args.expect_not_enabled and any(l.startswith("coll:hccl: enabled on") for l in hccl):
         failures.append("coll_hccl was enabled although it should not be")
     for call in filter(None, args.expect_calls.split(",")):

@@ -28,8 +28,11 @@ static void run_all(MPI_Comm comm, const char* label) {
     const size_t n = sizes[s];
     for (int t = 0; t < 3; ++t) {
       if (quick && 1 == t) continue;
+      guarded_t g;
+      const size_t tsize = 2 == t ? sizeof(double) : sizeof(int);
       double* in = malloc(n * (size_t)nranks * sizeof(double));
-      double* out = malloc(n * (size_t)nranks * sizeof(double));
+      double* out = guarded_alloc(&g, n * (size_t)nranks * sizeof(double));
+      char what[160];
       /* all three types fit in a double-sized slot; fill with the right representation */
       for (size_t i = 0; i < n * (size_t)nranks; ++i) {
         long v = value(rank, i);
@@ -42,6 +45,7 @@ static void run_all(MPI_Comm comm, const char* label) {
       /* allreduce (blocking and nonblocking) */
       for (int nb = 0; nb < 2; ++nb) {
         MPI_Request req;
+        guarded_snapshot(&g);
         if (nb) {
           MPI_Iallreduce(in, out, (int)n, types[t], MPI_SUM, comm, &req);
           MPI_Wait(&req, MPI_STATUS_IGNORE);
@@ -56,11 +60,14 @@ static void run_all(MPI_Comm comm, const char* label) {
             break;
           }
         }
+        snprintf(what, sizeof what, "%s %sallreduce %s n=%zu", label, nb ? "i" : "", names[t], n);
+        guarded_untouched(&g, 0, n * tsize, what);
       }
       for (int nb = 0; nb < 2; ++nb) {
         MPI_Request req = MPI_REQUEST_NULL;
         const char* how = nb ? "nonblocking" : "blocking";
         /* reduce_scatter_block: n per rank */
+        guarded_snapshot(&g);
         if (nb) {
           MPI_Ireduce_scatter_block(in, out, (int)n, types[t], MPI_MAX, comm, &req);
           MPI_Wait(&req, MPI_STATUS_IGNORE);
@@ -78,6 +85,8 @@ static void run_all(MPI_Comm comm, const char* label) {
             break;
           }
         }
+        snprintf(what, sizeof what, "%s %s reduce_scatter_block %s n=%zu", label, how, names[t], n);
+        guarded_untouched(&g, 0, n * tsize, what);
         /* reduce_scatter: rank r gets n/2 + r elements, taken from the front of the input */
         int* counts = malloc((size_t)nranks * sizeof(int));
         size_t first = 0, total = 0;
@@ -87,6 +96,7 @@ static void run_all(MPI_Comm comm, const char* label) {
           total += (size_t)counts[r];
         }
         if (total > 0 && total <= n * (size_t)nranks) {
+          guarded_snapshot(&g);
           if (nb) {
             MPI_Ireduce_scatter(in, out, counts, types[t], MPI_MIN, comm, &req);
             MPI_Wait(&req, MPI_STATUS_IGNORE);
@@ -104,9 +114,12 @@ static void run_all(MPI_Comm comm, const char* label) {
               break;
             }
           }
+          snprintf(what, sizeof what, "%s %s reduce_scatter %s n=%zu", label, how, names[t], n);
+          guarded_untouched(&g, 0, (size_t)counts[rank] * tsize, what);
         }
         free(counts);
         /* allgather of n elements per rank */
+        guarded_snapshot(&g);
         if (nb) {
           MPI_Iallgather(in, (int)n, types[t], out, (int)n, types[t], comm, &req);
           MPI_Wait(&req, MPI_STATUS_IGNORE);
@@ -120,10 +133,12 @@ static void run_all(MPI_Comm comm, const char* label) {
             break;
           }
         }
+        snprintf(what, sizeof what, "%s %s allgather %s n=%zu", label, how, names[t], n);
+        guarded_untouched(&g, 0, n * (size_t)nranks * tsize, what);
       }
 #undef GET
       free(in);
-      free(out);
+      guarded_free(&g);
     }
   }
 }
@@ -145,7 +160,7 @@ int main(int argc, char** argv) {
     }
     i += 2;
   }
-  MPI_Init(&argc, &argv);
+  check_init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   quick = has_flag(argc, argv, "--quick");

@@ -33,10 +33,12 @@ enum class Frame : char {
   Abort = 'X',    // parent -> child: the all-gather cannot complete
 };
 
+// send(MSG_NOSIGNAL), not write: a child killed while the parent relays to it must fail the
+// write, not raise SIGPIPE in the parent (the test runner).
 bool writeAll(int fd, const void* data, std::size_t n) {
   const auto* p = static_cast<const char*>(data);
   while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
+    const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) return false;
     p += w;

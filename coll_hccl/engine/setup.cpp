@@ -1,0 +1,154 @@
+#include "coll_hccl/engine/setup.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "topology/error.hpp"
+#include "topology/records.hpp"
+#include "ucx_tl/ucx_transport.hpp"
+
+namespace hccl::engine::setup {
+namespace {
+
+std::uint64_t fnv(std::string_view s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  return h;
+}
+
+// The environment the hierarchy is built from (a rank table's contents are compared through the
+// hierarchy it yields).
+std::string topologyInputs() {
+  std::string out;
+  for (const char* var : {topo::kEnvRankTable, topo::kEnvEmulate, topo::kEnvSupernodes}) {
+    const char* v = std::getenv(var);
+    out += fmt::format("{}={}|", var, v ? v : "");
+  }
+  return out;
+}
+
+// What every rank tells the others when MPI_COMM_WORLD is created.
+struct Hello {
+  char magic[4];
+  std::int32_t status;  // this rank's set-up so far (hccl_status_t)
+  std::int32_t worldRank;
+  std::int32_t pad;
+  std::uint64_t config;     // hash of everything the ranks must agree on to decide alike
+  std::uint64_t hierarchy;  // hash of the rank table's or spec's hierarchy; 0 for discovery
+  std::byte record[topo::RankRecord::kSize];
+  char error[256];  // why this rank's set-up failed, so every rank can say it
+};
+constexpr char kMagic[4] = {'H', 'C', 'E', '3'};
+
+std::string rankList(const std::vector<std::uint32_t>& ranks) {
+  return topo::formatRankList(ranks);
+}
+
+}  // namespace
+
+Failure configure(
+    const hccl_setting_t (&layers)[HCCL_SETTING_COUNT],
+    const std::function<const algo::CostModel*(const std::string&, std::string&)>& loadModel,
+    Configuration& out) {
+  auto opts = optionsFromLayers(layers);
+  if (!opts.ok()) return {HCCL_ERR_CONFIG, opts.error().message};
+  out.options = std::move(opts).value();
+  std::string modelErr;
+  out.model = loadModel(out.options.settings.tuningFile.value, modelErr);
+  if (!modelErr.empty() || out.model == nullptr) return {HCCL_ERR_CONFIG, modelErr};
+  out.fingerprint =
+      fmt::format("{}|{}|{}", fingerprint(out.options), out.model->fingerprint(), topologyInputs());
+  return {};
+}
+
+Failure agreeOnWorld(const Exchange& exchange, int worldRank, int worldSize, const Failure& local,
+                     const std::string& fingerprint, const topo::Hierarchy* declaredHierarchy,
+                     std::span<const std::byte> record, WorldView& out) {
+  Hello mine{};
+  std::memcpy(mine.magic, kMagic, sizeof kMagic);
+  mine.status = local.status;
+  mine.worldRank = worldRank;
+  mine.config = fnv(fingerprint);
+  mine.hierarchy = declaredHierarchy ? fnv(declaredHierarchy->describe()) : 0;
+  std::memcpy(mine.record, record.data(), std::min(record.size(), sizeof mine.record));
+  std::snprintf(mine.error, sizeof mine.error, "%s", local.message.c_str());
+
+  std::vector<Hello> all(static_cast<std::size_t>(worldSize));
+  if (!exchange(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all))))
+    return {HCCL_ERR_BOOTSTRAP, "the bootstrap all-gather over MPI_COMM_WORLD failed"};
+
+  std::vector<std::uint32_t> configDiffers, hierarchyDiffers;
+  for (std::uint32_t r = 0; r < all.size(); ++r) {
+    const Hello& h = all[r];
+    if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
+      return {HCCL_ERR_BOOTSTRAP,
+              fmt::format("rank {} runs a different coll_hccl engine version", r)};
+    if (h.status != HCCL_SUCCESS)  // the first failing rank's reason, on every rank
+      return {
+          static_cast<hccl_status_t>(h.status),
+          fmt::format("rank {}: {}", r, std::string(h.error, strnlen(h.error, sizeof h.error)))};
+    if (h.config != all[0].config) configDiffers.push_back(r);
+    if (h.hierarchy != all[0].hierarchy) hierarchyDiffers.push_back(r);
+  }
+  if (!configDiffers.empty())
+    return {HCCL_ERR_CONFIG,
+            fmt::format("ranks {} resolved a different configuration than rank 0 (this rank: {}); "
+                        "every rank must see the same HCCL_ALGO, HCCL_BUFFSIZE, "
+                        "HCCL_DETERMINISTIC, selection mode, tuning file and topology inputs",
+                        rankList(configDiffers), fingerprint)};
+  if (!hierarchyDiffers.empty())
+    return {HCCL_ERR_CONFIG,
+            fmt::format("ranks {} read a different hierarchy than rank 0 from the same rank table "
+                        "or emulation spec (this rank: {})",
+                        rankList(hierarchyDiffers),
+                        declaredHierarchy ? declaredHierarchy->describe() : "discovery")};
+
+  std::vector<std::byte> gathered(all.size() * topo::RankRecord::kSize);
+  for (std::size_t r = 0; r < all.size(); ++r)
+    std::memcpy(gathered.data() + r * topo::RankRecord::kSize, all[r].record,
+                topo::RankRecord::kSize);
+  try {
+    out.records = topo::deserializeRecords(gathered);
+  } catch (const topo::TopologyError& e) {
+    return {HCCL_ERR_BOOTSTRAP, e.what()};
+  }
+  return {};
+}
+
+std::optional<topo::Hierarchy> declaredWorldHierarchy(const topo::TopologySource& source,
+                                                      std::uint32_t worldSize) {
+  if (source.rankTableFile.empty() && source.emulationSpec.empty()) return std::nullopt;
+  return topo::resolveHierarchy(source, worldSize, {}, {}).hierarchy;
+}
+
+topo::Hierarchy discoveredWorldHierarchy(const topo::TopologySource& source,
+                                         const WorldView& world) {
+  return topo::resolveHierarchy(source, static_cast<std::uint32_t>(world.records.size()), {},
+                                world.records)
+      .hierarchy;
+}
+
+topo::Hierarchy memberHierarchy(const topo::Hierarchy& world, std::span<const int> members) {
+  std::vector<std::uint32_t> ranks(members.begin(), members.end());
+  return world.subset(ranks);
+}
+
+std::shared_ptr<tl::Transport> openWorldTransport(const Exchange& exchange, int worldRank,
+                                                  const topo::Hierarchy& world,
+                                                  const EngineOptions& options,
+                                                  bool oversubscribed) {
+  std::vector<int> serverOf(world.size());
+  for (std::uint32_t r = 0; r < world.size(); ++r)
+    serverOf[r] = static_cast<int>(world.serverOf(r));
+  const tl::AllGather gather = [&](std::span<const std::byte> m, std::span<std::byte> a) {
+    if (!exchange(m, a)) throw tl::UcxError("the bootstrap all-gather over MPI_COMM_WORLD failed");
+  };
+  tl::UcxOptions ucx = options.ucx;
+  ucx.oversubscribed = oversubscribed;
+  return std::make_shared<tl::UcxTransport>(worldRank, std::move(serverOf), gather, ucx);
+}
+
+}  // namespace hccl::engine::setup
