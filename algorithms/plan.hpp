@@ -9,7 +9,10 @@
 //                                 rank-order reduction cannot be split by server
 //   pipeline   plan_pipeline.cpp  HCCL's pipeline over level0 and level1 (pipeline.hpp)
 //   AHC        plan_ahc.cpp       HCCL's AHC over servers of unequal size (ahc.hpp)
-// A new plan is one file defining its entry and one line in the table (plan.cpp).
+// A new plan is one file defining its entry (a Plan subclass returned by `const Plan& xPlan()`),
+// its line in the table (plan.cpp) and its source line in meson.build; the selector, the
+// composer, the engine and hccl_info reach it through the table. A plan owning an HCCL_ALGO word
+// is forced by it, and HCCL's default rules (hccl_rules.hpp) can name it by that word.
 //
 // Selection over the table, for a call (select()):
 //   1. forced: HCCL_ALGO names a level1 algorithm that a whole plan owns (pipeline, AHC,
