@@ -24,11 +24,9 @@ constexpr std::string_view kNull = "null";
 // What HCCL_ALGO can name, in HCCL's documentation order. Star has no grammar name: HCCL picks it
 // at level0 on its own.
 constexpr std::array<Algorithm, 10> kNamedAlgorithms = {
-    Algorithm::Ring,      Algorithm::HalvingDoubling,
-    Algorithm::NHR,       Algorithm::NHR_V1,
-    Algorithm::NB,        Algorithm::AHC,
-    Algorithm::AHC_Broke, Algorithm::Pipeline,
-    Algorithm::Pairwise,  Algorithm::Mesh,
+    Algorithm::Ring,     Algorithm::Rhd,  Algorithm::NHR,       Algorithm::NHR_V1,
+    Algorithm::NB,       Algorithm::AHC,  Algorithm::AHC_Broke, Algorithm::Pipeline,
+    Algorithm::Pairwise, Algorithm::Mesh,
 };
 
 constexpr std::array<std::string_view, kNumAlgoLevels> kLevelNames = {"level0", "level1", "level2",

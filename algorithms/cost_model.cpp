@@ -6,32 +6,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "algorithms/defaults.hpp"
+
 namespace hccl::algo {
 namespace {
 
 using nlohmann::json;
-
-// The defaults, as data. level0 is shared memory between processes of one server (measured here:
-// ~0.3-0.6 us per allreduce step, copy bandwidth of a few GB/s shared by all peers of a rank);
-// level1/level2 are a network: TCP over 10 GbE or a RoCE NIC, one NIC per server.
-constexpr const char* kDefaults = R"json({
-  "version": 1,
-  "description": "coll_hccl built-in defaults (2-core Debian 12 VM, shared memory + TCP)",
-  "levels": {
-    "level0": {"alpha_us": 0.6, "bandwidth_GBps": 6.0, "links": 1},
-    "level1": {"alpha_us": 25.0, "bandwidth_GBps": 1.25, "links": 1},
-    "level2": {"alpha_us": 40.0, "bandwidth_GBps": 1.25, "links": 1}
-  },
-  "gamma": {
-    "*": {"*": 8.0},
-    "fp16": {"*": 3.0},
-    "bf16": {"*": 3.0},
-    "longdouble": {"*": 1.0},
-    "complex64": {"prod": 3.0},
-    "complex128": {"prod": 2.0}
-  },
-  "rules": []
-})json";
 
 std::string levelName(int l) {
   return fmt::format("level{}", l);
@@ -228,6 +208,7 @@ std::string CostModel::toJson() const {
                   {"max_bytes", r.maxBytes},
                   {"algorithm", std::string(hcclName(r.algorithm))}});
   doc["rules"] = rs;
+  doc["hccl_rules"] = hcclRulesJson(hcclRules);
   return doc.dump(2);
 }
 
@@ -261,8 +242,14 @@ ConfigResult<CostModel> applyTuning(const CostModel& base, const std::string& js
       err = readGamma(val, rd, m);
     } else if (key == "rules") {
       err = readRules(val, rd, m);
+    } else if (key == "hccl_rules") {
+      auto r = readHcclRules(val, origin, warnings);
+      if (r.ok())
+        m.hcclRules = std::move(r.value());
+      else
+        err = r.error();
     } else {
-      rd.unknown("(document)", key, "version, description, levels, gamma, rules");
+      rd.unknown("(document)", key, "version, description, levels, gamma, rules, hccl_rules");
     }
     if (err) return *err;
   }
@@ -284,8 +271,12 @@ ConfigResult<CostModel> loadTuningFile(const CostModel& base, const std::string&
 const CostModel& defaultCostModel() {
   static const CostModel model = [] {
     std::vector<std::string> warnings;
-    auto r = applyTuning(CostModel{}, kDefaults, "built-in defaults", warnings);
-    return r.ok() ? r.value() : CostModel{};  // the defaults are tested to parse cleanly
+    CostModel m;
+    // The defaults are tested to parse cleanly and without warnings.
+    for (std::string_view doc : {builtinCostModelJson(), builtinHcclRulesJson()})
+      if (auto r = applyTuning(m, std::string(doc), "built-in defaults", warnings); r.ok())
+        m = std::move(r.value());
+    return m;
   }();
   return model;
 }

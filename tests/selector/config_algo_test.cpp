@@ -42,7 +42,7 @@ const std::vector<std::pair<std::string, std::vector<OpType>>> kKeys = {
 
 const std::vector<std::pair<std::string, std::optional<Algorithm>>> kWords = {
     {"ring", Algorithm::Ring},
-    {"H-D_R", Algorithm::HalvingDoubling},
+    {"H-D_R", Algorithm::Rhd},
     {"NHR", Algorithm::NHR},
     {"NHR_V1", Algorithm::NHR_V1},
     {"NB", Algorithm::NB},
@@ -85,8 +85,8 @@ TEST(HcclAlgo, GlobalForms) {
   const std::vector<std::pair<std::string, Levels>> cases = {
       {"level0:NA;level1:NHR", {std::nullopt, Algorithm::NHR, std::nullopt, std::nullopt}},
       {"level0:NA;level1:ring;level2:H-D_R",
-       {std::nullopt, Algorithm::Ring, Algorithm::HalvingDoubling, std::nullopt}},
-      {"level1:H-D_R", {std::nullopt, Algorithm::HalvingDoubling, std::nullopt, std::nullopt}},
+       {std::nullopt, Algorithm::Ring, Algorithm::Rhd, std::nullopt}},
+      {"level1:H-D_R", {std::nullopt, Algorithm::Rhd, std::nullopt, std::nullopt}},
       {"  level0 : NA ;\tlevel1 : ring  ",
        {std::nullopt, Algorithm::Ring, std::nullopt, std::nullopt}},
       {"lev el1:ri ng", {std::nullopt, Algorithm::Ring, std::nullopt, std::nullopt}},
@@ -131,8 +131,8 @@ TEST(HcclAlgo, PerOpForEveryKey) {
 TEST(HcclAlgo, PerOpDocumentationExample) {
   const AlgoConfig c = parsed("allreduce=level0:NA;level1:ring/allgather=level0:NA;level1:H-D_R");
   EXPECT_EQ(c.forced(OpType::AllReduce, 1), Algorithm::Ring);
-  EXPECT_EQ(c.forced(OpType::AllGather, 1), Algorithm::HalvingDoubling);
-  EXPECT_EQ(c.forced(OpType::AllGatherV, 1), Algorithm::HalvingDoubling);
+  EXPECT_EQ(c.forced(OpType::AllGather, 1), Algorithm::Rhd);
+  EXPECT_EQ(c.forced(OpType::AllGatherV, 1), Algorithm::Rhd);
   for (OpType op : {OpType::ReduceScatter, OpType::Broadcast, OpType::AllToAll, OpType::SendRecv})
     EXPECT_EQ(levelsOf(c, op), Levels{}) << name(op);
 }

@@ -93,6 +93,21 @@ TEST(CostModel, BadDocumentsAreErrorsNamingTheMember) {
       {R"({"rules": [{"collective": "allreduce", "algorithm": "ring", "min_bytes": 9,
                       "max_bytes": 1}]})",
        "min_bytes is larger"},
+      // HCCL's default rules (hccl_rules.hpp)
+      {R"({"hccl_rules": {"level": 1}})", "hccl_rules: expected an array"},
+      {R"({"hccl_rules": [{"algorithm": "ring"}]})", "hccl_rules[0].level: expected 0, 1 or 2"},
+      {R"({"hccl_rules": [{"level": 3, "algorithm": "ring"}]})", "hccl_rules[0].level"},
+      {R"({"hccl_rules": [{"level": 1}]})", "hccl_rules[0].algorithm"},
+      {R"({"hccl_rules": [{"level": 1, "algorithm": "ring", "within": "pipeline"}]})",
+       "hccl_rules[0].within: expected \"AHC\""},
+      {R"({"hccl_rules": [{"level": 1, "algorithm": "ring", "group_size": {"min": -1}}]})",
+       "hccl_rules[0].group_size.min"},
+      {R"({"hccl_rules": [{"level": 1, "algorithm": "ring", "servers": {"min": 4, "max": 2}}]})",
+       "hccl_rules[0].servers: min is larger than max"},
+      {R"({"hccl_rules": [{"level": 1, "algorithm": "ring", "min_bytes": 9, "max_bytes": 1}]})",
+       "min_bytes is larger than max_bytes"},
+      {R"({"hccl_rules": [{"level": 1, "algorithm": "ring", "deterministic": "yes"}]})",
+       "hccl_rules[0].deterministic: expected true or false"},
   };
   for (const auto& [text, needle] : cases) {
     std::vector<std::string> warnings;
@@ -121,9 +136,9 @@ TEST(CostModel, FilesAreReadAndMissingOnesNamed) {
 TEST(CostModel, RulesMatchFirstWithInclusiveBounds) {
   CostModel m;
   m.rules = {{Collective::AllReduce, 1, 0, 100, Algorithm::Ring},
-             {Collective::AllReduce, 1, 50, 1000, Algorithm::HalvingDoubling}};
+             {Collective::AllReduce, 1, 50, 1000, Algorithm::Rhd}};
   EXPECT_EQ(m.rule(Collective::AllReduce, 1, 100), Algorithm::Ring);
-  EXPECT_EQ(m.rule(Collective::AllReduce, 1, 101), Algorithm::HalvingDoubling);
+  EXPECT_EQ(m.rule(Collective::AllReduce, 1, 101), Algorithm::Rhd);
   EXPECT_EQ(m.rule(Collective::AllReduce, 0, 10), std::nullopt);
   EXPECT_EQ(m.rule(Collective::AllGather, 1, 10), std::nullopt);
 }
