@@ -167,6 +167,12 @@ std::string quoted(std::string_view text) {
   return out;
 }
 
+std::string shown(std::string_view text) {
+  std::string q = quoted(text);
+  if (q.size() == text.size() + 2) return std::string(text);
+  return q;
+}
+
 std::string describe(std::string_view text, std::size_t offset) {
   const Char c = decodeAt(text, offset);
   if (!c.valid) return fmt::format("byte 0x{:02X} (not UTF-8)", static_cast<std::uint32_t>(c.code));
@@ -179,20 +185,24 @@ std::string describe(std::string_view text, std::size_t offset) {
   return fmt::format("'{}' ({}{})", text.substr(offset, c.bytes), codeName(c.code), name);
 }
 
+std::string didYouMean(std::string_view text, std::size_t offset) {
+  const Char c = decodeAt(text, offset);
+  if (!c.valid) return {};
+  const std::optional<Lookalike> l = lookalike(c.code);
+  if (l && l->ascii == ' ') return "did you mean a plain space?";
+  if (l && l->ascii) return fmt::format("did you mean '{}'?", l->ascii);
+  if (invisible(c.code)) return "delete it?";
+  return {};
+}
+
 std::string nonAsciiHint(std::string_view token, std::size_t tokenPosition) {
   std::size_t position = tokenPosition;
   for (std::size_t i = 0; i < token.size(); ++position) {
     const Char c = decodeAt(token, i);
     if (!c.valid || c.code >= 0x80) {
-      const std::optional<Lookalike> l = c.valid ? lookalike(c.code) : std::nullopt;
-      std::string meant;
-      if (l && l->ascii == ' ')
-        meant = ": did you mean a plain space?";
-      else if (l && l->ascii)
-        meant = fmt::format(": did you mean '{}'?", l->ascii);
-      else if (c.valid && invisible(c.code))
-        meant = ": delete it?";
-      return fmt::format("; position {} holds {}{}", position, describe(token, i), meant);
+      const std::string meant = didYouMean(token, i);
+      return fmt::format("; position {} holds {}{}{}", position, describe(token, i),
+                         meant.empty() ? "" : ": ", meant);
     }
     i += c.bytes;
   }

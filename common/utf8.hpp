@@ -39,9 +39,18 @@ std::string truncated(std::string_view text, std::size_t maxChars);
 // and space-like characters as \u{XXXX}; bytes that are not UTF-8 as \xNN.
 std::string quoted(std::string_view text);
 
+// `text` as it is when quoted() would change nothing but add the quotes (a plain path or
+// name), quoted() otherwise.
+std::string shown(std::string_view text);
+
 // One character for a message: "'x'", "'×' (U+00D7)", "U+00A0 (a no-break space)",
 // "byte 0xFF (not UTF-8)". `c` comes from decodeAt(text, offset).
 std::string describe(std::string_view text, std::size_t offset);
+
+// For the character at `offset` that a user may have typed by accident: "did you mean ':'?" for
+// a look-alike of ASCII (full-width forms, dashes, the multiplication sign), "did you mean a plain
+// space?", "delete it?" for an invisible character; empty otherwise.
+std::string didYouMean(std::string_view text, std::size_t offset);
 
 // When `token` holds a character that is not ASCII: "; <describe()> at position N[, which looks
 // like ':']" for the first such character, N counted from `tokenPosition` (the token's own
