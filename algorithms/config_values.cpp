@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>  // fmt::join
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -119,6 +120,45 @@ ConfigResult<std::string> parseTuningFile(std::string_view value) {
     return error("tuning file", value, 0, "empty value; valid: a path to a JSON tuning file");
   }
   return std::string(value);
+}
+
+ConfigResult<std::uint64_t> parseByteSize(std::string_view setting, std::string_view value) {
+  constexpr std::string_view kValid =
+      "a whole number of bytes with an optional unit (B, K, M, G, or KiB, MiB, GiB), e.g. 4096, "
+      "64K, 16M";
+  constexpr std::array<std::pair<std::string_view, unsigned>, 7> kUnits = {
+      {{"B", 0}, {"K", 10}, {"KiB", 10}, {"M", 20}, {"MiB", 20}, {"G", 30}, {"GiB", 30}}};
+  std::size_t offset = 0;
+  const std::string_view text = trimmed(value, offset);
+  if (text.empty()) return error(setting, text, 0, fmt::format("empty value; valid: {}", kValid));
+  const std::size_t pos = offset + 1;
+  const std::size_t digits = digitsAt(text, 0);
+  if (digits == 0) {
+    return error(setting, text, pos,
+                 fmt::format("{} at position {} is not a size; valid: {}{}", quote(text), pos,
+                             kValid, text::nonAsciiHint(text, pos)));
+  }
+  const std::string_view unit = text.substr(digits);
+  unsigned shift = 0;
+  if (!unit.empty()) {
+    const auto it =
+        std::find_if(kUnits.begin(), kUnits.end(), [&](const auto& u) { return u.first == unit; });
+    if (it == kUnits.end()) {
+      const std::size_t unitPos = pos + digits;  // digits are ASCII: bytes are characters
+      return error(setting, unit, unitPos,
+                   fmt::format("unknown unit {} in {} at position {}; valid: {}{}", quote(unit),
+                               quote(text), unitPos, kValid, text::nonAsciiHint(unit, unitPos)));
+    }
+    shift = it->second;
+  }
+  std::uint64_t number = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + digits, number);
+  if (ec != std::errc() || (shift > 0 && number > (UINT64_MAX >> shift))) {
+    return error(setting, text, pos,
+                 fmt::format("{} at position {} is out of range; valid: {}, at most {} bytes",
+                             quote(text), pos, kValid, UINT64_MAX));
+  }
+  return number << shift;
 }
 
 ConfigResult<std::chrono::milliseconds> parseTimeout(std::string_view value) {

@@ -43,6 +43,11 @@ ConfigResult<SelectionMode> parseSelectionMode(std::string_view value);
 // Whether the file exists and parses is the tuning loader's business.
 ConfigResult<std::string> parseTuningFile(std::string_view value);
 
+// A byte size as the tools take it ("4096", "64K", "16MiB", "1G"): a decimal integer with an
+// optional unit B, K/KiB, M/MiB or G/GiB (binary multiples, case-sensitive), surrounding spaces
+// ignored; at most UINT64_MAX after the unit is applied. `setting` names the option in messages.
+ConfigResult<std::uint64_t> parseByteSize(std::string_view setting, std::string_view value);
+
 // The engine's own settings, beside the ones Settings resolves (the adapter passes them to the
 // engine the same way; settings_bridge applies them).
 

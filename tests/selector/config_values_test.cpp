@@ -128,6 +128,49 @@ TEST(BuffSize, NamesWholeCharacters) {
                 "space?");
 }
 
+TEST(ByteSize, UnitsAndOverflow) {
+  const std::vector<std::pair<std::string, std::uint64_t>> good = {
+      {"0", 0},
+      {"4096", 4096},
+      {" 64K ", 65536},
+      {"64KiB", 65536},
+      {"16M", 16 << 20},
+      {"1G", 1u << 30},
+      {"3GiB", 3ull << 30},
+      {"7B", 7},
+      {"18446744073709551615", UINT64_MAX},
+      {"17179869183G", 17179869183ull << 30},
+  };
+  for (const auto& [text, bytes] : good) {
+    const auto r = parseByteSize("--max", text);
+    ASSERT_TRUE(r.ok()) << text << ": " << r.error().message;
+    EXPECT_EQ(r.value(), bytes) << text;
+  }
+  const std::string valid =
+      "valid: a whole number of bytes with an optional unit (B, K, M, G, or KiB, MiB, GiB), e.g. "
+      "4096, 64K, 16M";
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"", "empty value; " + valid},
+      {"-1", "\"-1\" at position 1 is not a size; " + valid},
+      {"+4K", "\"+4K\" at position 1 is not a size; " + valid},
+      {"k", "\"k\" at position 1 is not a size; " + valid},
+      {"4k", "unknown unit \"k\" in \"4k\" at position 2; " + valid},
+      {"4 K", "unknown unit \" K\" in \"4 K\" at position 2; " + valid},
+      {"1.5M", "unknown unit \".5M\" in \"1.5M\" at position 2; " + valid},
+      {"4\uff2b", "unknown unit \"\uff2b\" in \"4\uff2b\" at position 2; " + valid +
+                      "; position 2 holds '\uff2b' (U+FF2B full-width form): did you mean 'K'?"},
+      {"18446744073709551616", "\"18446744073709551616\" at position 1 is out of range; " + valid +
+                                   ", at most 18446744073709551615 bytes"},
+      {"17179869184G", "\"17179869184G\" at position 1 is out of range; " + valid +
+                           ", at most 18446744073709551615 bytes"},
+  };
+  for (const auto& [text, message] : bad) {
+    const auto r = parseByteSize("--max", text);
+    ASSERT_FALSE(r.ok()) << text << " gave " << r.value();
+    EXPECT_EQ(r.error().message, "--max: " + message) << text;
+  }
+}
+
 // ---- the engine's own settings ----------------------------------------------------------------
 
 const std::string kTimeoutValid =
