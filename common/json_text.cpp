@@ -65,6 +65,14 @@ std::optional<nlohmann::json> parseJson(std::string_view text, std::string& erro
     return nlohmann::json::parse(text.begin(), text.end(), depthLimit);
   } catch (const TooDeep&) {
     error = fmt::format("invalid JSON: nested deeper than {} levels", maxDepth);
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond double's range ("1e999"): nlohmann reports it as out_of_range.406, not as
+    // a parse error (found by fuzzing; it escaped as an uncaught exception).
+    std::string_view what = e.what();  // "[json.exception.out_of_range.406] number overflow ..."
+    if (const std::size_t end = what.find("] "); end != std::string_view::npos)
+      what.remove_prefix(end + 2);
+    error = fmt::format("invalid JSON: {} (a number beyond the range of a double)",
+                        truncated(what, 120));
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte is the 1-based index of the byte that failed; past the end means the input ended.
     const std::size_t at = e.byte > 0 ? e.byte - 1 : 0;

@@ -25,8 +25,11 @@ std::string aType(const json& v) {
   return (t == "object" || t == "array" ? "an " : "a ") + t;
 }
 
+// A value for a message: a string quoted whole (text::quoted), anything else as JSON with every
+// non-ASCII and DEL byte escaped (nlohmann's dump leaves DEL raw otherwise; found by fuzzing).
 std::string shown(const json& v) {
-  return text::truncated(v.dump(), 37);
+  if (v.is_string()) return text::quoted(text::truncated(v.get<std::string>(), 35));
+  return text::truncated(v.dump(-1, ' ', true), 37);
 }
 
 // Ends a message about a rejected value: its first non-ASCII character, named.

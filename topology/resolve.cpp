@@ -23,6 +23,22 @@ std::regex hostnameRegex(const std::string& pattern) {
   return std::regex(pattern, std::regex::ECMAScript | std::regex_constants::__polynomial);
 }
 
+// libstdc++ reads the numbers of "{m,n}" and "\N" into a long without checking for overflow
+// (signed overflow, undefined behaviour; found by fuzzing with UBSan). Hostname patterns need no
+// long numbers: a run of more than 9 digits is refused before the regex compiler sees it.
+void checkNumbers(std::string_view text, std::string_view pattern) {
+  std::size_t digits = 0;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    digits = pattern[i] >= '0' && pattern[i] <= '9' ? digits + 1 : 0;
+    if (digits > 9)
+      throw TopologyError(fmt::format(
+          "supernode grouping {}: the number at position {} has more than 9 digits; expected "
+          "repetition counts and literal digits of at most 9",
+          text::quoted(text::truncated(text, 60)),
+          text::charPosition(text, text.size() - pattern.size() + i + 1 - digits)));
+  }
+}
+
 }  // namespace
 
 SupernodeGrouping SupernodeGrouping::parse(std::string_view text) {
@@ -41,6 +57,7 @@ SupernodeGrouping SupernodeGrouping::parse(std::string_view text) {
           fmt::format("supernode grouping {}: the pattern is {} bytes; expected at most {}",
                       text::quoted(text::truncated(text, 40)), g.hostnamePattern.size(),
                       kMaxHostnamePatternLength));
+    checkNumbers(text, g.hostnamePattern);
     try {
       static_cast<void>(hostnameRegex(g.hostnamePattern));
     } catch (const std::regex_error& e) {
