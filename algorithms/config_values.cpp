@@ -163,10 +163,10 @@ ConfigResult<std::uint64_t> parseByteSize(std::string_view setting, std::string_
 
 ConfigResult<std::chrono::milliseconds> parseTimeout(std::string_view value) {
   constexpr std::string_view kSetting = "HCCL_EXEC_TIMEOUT";
-  const std::string valid = fmt::format(
-      "0 (no timeout) or a number of seconds from {} (1 ms) to {} (one week), e.g. 30 or 0.5 "
-      "(default {})",
-      kMinTimeoutSeconds, kMaxTimeoutSeconds, kDefaultTimeoutSeconds);
+  // Short enough, with the longest source appended, for the 255 bytes a set-up error gets when
+  // the ranks share it (communicator.cpp's Hello::error).
+  const std::string valid = fmt::format("0 (no timeout) or {} to {} seconds (1 ms to a week)",
+                                        kMinTimeoutSeconds, kMaxTimeoutSeconds);
   std::size_t offset = 0;
   const std::string_view text = trimmed(value, offset);
   if (text.empty()) return error(kSetting, text, 0, fmt::format("empty value; valid: {}", valid));
@@ -208,8 +208,8 @@ ConfigResult<std::chrono::milliseconds> parseTimeout(std::string_view value) {
     const std::string_view junk = text.substr(i);
     const std::size_t junkPos = pos + i;  // ASCII so far: bytes are characters
     return error(kSetting, junk, junkPos,
-                 fmt::format("unexpected {} after the number at position {}; valid: {} (seconds, "
-                             "without a unit){}",
+                 fmt::format("unexpected {} after the number at position {}; valid: {}, no "
+                             "unit{}",
                              quote(junk), junkPos, valid, text::nonAsciiHint(junk, junkPos)));
   }
   double seconds = 0;
@@ -217,7 +217,7 @@ ConfigResult<std::chrono::milliseconds> parseTimeout(std::string_view value) {
   // Out of range with a negative exponent is an underflow: a tiny number, not a huge one.
   const bool underflow = ec == std::errc::result_out_of_range && negativeExponent;
   if (underflow || (ec == std::errc() && seconds > 0 && seconds < kMinTimeoutSeconds))
-    return reject("is below 1 ms, which the transport would take as no timeout at all");
+    return reject("is below 1 ms (it would disable the timeout)");
   if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(seconds) ||
       seconds > kMaxTimeoutSeconds)
     return reject("is above the maximum");
@@ -256,8 +256,8 @@ ConfigResult<int> parseVerbose(std::string_view value) {
 
 ConfigResult<std::string> parseTransportList(std::string_view setting, std::string_view value) {
   constexpr std::string_view kValid =
-      "UCX transport names separated by \",\" as in UCX_TLS (e.g. \"sm,self\", \"tcp\", "
-      "\"rc_verbs,ud:aux\"), optionally starting with \"^\" (all but these)";
+      "UCX_TLS syntax, names separated by \",\" (e.g. \"sm,self\", \"rc_verbs,ud:aux\"), \"^\" "
+      "first for all but these";
   std::size_t offset = 0;
   std::string_view text = trimmed(value, offset);
   if (text.empty()) return error(setting, text, 0, fmt::format("empty value; valid: {}", kValid));

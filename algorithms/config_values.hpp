@@ -57,8 +57,7 @@ ConfigResult<std::uint64_t> parseByteSize(std::string_view setting, std::string_
 // valid range is 0, or kMinTimeoutSeconds to kMaxTimeoutSeconds (rounded down to whole ms).
 // Units, signs, "inf" and "nan" are rejected.
 inline constexpr double kMinTimeoutSeconds = 0.001;
-inline constexpr double kMaxTimeoutSeconds = 604800;    // one week; beyond that, use 0
-inline constexpr double kDefaultTimeoutSeconds = 1836;  // HCCL's default
+inline constexpr double kMaxTimeoutSeconds = 604800;  // one week; beyond that, use 0
 ConfigResult<std::chrono::milliseconds> parseTimeout(std::string_view value);
 
 // HCCL_INTRA_ROCE_ENABLE: "0" or "1" (surrounding spaces ignored).
