@@ -76,9 +76,8 @@ SupernodeGrouping SupernodeGrouping::parse(std::string_view text) {
   }
   if (!digits || n == 0)
     throw TopologyError(fmt::format(
-        "supernode grouping {} is not valid; expected \"\" or \"single\" (one supernode), a "
-        "count of servers per supernode (e.g. \"4\"), or \"regex:<pattern>\" whose first capture "
-        "group names a hostname's supernode{}",
+        "supernode grouping {} is not valid; expected \"single\", servers per supernode "
+        "(\"4\") or \"regex:<pattern>\"{}",
         text::quoted(text::truncated(text, 40)), text::nonAsciiHint(text, 1)));
   g.kind = Kind::ServersPerSupernode;
   g.serversPerSupernode = static_cast<std::uint32_t>(n);
