@@ -12,28 +12,34 @@ namespace {
 struct TooDeep {};
 
 // nlohmann's what(): "[json.exception.parse_error.101] parse error at line 1, column 8: <reason>;
-// last read: '<bytes>'[; expected ...]". Keeps <reason> and what follows "last read", without the
-// bytes (they may end inside a character; the caller names the character itself).
+// last read: '<bytes>'[; expected <token>]". Keeps <reason> and the expected token, not the
+// bytes: they may end inside a character (the caller names the character itself), and they may
+// contain anything, "'; expected" included (found by fuzzing), so the expected token is
+// recognised from nlohmann's fixed list of token names at the very end.
 std::string reasonOf(const nlohmann::json::parse_error& e) {
   std::string_view what = e.what();
-  if (const std::size_t colon = what.find(": ");
-      colon != std::string_view::npos &&
-      what.substr(0, colon).find("parse error") != std::string_view::npos)
+  if (const std::size_t colon = what.find(": "); colon != std::string_view::npos)
     what.remove_prefix(colon + 2);
-  std::string reason(what);
-  const std::string_view kLastRead = "; last read: '";
-  if (const std::size_t at = reason.find(kLastRead); at != std::string::npos) {
-    const std::size_t close = reason.find("'", at + kLastRead.size());
-    // The quoted bytes never contain "'" unescaped at the end; drop up to the closing quote
-    // that is followed by the end or by "; ".
-    std::size_t end = std::string::npos;
-    for (std::size_t q = close; q != std::string::npos; q = reason.find("'", q + 1)) {
-      if (q + 1 == reason.size() || reason.compare(q + 1, 2, "; ") == 0) {
-        end = q + 1;
-        break;
-      }
-    }
-    reason.erase(at, end == std::string::npos ? std::string::npos : end - at);
+  const std::size_t lastRead = what.find("; last read: '");
+  std::string reason(what.substr(0, lastRead));
+  if (lastRead == std::string_view::npos) return reason;
+  static constexpr std::string_view kTokens[] = {"true literal",
+                                                 "false literal",
+                                                 "null literal",
+                                                 "string literal",
+                                                 "number literal",
+                                                 "'['",
+                                                 "'{'",
+                                                 "']'",
+                                                 "'}'",
+                                                 "':'",
+                                                 "','",
+                                                 "end of input",
+                                                 "'[', '{', or a literal"};
+  for (std::string_view token : kTokens) {
+    const std::string tail = "'; expected " + std::string(token);
+    if (what.size() >= lastRead + tail.size() && what.ends_with(tail))
+      return reason + "; expected " + std::string(token);
   }
   return reason;
 }
