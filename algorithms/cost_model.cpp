@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "common/file_text.hpp"
+#include "common/json_text.hpp"
+#include "common/utf8.hpp"
 
 #include "algorithms/defaults.hpp"
 
@@ -33,8 +35,8 @@ struct Reader {
     return std::nullopt;
   }
   void unknown(const std::string& where, const std::string& key, const std::string& valid) {
-    warnings.push_back(fmt::format("{}: {}: unknown member \"{}\" skipped (valid: {})", origin,
-                                   where, key, valid));
+    warnings.push_back(fmt::format("{}: {}: unknown member {} skipped (valid: {}){}", origin, where,
+                                   text::quoted(key), valid, text::nonAsciiHint(key, 1)));
   }
 };
 
@@ -221,12 +223,10 @@ std::uint64_t CostModel::fingerprint() const {
 ConfigResult<CostModel> applyTuning(const CostModel& base, const std::string& jsonText,
                                     const std::string& origin, std::vector<std::string>& warnings) {
   Reader rd{origin, warnings};
-  json doc;
-  try {
-    doc = json::parse(jsonText);
-  } catch (const json::parse_error& e) {
-    return rd.error("(document)", fmt::format("invalid JSON: {}", e.what()));
-  }
+  std::string parseError;
+  std::optional<json> parsed = text::parseJson(jsonText, parseError);
+  if (!parsed) return rd.error("(document)", parseError);
+  const json& doc = *parsed;
   if (!doc.is_object()) return rd.error("(document)", "expected a JSON object");
   CostModel m = base;
   for (const auto& [key, val] : doc.items()) {
@@ -259,13 +259,11 @@ ConfigResult<CostModel> applyTuning(const CostModel& base, const std::string& js
 
 ConfigResult<CostModel> loadTuningFile(const CostModel& base, const std::string& path,
                                        std::vector<std::string>& warnings) {
-  std::ifstream in(path);
-  if (!in)
-    return ConfigError{"tuning file", path, 0, fmt::format("{}: cannot read the tuning file", path),
-                       path};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return applyTuning(base, ss.str(), path, warnings);
+  const text::FileText file = text::readRegularFile(path, kMaxTuningFileBytes);
+  if (!file.text)
+    return ConfigError{"tuning file", path, 0,
+                       fmt::format("tuning file {}: {}", text::shown(path), file.error), path};
+  return applyTuning(base, *file.text, path, warnings);
 }
 
 const CostModel& defaultCostModel() {

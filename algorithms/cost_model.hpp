@@ -97,6 +97,9 @@ const CostModel& defaultCostModel();
 // warnings and are skipped.
 ConfigResult<CostModel> applyTuning(const CostModel& base, const std::string& jsonText,
                                     const std::string& origin, std::vector<std::string>& warnings);
+// A tuning file is read only if it is a regular file of at most this size (opened without
+// blocking: a FIFO or a directory is named as such).
+inline constexpr std::uint64_t kMaxTuningFileBytes = std::uint64_t{4} << 20;
 ConfigResult<CostModel> loadTuningFile(const CostModel& base, const std::string& path,
                                        std::vector<std::string>& warnings);
 

@@ -2,6 +2,7 @@
 #include "algorithms/cost_model.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <fstream>
@@ -123,7 +124,22 @@ TEST(CostModel, FilesAreReadAndMissingOnesNamed) {
   std::vector<std::string> warnings;
   auto missing = loadTuningFile(defaultCostModel(), "/nonexistent/tuning.json", warnings);
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.error().message.find("/nonexistent/tuning.json"), std::string::npos);
+  EXPECT_EQ(missing.error().message,
+            "tuning file /nonexistent/tuning.json: cannot be opened: No such file or directory");
+  // Neither a directory nor a FIFO is read (a FIFO would block the communicator's creation).
+  const auto dir = loadTuningFile(defaultCostModel(), ::testing::TempDir(), warnings);
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.error().message.find(": is a directory; expected a regular file"),
+            std::string::npos)
+      << dir.error().message;
+  const std::string fifo = ::testing::TempDir() + "/hccl_tuning_fifo";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const auto pipe = loadTuningFile(defaultCostModel(), fifo, warnings);
+  ASSERT_FALSE(pipe.ok());
+  EXPECT_EQ(pipe.error().message,
+            "tuning file " + fifo + ": is a FIFO (named pipe); expected a regular file");
+  std::remove(fifo.c_str());
   const std::string path = ::testing::TempDir() + "/hccl_tuning_test.json";
   std::ofstream(path) << R"({"description": "measured", "levels": {"level2": {"alpha_us": 99}}})";
   auto ok = loadTuningFile(defaultCostModel(), path, warnings);
