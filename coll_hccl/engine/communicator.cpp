@@ -30,6 +30,15 @@ static_assert(static_cast<int>(HCCL_OP_BXOR) == static_cast<int>(ReduceOp::BXor)
 // every rank alike (Open MPI agrees on the id and hands out the lowest free one).
 constexpr std::uint64_t kCommTags = std::uint64_t{1} << tl::ucx::kCommBits;
 
+const char* collName(hccl_coll_t c) {
+  static constexpr const char* kNames[HCCL_COLL_COUNT] = {
+      "allreduce", "allgather",  "reduce_scatter", "reduce_scatter_block",
+      "bcast",     "reduce",     "scatter",        "gather",
+      "alltoall",  "allgatherv", "gatherv",        "scatterv",
+      "alltoallv", "barrier",    "scan",           "exscan"};
+  return c >= 0 && c < HCCL_COLL_COUNT ? kNames[c] : "?";
+}
+
 }  // namespace
 
 hccl_status_t Communicator::create(EngineState& engine, const hccl_comm_params_t& params,
@@ -209,6 +218,45 @@ hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
       ci.uneven = !s.problem.blocks.isUniform();
       break;
     }
+    case HCCL_COLL_BCAST:
+    case HCCL_COLL_REDUCE:
+    case HCCL_COLL_SCATTER: {
+      if (d.root < 0 || static_cast<std::uint32_t>(d.root) >= p) {
+        why = fmt::format("root {} outside the communicator's {} ranks", d.root, p);
+        return HCCL_ERR_ARG;
+      }
+      const auto root = static_cast<std::uint32_t>(d.root);
+      ci.count = d.count * scale;
+      // Only the root may be in place, so the choice (made alike on every rank) ignores it; the
+      // rank's own schedule follows its own buffers.
+      ci.inPlace = false;
+      if (d.coll == HCCL_COLL_BCAST) {
+        ci.coll = Collective::Broadcast;
+        s.problem = algo::Problem::broadcast(p, ci.count, root);
+      } else if (d.coll == HCCL_COLL_REDUCE) {
+        ci.coll = Collective::Reduce;
+        s.problem = algo::Problem::reduce(p, ci.count, root, d.in_place != 0);
+      } else {
+        ci.coll = Collective::Scatter;
+        s.problem = algo::Problem::scatter(p, ci.count, root, d.in_place != 0);
+      }
+      break;
+    }
+    case HCCL_COLL_ALLTOALL:
+      ci.coll = Collective::AllToAll;
+      ci.count = d.count * scale;
+      s.problem = algo::Problem::allToAll(p, ci.count, ci.inPlace);
+      break;
+    case HCCL_COLL_GATHER:
+    case HCCL_COLL_ALLGATHERV:
+    case HCCL_COLL_GATHERV:
+    case HCCL_COLL_SCATTERV:
+    case HCCL_COLL_ALLTOALLV:
+    case HCCL_COLL_BARRIER:
+    case HCCL_COLL_SCAN:
+    case HCCL_COLL_EXSCAN:
+      why = fmt::format("no schedules for {} yet", collName(d.coll));
+      return HCCL_ERR_UNSUPPORTED;
     default:
       why = fmt::format("unknown collective {}", static_cast<int>(d.coll));
       return HCCL_ERR_ARG;
@@ -234,7 +282,7 @@ bool Communicator::sameAsLast(const hccl_coll_desc_t& d) const {
   const hccl_coll_desc_t& l = last_.desc;
   if (last_.supported < 0 || d.coll != l.coll || d.in_place != l.in_place || d.count != l.count ||
       d.dtype != l.dtype || d.elem_size != l.elem_size || d.op != l.op ||
-      d.user_commutative != l.user_commutative)
+      d.user_commutative != l.user_commutative || d.root != l.root)
     return false;
   if (d.coll != HCCL_COLL_REDUCE_SCATTER) return true;
   return d.recvcounts && std::equal(last_.recvcounts.begin(), last_.recvcounts.end(), d.recvcounts);
@@ -245,6 +293,7 @@ void Communicator::remember(const hccl_coll_desc_t& d, const CallShape& s) {
   last_.desc.recvcounts = nullptr;
   last_.desc.sendbuf = nullptr;
   last_.desc.recvbuf = nullptr;
+  last_.desc.sendcounts = last_.desc.sdispls = last_.desc.rdispls = nullptr;
   if (d.coll == HCCL_COLL_REDUCE_SCATTER && d.recvcounts)
     last_.recvcounts.assign(d.recvcounts, d.recvcounts + size_);
   else
@@ -302,7 +351,11 @@ std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::strin
   plan->algorithms = composed.algorithms;
   const std::uint64_t budget =
       std::max<std::uint64_t>(1, options_.settings.buffSizeBytes() / s.info.elemSize);
-  const std::uint64_t chunk = algo::chunkSizeFor(pb, budget, gen);
+  // Every rank must cut the same chunks. Only a rooted call's root can be in place, and the other
+  // ranks cannot know it: size the chunks on the out-of-place problem everywhere.
+  algo::Problem sizing = pb;
+  if (pb.coll == Collective::Reduce || pb.coll == Collective::Scatter) sizing.inPlace = false;
+  const std::uint64_t chunk = algo::chunkSizeFor(sizing, budget, gen);
   plan->chunks = algo::planChunks(pb, static_cast<std::uint32_t>(rank_), chunk);
   for (const algo::Chunk& c : plan->chunks) {
     std::string skey = fmt::format("{}|{}", key, toString(c.problem));

@@ -8,6 +8,7 @@
 
 #include "coll_hccl/engine/communicator.hpp"
 #include "coll_hccl/engine/engine_state.hpp"
+#include "coll_hccl/engine/reduce_kernels.hpp"
 #include "coll_hccl/engine/request.hpp"
 #include "coll_hccl/hccl_engine.h"
 #include "coll_hccl_version.h"
@@ -258,6 +259,18 @@ int hccl_progress(hccl_completion_t* done, int max) {
     return HCCL_SUCCESS;
   });
   return completed;
+}
+
+hccl_status_t hccl_reduce_local(const void* in, void* inout, size_t count, hccl_dtype_t dtype,
+                                hccl_op_t op) {
+  if (dtype < 0 || dtype >= HCCL_DT_COUNT || op < HCCL_OP_SUM || op > HCCL_OP_BXOR)
+    return HCCL_ERR_UNSUPPORTED;
+  if (count > 0 && (!in || !inout)) return HCCL_ERR_ARG;
+  const hccl::engine::ReduceFn fn =
+      hccl::engine::kernel(static_cast<hccl::DataType>(dtype), static_cast<hccl::ReduceOp>(op));
+  if (!fn) return HCCL_ERR_UNSUPPORTED;
+  fn(inout, in, inout, count);  // MPI: inout = in (op) inout, `in` on the left
+  return HCCL_SUCCESS;
 }
 
 }  // extern "C"
