@@ -35,35 +35,19 @@ static const char* describe_allgather(mca_coll_hccl_module_t* m, mca_coll_hccl_c
     size_t ssize = 0;
     ompi_datatype_type_size(sdtype, &ssize);
     if ((size_t)scount * ssize != per_rank) return "send and receive sizes differ";
-    ptrdiff_t slb = 0, sextent = 0;
-    ompi_datatype_get_true_extent(sdtype, &slb, &sextent);
-    if (ompi_datatype_is_contiguous_memory_layout(sdtype, scount)) {
-      d->sendbuf = (const char*)sbuf + slb;
-    } else {
-      call->pack_src = sbuf;
-      call->pack_count = scount;
-      call->pack_dtype = sdtype;
-    }
+    d->sendbuf = mca_coll_hccl_side(&call->send, sbuf, (size_t)scount, sdtype, true, false);
   }
 
-  ptrdiff_t lb = 0, extent = 0;
-  ompi_datatype_get_true_extent(rdtype, &lb, &extent);
-  int total_count = (int)p * rcount;
-  if (ompi_datatype_is_contiguous_memory_layout(rdtype, total_count)) {
-    d->recvbuf = (char*)rbuf + lb;
-  } else {
-    call->unpack_dst = rbuf;
-    call->unpack_count = total_count;
-    call->unpack_dtype = rdtype;
-    call->unpack_bytes = p * per_rank;
-    if (d->in_place) {
-      ptrdiff_t rlb = 0, rextent = 0;
-      ompi_datatype_get_extent(rdtype, &rlb, &rextent);
-      size_t rank = (size_t)ompi_comm_rank(m->comm);
-      call->own_block_src = (const char*)rbuf + (ptrdiff_t)rank * rcount * rextent;
-      call->own_block_count = rcount;
-      call->own_block_offset = rank * per_rank;
-    }
+  size_t total_count = p * (size_t)rcount;
+  d->recvbuf = mca_coll_hccl_side(&call->recv, rbuf, total_count, rdtype, false, true);
+  if (MCA_COLL_HCCL_DIRECT != call->recv.kind && d->in_place) {
+    /* in place through a packed buffer: this rank's block is copied in before the call */
+    ptrdiff_t rlb = 0, rextent = 0;
+    ompi_datatype_get_extent(rdtype, &rlb, &rextent);
+    size_t rank = (size_t)ompi_comm_rank(m->comm);
+    mca_coll_hccl_region_t own = {(const char*)rbuf + (ptrdiff_t)(rank * (size_t)rcount) * rextent,
+                                  (size_t)rcount, rdtype, rank * per_rank};
+    call->recv.in = own;
   }
   return NULL;
 }

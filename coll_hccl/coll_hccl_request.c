@@ -49,31 +49,9 @@ static void release_buffers(mca_coll_hccl_request_t* r) {
   r->tmp_send = r->tmp_recv = NULL;
 }
 
-/* Non-contiguous allgather: the engine works on packed bytes. */
+/* Non-contiguous layouts: the engine works on staged copies (coll_hccl_stage.c). */
 static int pack_inputs(mca_coll_hccl_request_t* r) {
-  mca_coll_hccl_call_t* call = &r->call;
-  if (NULL != call->pack_src) {
-    size_t bytes = call->desc.count * call->desc.elem_size;
-    r->tmp_send = malloc(bytes > 0 ? bytes : 1);
-    if (NULL == r->tmp_send) return OMPI_ERR_OUT_OF_RESOURCE;
-    int rc = ompi_datatype_sndrcv(call->pack_src, call->pack_count, call->pack_dtype, r->tmp_send,
-                                  (int32_t)bytes, MPI_PACKED);
-    if (MPI_SUCCESS != rc) return rc;
-    call->desc.sendbuf = r->tmp_send;
-  }
-  if (NULL != call->unpack_dst) {
-    r->tmp_recv = malloc(call->unpack_bytes > 0 ? call->unpack_bytes : 1);
-    if (NULL == r->tmp_recv) return OMPI_ERR_OUT_OF_RESOURCE;
-    call->desc.recvbuf = r->tmp_recv;
-    if (NULL != call->own_block_src) { /* in place: this rank's block is already in rbuf */
-      size_t block = call->desc.count * call->desc.elem_size;
-      int rc = ompi_datatype_sndrcv(call->own_block_src, call->own_block_count, call->unpack_dtype,
-                                    (char*)r->tmp_recv + call->own_block_offset, (int32_t)block,
-                                    MPI_PACKED);
-      if (MPI_SUCCESS != rc) return rc;
-    }
-  }
-  return OMPI_SUCCESS;
+  return mca_coll_hccl_stage_in(&r->call, &r->tmp_send, &r->tmp_recv);
 }
 
 static int start(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
@@ -143,9 +121,8 @@ static void finish(mca_coll_hccl_request_t* r, hccl_status_t st) {
     opal_output(mca_coll_hccl_component.output, "%s on %s failed (%s): %s", call->mpi_name,
                 MCA_COLL_HCCL_NAME(r->comm), hccl_status_string(st), hccl_req_error(r->engine_req));
     mpi_rc = MPI_ERR_INTERN;
-  } else if (NULL != call->unpack_dst) {
-    mpi_rc = ompi_datatype_sndrcv(r->tmp_recv, (int32_t)call->unpack_bytes, MPI_PACKED,
-                                  call->unpack_dst, call->unpack_count, call->unpack_dtype);
+  } else {
+    mpi_rc = mca_coll_hccl_stage_out(call, r->tmp_recv);
   }
   hccl_req_free(r->engine_req);
   r->engine_req = NULL;
