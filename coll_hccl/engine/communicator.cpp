@@ -239,6 +239,7 @@ hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
       } else {
         ci.coll = Collective::Scatter;
         s.problem = algo::Problem::scatter(p, ci.count, root, d.in_place != 0);
+        ci.count = s.problem.total();  // CallInfo counts Scatter whole, as selection splits it
       }
       break;
     }
@@ -246,6 +247,7 @@ hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
       ci.coll = Collective::AllToAll;
       ci.count = d.count * scale;
       s.problem = algo::Problem::allToAll(p, ci.count, ci.inPlace);
+      ci.count = s.problem.total();  // CallInfo counts AllToAll whole, as selection splits it
       break;
     case HCCL_COLL_GATHER:
     case HCCL_COLL_ALLGATHERV:
@@ -319,6 +321,21 @@ int Communicator::supported(const hccl_coll_desc_t& desc, std::string& explain) 
       const algo::Decision& d = selector_->decide(s.info);
       last_.supported = d.ok() ? 1 : 0;
       last_.explain = d.ok() ? d.summary() : d.error;
+      // A decision whose schedule cannot be built (a composition the generators do not have yet)
+      // is declined here, where the previous component can still take the call, not failed at
+      // start. The plan depends on the shared arguments only, so every rank declines alike.
+      if (d.ok()) {
+        std::string err;
+        try {
+          last_.plan = planFor(last_.shape, err);
+        } catch (const std::exception& e) {
+          err = e.what();
+        }
+        if (!last_.plan) {
+          last_.supported = 0;
+          last_.explain = fmt::format("{}: no schedule: {}", d.summary(), err);
+        }
+      }
     }
   }
   explain = last_.explain;
