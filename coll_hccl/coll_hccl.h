@@ -84,6 +84,8 @@ typedef struct mca_coll_hccl_module_t {
   MCA_COLL_HCCL_PREV(iscatter);
   MCA_COLL_HCCL_PREV(alltoall);
   MCA_COLL_HCCL_PREV(ialltoall);
+  MCA_COLL_HCCL_PREV(allgatherv);
+  MCA_COLL_HCCL_PREV(iallgatherv);
   MCA_COLL_HCCL_PREV(reduce_local);
 } mca_coll_hccl_module_t;
 
@@ -150,6 +152,12 @@ typedef struct mca_coll_hccl_stage_t {
   size_t bytes;               /* size of the temporary */
   mca_coll_hccl_region_t in;  /* copied into the temporary before the call */
   mca_coll_hccl_region_t out; /* copied back to the user after the call succeeded */
+  /* nblocks > 0: `out` is that many pieces, packed one after another in the temporary, piece i
+   * being block_counts[i] x out.dtype at out.user + block_displs[i] bytes (the V forms). The table
+   * need only live until stage_in, which keeps a copy with the temporary. */
+  size_t nblocks;
+  const size_t* block_counts;
+  const ptrdiff_t* block_displs;
 } mca_coll_hccl_stage_t;
 
 /* One call on its way to the engine: the descriptor plus what the adapter must do around it. */
@@ -255,6 +263,13 @@ int mca_coll_hccl_alltoall(const void* sbuf, int scount, ompi_datatype_t* sdtype
 int mca_coll_hccl_ialltoall(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
                             int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
                             ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_allgatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                             const int* rcounts, const int* disps, ompi_datatype_t* rdtype,
+                             ompi_communicator_t* comm, mca_coll_base_module_t* module);
+int mca_coll_hccl_iallgatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                              const int* rcounts, const int* disps, ompi_datatype_t* rdtype,
+                              ompi_communicator_t* comm, ompi_request_t** request,
+                              mca_coll_base_module_t* module);
 int mca_coll_hccl_reduce_local(const void* inbuf, void* inoutbuf, int count, ompi_datatype_t* dtype,
                                ompi_op_t* op, mca_coll_base_module_t* module);
 

@@ -35,6 +35,8 @@
   X(iscatter)              \
   X(alltoall)              \
   X(ialltoall)             \
+  X(allgatherv)            \
+  X(iallgatherv)           \
   X(reduce_local)
 
 static void module_construct(mca_coll_hccl_module_t* m) {

@@ -89,9 +89,20 @@ static int extent_out(const mca_coll_hccl_region_t* to, const char* tmp) {
                                              (char*)(uintptr_t)tmp + to->offset - lb);
 }
 
-static int fill(const mca_coll_hccl_stage_t* st, void** tmp) {
-  *tmp = malloc(st->bytes > 0 ? st->bytes : 1);
+static int fill(mca_coll_hccl_stage_t* st, void** tmp) {
+  /* the block table of a V form lives after the data, aligned */
+  size_t data = (st->bytes + 15) / 16 * 16;
+  size_t table = st->nblocks * (sizeof(size_t) + sizeof(ptrdiff_t));
+  *tmp = malloc(data + table > 0 ? data + table : 1);
   if (NULL == *tmp) return OMPI_ERR_OUT_OF_RESOURCE;
+  if (st->nblocks > 0) {
+    size_t* counts = (size_t*)(void*)((char*)*tmp + data);
+    ptrdiff_t* displs = (ptrdiff_t*)(void*)(counts + st->nblocks);
+    memcpy(counts, st->block_counts, st->nblocks * sizeof *counts);
+    memcpy(displs, st->block_displs, st->nblocks * sizeof *displs);
+    st->block_counts = counts;
+    st->block_displs = displs;
+  }
   if (0 == st->in.count) return OMPI_SUCCESS;
   if (MCA_COLL_HCCL_EXTENT == st->kind) {
     extent_in(&st->in, *tmp);
@@ -116,7 +127,20 @@ int mca_coll_hccl_stage_in(mca_coll_hccl_call_t* call, void** tmp_send, void** t
 
 int mca_coll_hccl_stage_out(const mca_coll_hccl_call_t* call, const void* tmp_recv) {
   const mca_coll_hccl_stage_t* st = &call->recv;
-  if (MCA_COLL_HCCL_DIRECT == st->kind || 0 == st->out.count) return OMPI_SUCCESS;
+  if (MCA_COLL_HCCL_DIRECT == st->kind) return OMPI_SUCCESS;
+  if (st->nblocks > 0) {
+    size_t offset = 0;
+    for (size_t i = 0; i < st->nblocks; ++i) {
+      mca_coll_hccl_region_t piece = {(const char*)st->out.user + st->block_displs[i],
+                                      st->block_counts[i], st->out.dtype, offset};
+      offset += mca_coll_hccl_bytes(st->out.dtype, st->block_counts[i]);
+      if (0 == piece.count) continue;
+      int rc = unpack(&piece, tmp_recv);
+      if (OMPI_SUCCESS != rc) return rc;
+    }
+    return OMPI_SUCCESS;
+  }
+  if (0 == st->out.count) return OMPI_SUCCESS;
   return MCA_COLL_HCCL_EXTENT == st->kind ? extent_out(&st->out, tmp_recv)
                                           : unpack(&st->out, tmp_recv);
 }

@@ -345,7 +345,8 @@ typedef struct hccl_coll_desc {
   const size_t* sendcounts; /* [local] SCATTERV (root), ALLTOALLV: p entries, valid during the
                                call */
   const size_t* sdispls;    /* [local] with sendcounts; NULL = packed */
-  const size_t* rdispls;    /* [local] with recvcounts; NULL = packed */
+  const size_t* rdispls;    /* [local] with recvcounts; NULL = packed. This engine takes packed
+                               layouts only (NULL displacements): the adapter stages others. */
 } hccl_coll_desc_t;
 
 /* Whether the engine executes this call: 1 yes, 0 no (the adapter hands the call to the previous

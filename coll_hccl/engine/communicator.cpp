@@ -249,8 +249,25 @@ hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
       s.problem = algo::Problem::allToAll(p, ci.count, ci.inPlace);
       ci.count = s.problem.total();  // CallInfo counts AllToAll whole, as selection splits it
       break;
+    case HCCL_COLL_ALLGATHERV: {  // AllGather with the blocks MPI's recvcounts give ([same])
+      if (!d.recvcounts) {
+        why = "allgatherv without recvcounts";
+        return HCCL_ERR_ARG;
+      }
+      if (d.rdispls) {
+        why = "allgatherv with displacements (the adapter packs them)";
+        return HCCL_ERR_ARG;
+      }
+      std::vector<std::uint64_t> counts(p);
+      for (std::uint32_t r = 0; r < p; ++r) counts[r] = d.recvcounts[r] * scale;
+      ci.coll = Collective::AllGather;
+      s.problem = algo::Problem::allGather(p, 0, ci.inPlace);
+      s.problem.blocks = algo::Blocks::of(counts);
+      ci.count = s.problem.total() / p;
+      ci.uneven = !s.problem.blocks.isUniform();
+      break;
+    }
     case HCCL_COLL_GATHER:
-    case HCCL_COLL_ALLGATHERV:
     case HCCL_COLL_GATHERV:
     case HCCL_COLL_SCATTERV:
     case HCCL_COLL_ALLTOALLV:
@@ -286,7 +303,7 @@ bool Communicator::sameAsLast(const hccl_coll_desc_t& d) const {
       d.dtype != l.dtype || d.elem_size != l.elem_size || d.op != l.op ||
       d.user_commutative != l.user_commutative || d.root != l.root)
     return false;
-  if (d.coll != HCCL_COLL_REDUCE_SCATTER) return true;
+  if (d.coll != HCCL_COLL_REDUCE_SCATTER && d.coll != HCCL_COLL_ALLGATHERV) return true;
   return d.recvcounts && std::equal(last_.recvcounts.begin(), last_.recvcounts.end(), d.recvcounts);
 }
 
@@ -296,7 +313,7 @@ void Communicator::remember(const hccl_coll_desc_t& d, const CallShape& s) {
   last_.desc.sendbuf = nullptr;
   last_.desc.recvbuf = nullptr;
   last_.desc.sendcounts = last_.desc.sdispls = last_.desc.rdispls = nullptr;
-  if (d.coll == HCCL_COLL_REDUCE_SCATTER && d.recvcounts)
+  if ((d.coll == HCCL_COLL_REDUCE_SCATTER || d.coll == HCCL_COLL_ALLGATHERV) && d.recvcounts)
     last_.recvcounts.assign(d.recvcounts, d.recvcounts + size_);
   else
     last_.recvcounts.clear();

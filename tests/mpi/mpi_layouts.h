@@ -148,4 +148,24 @@ static inline bool layout_gaps_untouched(const guarded_t* g, size_t first, const
   return ok;
 }
 
+/* Marks (nonzero) in mask the data bytes of count x l at mask + first. */
+static inline void layout_mark(unsigned char* mask, size_t first, const layout_t* l, size_t count) {
+  if (0 == count) return;
+  unsigned char* ones = malloc(count * l->size + 1);
+  memset(ones, 0xff, count * l->size);
+  layout_write(l, mask + first, count, ones);
+  free(ones);
+}
+
+/* Every byte of g's body not marked in mask (body-sized) must equal the snapshot. */
+static inline bool masked_untouched(const guarded_t* g, const unsigned char* mask,
+                                    const char* what) {
+  for (size_t k = 0; k < g->body; ++k) {
+    size_t at = GUARD_ZONE + k;
+    if (0 == mask[k] && g->area[at] != g->snapshot[at])
+      return check(false, "%s: wrote byte %zu, which is no block's data", what, k);
+  }
+  return true;
+}
+
 #endif /* TESTS_MPI_MPI_LAYOUTS_H */
