@@ -86,6 +86,15 @@ typedef struct mca_coll_hccl_module_t {
   MCA_COLL_HCCL_PREV(ialltoall);
   MCA_COLL_HCCL_PREV(allgatherv);
   MCA_COLL_HCCL_PREV(iallgatherv);
+  MCA_COLL_HCCL_PREV(allreduce_init);
+  MCA_COLL_HCCL_PREV(reduce_scatter_block_init);
+  MCA_COLL_HCCL_PREV(reduce_scatter_init);
+  MCA_COLL_HCCL_PREV(allgather_init);
+  MCA_COLL_HCCL_PREV(allgatherv_init);
+  MCA_COLL_HCCL_PREV(alltoall_init);
+  MCA_COLL_HCCL_PREV(bcast_init);
+  MCA_COLL_HCCL_PREV(reduce_init);
+  MCA_COLL_HCCL_PREV(scatter_init);
   MCA_COLL_HCCL_PREV(reduce_local);
 } mca_coll_hccl_module_t;
 
@@ -171,12 +180,15 @@ typedef struct mca_coll_hccl_call_t {
   ptrdiff_t true_lb;      /* reductions: element i lies at its buffer + true_lb + i * elem_size */
   mca_coll_hccl_stage_t send; /* sendbuf side */
   mca_coll_hccl_stage_t recv; /* recvbuf side */
+  bool persistent;            /* MPI_*_init: prepared once, started by MPI_Start */
 } mca_coll_hccl_call_t;
 
 /* Staging (coll_hccl_stage.c). stage_in allocates the temporaries the call needs, fills them and
  * points desc at them; stage_out copies results back into the user's buffers. */
 int mca_coll_hccl_stage_in(mca_coll_hccl_call_t* call, void** tmp_send, void** tmp_recv);
 int mca_coll_hccl_stage_out(const mca_coll_hccl_call_t* call, const void* tmp_recv);
+/* Persistent calls: the temporaries stay, each start reloads the inputs into them. */
+int mca_coll_hccl_stage_refill(const mca_coll_hccl_call_t* call, void* tmp_send, void* tmp_recv);
 /* Describes `count` x `dtype` at `buf` as one side: directly when contiguous, else packed.
  * Returns the engine's pointer for a direct side (NULL when staged); `prefill` and `result` say
  * whether the call reads the user's data and writes results back. */
@@ -204,7 +216,16 @@ typedef struct mca_coll_hccl_request_t {
   ompi_communicator_t* comm; /* retained while the call runs */
   void* tmp_send;
   void* tmp_recv;
+  /* persistent requests (coll_hccl_persistent.c): the prepared call and what completes a start */
+  hccl_prepared_t* prepared;
+  void (*complete)(struct mca_coll_hccl_request_t* r, hccl_status_t st);
 } mca_coll_hccl_request_t;
+
+/* The engine's callback for reductions without an engine kernel (Open MPI's op). */
+void mca_coll_hccl_reduce_with_ompi(const void* in, void* inout, size_t count, void* ctx);
+/* Persistent requests (coll_hccl_persistent.c), from mca_coll_hccl_run for call->persistent. */
+int mca_coll_hccl_persistent_init(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
+                                  ompi_request_t** request);
 
 /* Runs a call the engine accepted: nonblocking if request is non-NULL, else waits for it. */
 int mca_coll_hccl_run(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
@@ -270,6 +291,42 @@ int mca_coll_hccl_iallgatherv(const void* sbuf, int scount, ompi_datatype_t* sdt
                               const int* rcounts, const int* disps, ompi_datatype_t* rdtype,
                               ompi_communicator_t* comm, ompi_request_t** request,
                               mca_coll_base_module_t* module);
+/* Persistent entries (MPIX_*_init), next to each collective's blocking and nonblocking ones */
+int mca_coll_hccl_allreduce_init(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                                 ompi_op_t* op, ompi_communicator_t* comm, struct ompi_info_t* info,
+                                 ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_reduce_scatter_block_init(const void* sbuf, void* rbuf, int rcount,
+                                            ompi_datatype_t* dtype, ompi_op_t* op,
+                                            ompi_communicator_t* comm, struct ompi_info_t* info,
+                                            ompi_request_t** request,
+                                            mca_coll_base_module_t* module);
+int mca_coll_hccl_reduce_scatter_init(const void* sbuf, void* rbuf, const int* rcounts,
+                                      ompi_datatype_t* dtype, ompi_op_t* op,
+                                      ompi_communicator_t* comm, struct ompi_info_t* info,
+                                      ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_allgather_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                                 int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                                 struct ompi_info_t* info, ompi_request_t** request,
+                                 mca_coll_base_module_t* module);
+int mca_coll_hccl_allgatherv_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                                  const int* rcounts, const int* disps, ompi_datatype_t* rdtype,
+                                  ompi_communicator_t* comm, struct ompi_info_t* info,
+                                  ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_alltoall_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                                int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                                struct ompi_info_t* info, ompi_request_t** request,
+                                mca_coll_base_module_t* module);
+int mca_coll_hccl_bcast_init(void* buff, int count, ompi_datatype_t* datatype, int root,
+                             ompi_communicator_t* comm, struct ompi_info_t* info,
+                             ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_reduce_init(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                              ompi_op_t* op, int root, ompi_communicator_t* comm,
+                              struct ompi_info_t* info, ompi_request_t** request,
+                              mca_coll_base_module_t* module);
+int mca_coll_hccl_scatter_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                               int rcount, ompi_datatype_t* rdtype, int root,
+                               ompi_communicator_t* comm, struct ompi_info_t* info,
+                               ompi_request_t** request, mca_coll_base_module_t* module);
 int mca_coll_hccl_reduce_local(const void* inbuf, void* inoutbuf, int count, ompi_datatype_t* dtype,
                                ompi_op_t* op, mca_coll_base_module_t* module);
 

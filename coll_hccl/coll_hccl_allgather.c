@@ -54,10 +54,13 @@ static const char* describe_allgather(mca_coll_hccl_module_t* m, mca_coll_hccl_c
 
 static bool allgather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf, int rcount,
                       ompi_datatype_t* rdtype, mca_coll_hccl_module_t* m, ompi_request_t** request,
-                      int* rc) {
+                      bool persistent, int* rc) {
   mca_coll_hccl_call_t call;
   memset(&call, 0, sizeof call);
-  call.mpi_name = NULL != request ? "MPI_Iallgather" : "MPI_Allgather";
+  call.mpi_name = persistent        ? "MPIX_Allgather_init"
+                  : NULL != request ? "MPI_Iallgather"
+                                    : "MPI_Allgather";
+  call.persistent = persistent;
   call.desc.nonblocking = NULL != request ? 1 : 0;
   const char* why = describe_allgather(m, &call, sbuf, scount, sdtype, rbuf, rcount, rdtype);
   if (!mca_coll_hccl_decide(m, &call, why)) return false;
@@ -70,7 +73,7 @@ int mca_coll_hccl_allgather(const void* sbuf, int scount, ompi_datatype_t* sdtyp
                             mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, NULL, &rc)) return rc;
+  if (allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, NULL, false, &rc)) return rc;
   return m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                            m->prev_allgather_module);
 }
@@ -80,7 +83,19 @@ int mca_coll_hccl_iallgather(const void* sbuf, int scount, ompi_datatype_t* sdty
                              ompi_request_t** request, mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, request, &rc)) return rc;
+  if (allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, request, false, &rc)) return rc;
   return m->prev_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
                             m->prev_iallgather_module);
+}
+
+/* Persistent (MPIX_Allgather_init): decided and planned once, run by every MPI_Start. */
+int mca_coll_hccl_allgather_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                                 int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                                 struct ompi_info_t* info, ompi_request_t** request,
+                                 mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, request, true, &rc)) return rc;
+  return m->prev_allgather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request,
+                                m->prev_allgather_init_module);
 }

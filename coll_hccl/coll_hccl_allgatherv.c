@@ -73,10 +73,14 @@ static const char* describe_allgatherv(mca_coll_hccl_module_t* m, mca_coll_hccl_
 
 static bool allgatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
                        const int* rcounts, const int* disps, ompi_datatype_t* rdtype,
-                       mca_coll_hccl_module_t* m, ompi_request_t** request, int* rc) {
+                       mca_coll_hccl_module_t* m, ompi_request_t** request, bool persistent,
+                       int* rc) {
   mca_coll_hccl_call_t call;
   memset(&call, 0, sizeof call);
-  call.mpi_name = NULL != request ? "MPI_Iallgatherv" : "MPI_Allgatherv";
+  call.mpi_name = persistent        ? "MPIX_Allgatherv_init"
+                  : NULL != request ? "MPI_Iallgatherv"
+                                    : "MPI_Allgatherv";
+  call.persistent = persistent;
   call.desc.nonblocking = NULL != request ? 1 : 0;
   size_t p = (size_t)ompi_comm_size(m->comm);
   size_t* table = malloc(p * (2 * sizeof(size_t) + sizeof(ptrdiff_t)));
@@ -98,7 +102,8 @@ int mca_coll_hccl_allgatherv(const void* sbuf, int scount, ompi_datatype_t* sdty
                              ompi_communicator_t* comm, mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (allgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, m, NULL, &rc)) return rc;
+  if (allgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, m, NULL, false, &rc))
+    return rc;
   return m->prev_allgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, comm,
                             m->prev_allgatherv_module);
 }
@@ -109,7 +114,21 @@ int mca_coll_hccl_iallgatherv(const void* sbuf, int scount, ompi_datatype_t* sdt
                               mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (allgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, m, request, &rc)) return rc;
+  if (allgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, m, request, false, &rc))
+    return rc;
   return m->prev_iallgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, comm, request,
                              m->prev_iallgatherv_module);
+}
+
+/* Persistent (MPIX_Allgatherv_init): decided and planned once, run by every MPI_Start. */
+int mca_coll_hccl_allgatherv_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                                  const int* rcounts, const int* disps, ompi_datatype_t* rdtype,
+                                  ompi_communicator_t* comm, struct ompi_info_t* info,
+                                  ompi_request_t** request, mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (allgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, m, request, true, &rc))
+    return rc;
+  return m->prev_allgatherv_init(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, comm, info,
+                                 request, m->prev_allgatherv_init_module);
 }

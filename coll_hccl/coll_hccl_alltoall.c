@@ -37,10 +37,13 @@ static const char* describe_alltoall(mca_coll_hccl_module_t* m, mca_coll_hccl_ca
 
 static bool alltoall(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf, int rcount,
                      ompi_datatype_t* rdtype, mca_coll_hccl_module_t* m, ompi_request_t** request,
-                     int* rc) {
+                     bool persistent, int* rc) {
   mca_coll_hccl_call_t call;
   memset(&call, 0, sizeof call);
-  call.mpi_name = NULL != request ? "MPI_Ialltoall" : "MPI_Alltoall";
+  call.mpi_name = persistent        ? "MPIX_Alltoall_init"
+                  : NULL != request ? "MPI_Ialltoall"
+                                    : "MPI_Alltoall";
+  call.persistent = persistent;
   call.desc.nonblocking = NULL != request ? 1 : 0;
   const char* why = describe_alltoall(m, &call, sbuf, scount, sdtype, rbuf, rcount, rdtype);
   if (!mca_coll_hccl_decide(m, &call, why)) return false;
@@ -53,7 +56,7 @@ int mca_coll_hccl_alltoall(const void* sbuf, int scount, ompi_datatype_t* sdtype
                            mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, NULL, &rc)) return rc;
+  if (alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, NULL, false, &rc)) return rc;
   return m->prev_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                           m->prev_alltoall_module);
 }
@@ -63,7 +66,19 @@ int mca_coll_hccl_ialltoall(const void* sbuf, int scount, ompi_datatype_t* sdtyp
                             ompi_request_t** request, mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, request, &rc)) return rc;
+  if (alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, request, false, &rc)) return rc;
   return m->prev_ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
                            m->prev_ialltoall_module);
+}
+
+/* Persistent (MPIX_Alltoall_init): decided and planned once, run by every MPI_Start. */
+int mca_coll_hccl_alltoall_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                                int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                                struct ompi_info_t* info, ompi_request_t** request,
+                                mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, request, true, &rc)) return rc;
+  return m->prev_alltoall_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request,
+                               m->prev_alltoall_init_module);
 }

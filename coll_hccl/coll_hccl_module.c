@@ -18,25 +18,34 @@
 #include "ompi/proc/proc.h"
 #include "opal/util/output.h"
 
-#define FOR_EACH_COLL(X)   \
-  X(allreduce)             \
-  X(iallreduce)            \
-  X(allgather)             \
-  X(iallgather)            \
-  X(reduce_scatter)        \
-  X(ireduce_scatter)       \
-  X(reduce_scatter_block)  \
-  X(ireduce_scatter_block) \
-  X(bcast)                 \
-  X(ibcast)                \
-  X(reduce)                \
-  X(ireduce)               \
-  X(scatter)               \
-  X(iscatter)              \
-  X(alltoall)              \
-  X(ialltoall)             \
-  X(allgatherv)            \
-  X(iallgatherv)           \
+#define FOR_EACH_COLL(X)       \
+  X(allreduce)                 \
+  X(iallreduce)                \
+  X(allgather)                 \
+  X(iallgather)                \
+  X(reduce_scatter)            \
+  X(ireduce_scatter)           \
+  X(reduce_scatter_block)      \
+  X(ireduce_scatter_block)     \
+  X(bcast)                     \
+  X(ibcast)                    \
+  X(reduce)                    \
+  X(ireduce)                   \
+  X(scatter)                   \
+  X(iscatter)                  \
+  X(alltoall)                  \
+  X(ialltoall)                 \
+  X(allgatherv)                \
+  X(iallgatherv)               \
+  X(allreduce_init)            \
+  X(reduce_scatter_block_init) \
+  X(reduce_scatter_init)       \
+  X(allgather_init)            \
+  X(allgatherv_init)           \
+  X(alltoall_init)             \
+  X(bcast_init)                \
+  X(reduce_init)               \
+  X(scatter_init)              \
   X(reduce_local)
 
 static void module_construct(mca_coll_hccl_module_t* m) {

@@ -37,7 +37,7 @@ static int request_cancel(ompi_request_t* req, int complete) {
 /* The engine's reduction callback for ops without an engine kernel: Open MPI's own reduction.
  * ompi_op_reduce computes target = source op target and takes MPI buffer pointers, i.e. before
  * the datatype's lower bound. */
-static void reduce_with_ompi(const void* in, void* inout, size_t count, void* ctx) {
+void mca_coll_hccl_reduce_with_ompi(const void* in, void* inout, size_t count, void* ctx) {
   mca_coll_hccl_request_t* r = (mca_coll_hccl_request_t*)ctx;
   ompi_op_reduce(r->call.op, (char*)(uintptr_t)in - r->call.true_lb, (char*)inout - r->call.true_lb,
                  count, r->call.dtype);
@@ -70,7 +70,7 @@ static int start(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
 
   r->call = *call;
   if (HCCL_OP_USER == r->call.desc.op) {
-    r->call.desc.user_fn = reduce_with_ompi;
+    r->call.desc.user_fn = mca_coll_hccl_reduce_with_ompi;
     r->call.desc.user_ctx = r;
   }
 
@@ -101,6 +101,7 @@ static int start(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
 
 int mca_coll_hccl_run(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
                       ompi_request_t** request) {
+  if (call->persistent) return mca_coll_hccl_persistent_init(m, call, request);
   if (NULL != request) return start(m, call, request);
   ompi_request_t* req = NULL;
   int rc = start(m, call, &req);
@@ -114,6 +115,10 @@ int mca_coll_hccl_run(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* cal
 /* After hccl_progress returned: completion callbacks may start new calls or free the
  * communicator (its destructor runs if this was the last reference). */
 static void finish(mca_coll_hccl_request_t* r, hccl_status_t st) {
+  if (NULL != r->complete) { /* a persistent request completes its own way */
+    r->complete(r, st);
+    return;
+  }
   mca_coll_hccl_call_t* call = &r->call;
   ompi_request_t* req = &r->super.super;
   int mpi_rc = MPI_SUCCESS;

@@ -69,10 +69,11 @@ static const char* describe_bcast(mca_coll_hccl_module_t* m, mca_coll_hccl_call_
 }
 
 static bool bcast(void* buf, int count, ompi_datatype_t* dtype, int root, mca_coll_hccl_module_t* m,
-                  ompi_request_t** request, int* rc) {
+                  ompi_request_t** request, bool persistent, int* rc) {
   mca_coll_hccl_call_t call;
   memset(&call, 0, sizeof call);
-  call.mpi_name = NULL != request ? "MPI_Ibcast" : "MPI_Bcast";
+  call.mpi_name = persistent ? "MPIX_Bcast_init" : NULL != request ? "MPI_Ibcast" : "MPI_Bcast";
+  call.persistent = persistent;
   const char* why = describe_bcast(m, &call, buf, count, dtype, root);
   return run(m, &call, why, request, rc);
 }
@@ -81,7 +82,7 @@ int mca_coll_hccl_bcast(void* buff, int count, ompi_datatype_t* datatype, int ro
                         ompi_communicator_t* comm, mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (bcast(buff, count, datatype, root, m, NULL, &rc)) return rc;
+  if (bcast(buff, count, datatype, root, m, NULL, false, &rc)) return rc;
   return m->prev_bcast(buff, count, datatype, root, comm, m->prev_bcast_module);
 }
 
@@ -90,7 +91,7 @@ int mca_coll_hccl_ibcast(void* buff, int count, ompi_datatype_t* datatype, int r
                          mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (bcast(buff, count, datatype, root, m, request, &rc)) return rc;
+  if (bcast(buff, count, datatype, root, m, request, false, &rc)) return rc;
   return m->prev_ibcast(buff, count, datatype, root, comm, request, m->prev_ibcast_module);
 }
 
@@ -141,10 +142,12 @@ static const char* describe_reduce(mca_coll_hccl_module_t* m, mca_coll_hccl_call
 }
 
 static bool reduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype, ompi_op_t* op,
-                   int root, mca_coll_hccl_module_t* m, ompi_request_t** request, int* rc) {
+                   int root, mca_coll_hccl_module_t* m, ompi_request_t** request, bool persistent,
+                   int* rc) {
   mca_coll_hccl_call_t call;
   memset(&call, 0, sizeof call);
-  call.mpi_name = NULL != request ? "MPI_Ireduce" : "MPI_Reduce";
+  call.mpi_name = persistent ? "MPIX_Reduce_init" : NULL != request ? "MPI_Ireduce" : "MPI_Reduce";
+  call.persistent = persistent;
   const char* why = describe_reduce(m, &call, sbuf, rbuf, count, dtype, op, root);
   return run(m, &call, why, request, rc);
 }
@@ -154,7 +157,7 @@ int mca_coll_hccl_reduce(const void* sbuf, void* rbuf, int count, ompi_datatype_
                          mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (reduce(sbuf, rbuf, count, dtype, op, root, m, NULL, &rc)) return rc;
+  if (reduce(sbuf, rbuf, count, dtype, op, root, m, NULL, false, &rc)) return rc;
   return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm, m->prev_reduce_module);
 }
 
@@ -163,7 +166,7 @@ int mca_coll_hccl_ireduce(const void* sbuf, void* rbuf, int count, ompi_datatype
                           ompi_request_t** request, mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (reduce(sbuf, rbuf, count, dtype, op, root, m, request, &rc)) return rc;
+  if (reduce(sbuf, rbuf, count, dtype, op, root, m, request, false, &rc)) return rc;
   return m->prev_ireduce(sbuf, rbuf, count, dtype, op, root, comm, request, m->prev_ireduce_module);
 }
 
@@ -204,10 +207,13 @@ static const char* describe_scatter(mca_coll_hccl_module_t* m, mca_coll_hccl_cal
 
 static bool scatter(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf, int rcount,
                     ompi_datatype_t* rdtype, int root, mca_coll_hccl_module_t* m,
-                    ompi_request_t** request, int* rc) {
+                    ompi_request_t** request, bool persistent, int* rc) {
   mca_coll_hccl_call_t call;
   memset(&call, 0, sizeof call);
-  call.mpi_name = NULL != request ? "MPI_Iscatter" : "MPI_Scatter";
+  call.mpi_name = persistent        ? "MPIX_Scatter_init"
+                  : NULL != request ? "MPI_Iscatter"
+                                    : "MPI_Scatter";
+  call.persistent = persistent;
   const char* why = describe_scatter(m, &call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root);
   return run(m, &call, why, request, rc);
 }
@@ -217,7 +223,7 @@ int mca_coll_hccl_scatter(const void* sbuf, int scount, ompi_datatype_t* sdtype,
                           mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, m, NULL, &rc)) return rc;
+  if (scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, m, NULL, false, &rc)) return rc;
   return m->prev_scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
                          m->prev_scatter_module);
 }
@@ -227,7 +233,42 @@ int mca_coll_hccl_iscatter(const void* sbuf, int scount, ompi_datatype_t* sdtype
                            ompi_request_t** request, mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, m, request, &rc)) return rc;
+  if (scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, m, request, false, &rc)) return rc;
   return m->prev_iscatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
                           m->prev_iscatter_module);
+}
+
+/* Persistent (MPIX_Bcast_init): decided and planned once, run by every MPI_Start. */
+int mca_coll_hccl_bcast_init(void* buff, int count, ompi_datatype_t* datatype, int root,
+                             ompi_communicator_t* comm, struct ompi_info_t* info,
+                             ompi_request_t** request, mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (bcast(buff, count, datatype, root, m, request, true, &rc)) return rc;
+  return m->prev_bcast_init(buff, count, datatype, root, comm, info, request,
+                            m->prev_bcast_init_module);
+}
+
+/* Persistent (MPIX_Reduce_init): decided and planned once, run by every MPI_Start. */
+int mca_coll_hccl_reduce_init(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                              ompi_op_t* op, int root, ompi_communicator_t* comm,
+                              struct ompi_info_t* info, ompi_request_t** request,
+                              mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (reduce(sbuf, rbuf, count, dtype, op, root, m, request, true, &rc)) return rc;
+  return m->prev_reduce_init(sbuf, rbuf, count, dtype, op, root, comm, info, request,
+                             m->prev_reduce_init_module);
+}
+
+/* Persistent (MPIX_Scatter_init): decided and planned once, run by every MPI_Start. */
+int mca_coll_hccl_scatter_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                               int rcount, ompi_datatype_t* rdtype, int root,
+                               ompi_communicator_t* comm, struct ompi_info_t* info,
+                               ompi_request_t** request, mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, m, request, true, &rc)) return rc;
+  return m->prev_scatter_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, info, request,
+                              m->prev_scatter_init_module);
 }

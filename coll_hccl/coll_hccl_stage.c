@@ -89,6 +89,15 @@ static int extent_out(const mca_coll_hccl_region_t* to, const char* tmp) {
                                              (char*)(uintptr_t)tmp + to->offset - lb);
 }
 
+static int load(const mca_coll_hccl_stage_t* st, void* tmp) {
+  if (0 == st->in.count) return OMPI_SUCCESS;
+  if (MCA_COLL_HCCL_EXTENT == st->kind) {
+    extent_in(&st->in, tmp);
+    return OMPI_SUCCESS;
+  }
+  return pack(&st->in, tmp);
+}
+
 static int fill(mca_coll_hccl_stage_t* st, void** tmp) {
   /* the block table of a V form lives after the data, aligned */
   size_t data = (st->bytes + 15) / 16 * 16;
@@ -103,12 +112,14 @@ static int fill(mca_coll_hccl_stage_t* st, void** tmp) {
     st->block_counts = counts;
     st->block_displs = displs;
   }
-  if (0 == st->in.count) return OMPI_SUCCESS;
-  if (MCA_COLL_HCCL_EXTENT == st->kind) {
-    extent_in(&st->in, *tmp);
-    return OMPI_SUCCESS;
-  }
-  return pack(&st->in, *tmp);
+  return load(st, *tmp);
+}
+
+int mca_coll_hccl_stage_refill(const mca_coll_hccl_call_t* call, void* tmp_send, void* tmp_recv) {
+  int rc = MCA_COLL_HCCL_DIRECT != call->send.kind ? load(&call->send, tmp_send) : OMPI_SUCCESS;
+  if (OMPI_SUCCESS == rc && MCA_COLL_HCCL_DIRECT != call->recv.kind)
+    rc = load(&call->recv, tmp_recv);
+  return rc;
 }
 
 int mca_coll_hccl_stage_in(mca_coll_hccl_call_t* call, void** tmp_send, void** tmp_recv) {

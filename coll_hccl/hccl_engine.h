@@ -368,6 +368,20 @@ typedef struct hccl_req hccl_req_t;
 hccl_status_t hccl_coll_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, void* owner,
                               hccl_req_t** req, char* err, size_t errlen);
 
+/* Persistent collectives (MPI_*_init, MPIX_*_init in Open MPI 4.1): a call accepted by
+ * hccl_coll_supported is planned once, with the buffers (and user_fn/user_ctx) every start uses,
+ * which stay valid until hccl_prepared_free. hccl_prepared_start runs the prepared plan: it only
+ * binds buffers and starts the executor, reusing the request of the previous start; it completes
+ * through hccl_progress like hccl_coll_start, and the prepared call may start again once the
+ * request was freed. Starts take their place in the communicator's order of collectives like
+ * any other call. hccl_prepared_free: not while a start is in flight; NULL is ignored. */
+typedef struct hccl_prepared hccl_prepared_t;
+hccl_status_t hccl_coll_prepare(hccl_comm_t* comm, const hccl_coll_desc_t* desc,
+                                hccl_prepared_t** prepared, char* err, size_t errlen);
+hccl_status_t hccl_prepared_start(hccl_prepared_t* prepared, void* owner, hccl_req_t** req,
+                                  char* err, size_t errlen);
+void hccl_prepared_free(hccl_prepared_t* prepared);
+
 /* A finished call: HCCL_SUCCESS (results are in recvbuf) or the error that ended it (then
  * hccl_req_error says why). Either way nothing more happens to the call's buffers. */
 typedef struct hccl_completion {

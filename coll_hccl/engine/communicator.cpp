@@ -423,30 +423,57 @@ hccl_status_t Communicator::start(const hccl_coll_desc_t& desc, std::unique_ptr<
   }
   const CallShape& s = last_.shape;
   if (!last_.plan) last_.plan = planFor(s, err);
-  std::shared_ptr<const Plan> plan = last_.plan;
-  if (!plan) return HCCL_ERR_UNSUPPORTED;
-  std::optional<Reduction> reduction;
-  if (reduces(s.info.coll)) {
-    if (s.userOp) {
-      if (!desc.user_fn) {
-        err = "user op without a function";
-        return HCCL_ERR_ARG;
-      }
-      reduction.emplace(
-          Reduction::user(desc.user_fn, desc.user_ctx, s.info.elemSize, s.info.commutative));
-    } else {
-      reduction.emplace(Reduction::predefined(*s.info.type, *s.info.op));
-    }
-  }
-  const std::uint32_t seq = seq_++;
+  if (!last_.plan) return HCCL_ERR_UNSUPPORTED;
+  const Prepared call{s,
+                      last_.plan,
+                      desc.in_place ? nullptr : desc.sendbuf,
+                      desc.recvbuf,
+                      desc.user_fn,
+                      desc.user_ctx};
   if (idle_.empty()) {
     req = std::make_unique<Request>(*this);
   } else {
     req = std::move(idle_.back());
     idle_.pop_back();
   }
-  if (!req->start(std::move(plan), desc.in_place ? nullptr : desc.sendbuf, desc.recvbuf,
-                  s.info.elemSize, std::move(reduction), seq)) {
+  return launch(call, req, err);
+}
+
+hccl_status_t Communicator::prepare(const hccl_coll_desc_t& desc, Prepared& out, std::string& err) {
+  CallShape shape;
+  if (const hccl_status_t st = describe(desc, shape, err); st != HCCL_SUCCESS) return st;
+  std::shared_ptr<const Plan> plan = planFor(shape, err);
+  if (!plan) return HCCL_ERR_UNSUPPORTED;
+  if (shape.userOp && !desc.user_fn) {
+    err = "user op without a function";
+    return HCCL_ERR_ARG;
+  }
+  out = Prepared{std::move(shape), std::move(plan), desc.in_place ? nullptr : desc.sendbuf,
+                 desc.recvbuf,     desc.user_fn,    desc.user_ctx};
+  return HCCL_SUCCESS;
+}
+
+hccl_status_t Communicator::launch(const Prepared& call, std::unique_ptr<Request>& req,
+                                   std::string& err) {
+  const CallShape& s = call.shape;
+  std::optional<Reduction> reduction;
+  if (reduces(s.info.coll)) {
+    if (s.userOp) {
+      if (!call.userFn) {
+        err = "user op without a function";
+        release(std::move(req));
+        return HCCL_ERR_ARG;
+      }
+      reduction.emplace(
+          Reduction::user(call.userFn, call.userCtx, s.info.elemSize, s.info.commutative));
+    } else {
+      reduction.emplace(Reduction::predefined(*s.info.type, *s.info.op));
+    }
+  }
+  // Every start takes the next number, persistent or not: MPI orders a communicator's
+  // collectives, started persistent ones included, alike on every rank.
+  const std::uint32_t seq = seq_++;
+  if (!req->start(call.plan, call.send, call.recv, s.info.elemSize, std::move(reduction), seq)) {
     err = req->error();
     const hccl_status_t st = req->status();
     release(std::move(req));
