@@ -6,6 +6,8 @@
 #include <bit>
 #include <nlohmann/json.hpp>
 
+#include "common/utf8.hpp"
+
 namespace hccl::algo {
 namespace {
 
@@ -47,8 +49,8 @@ struct RowReader {
         if (!x.is_boolean()) return error(where + ".power_of_two", "expected true or false");
         out.powerOfTwo = x.get<bool>();
       } else {
-        warn(where,
-             fmt::format("unknown member \"{}\" skipped (valid: min, max, power_of_two)", key));
+        warn(where, fmt::format("unknown member {} skipped (valid: min, max, power_of_two)",
+                                text::quoted(key)));
       }
     }
     if (out.min > out.max) return error(where, "min is larger than max");
@@ -68,8 +70,8 @@ struct RowReader {
     rule.level = r["level"].get<int>();
     const auto alg = parseAlgorithm(r["algorithm"].get<std::string>());
     if (!alg) {
-      warn(where,
-           fmt::format("unknown algorithm \"{}\"; row skipped", r["algorithm"].get<std::string>()));
+      warn(where, fmt::format("unknown algorithm {}; row skipped",
+                              text::quoted(r["algorithm"].get<std::string>())));
       return std::nullopt;
     }
     rule.algorithm = *alg;
@@ -109,7 +111,8 @@ struct RowReader {
         if (!v.is_string()) return error(at, "expected a string");
         (key == "why" ? rule.why : rule.source) = v.get<std::string>();
       } else {
-        warn(where, fmt::format("unknown member \"{}\" skipped (valid: {})", key, kMembers));
+        warn(where,
+             fmt::format("unknown member {} skipped (valid: {})", text::quoted(key), kMembers));
       }
       if (e) return e;
     }

@@ -141,7 +141,7 @@ class Blocks {
   // The count of the largest block (0 without blocks): the size of a slot any block fits.
   std::uint64_t largest() const;
   bool isUniform() const;
-  bool operator==(const Blocks&) const = default;
+  auto operator<=>(const Blocks&) const = default;  // cache keys
 
  private:
   std::vector<std::uint64_t> offsets_{0};
@@ -200,7 +200,7 @@ struct Problem {
   // The part of Output rank r may write (write_contract.hpp): its result. Empty where the
   // standard names no output: a Broadcast root's buffer, an in-place Scatter root's.
   Slice writableOutput(std::uint32_t r) const;
-  bool operator==(const Problem&) const = default;
+  auto operator<=>(const Problem&) const = default;  // cache keys
 };
 
 // Elements of Scratch the rank schedule touches.

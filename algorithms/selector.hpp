@@ -7,8 +7,10 @@
 // checks is identical everywhere, so every rank decides alike without communicating.
 #pragma once
 
-#include <map>
+#include <cstddef>
 #include <vector>
+
+#include "common/bounded_cache.hpp"
 
 #include "algorithms/config_settings.hpp"
 #include "algorithms/cost_model.hpp"
@@ -28,8 +30,10 @@ class Selector {
   const Settings& settings() const { return selection_.settings(); }
   const CostModel& model() const { return selection_.model(); }
 
-  // Cached per distinct call.
+  // Cached per distinct call, least recently used forgotten first. The reference stays valid
+  // until kCacheCapacity other distinct calls have been decided.
   const Decision& decide(const CallInfo& call);
+  static constexpr std::size_t kCacheCapacity = 4096;
 
   // Every algorithm considered for shape level `levelIndex` by the per-level plan, with
   // capability and prediction.
@@ -37,7 +41,7 @@ class Selector {
 
  private:
   Selection selection_;
-  std::map<CallInfo, Decision> cache_;
+  common::BoundedCache<CallInfo, Decision> cache_{kCacheCapacity};
 };
 
 }  // namespace hccl::algo

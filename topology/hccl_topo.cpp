@@ -86,7 +86,7 @@ void printRank(const Hierarchy& h, std::uint32_t r) {
   const RankPlace& p = h.place(r);
   fmt::print("rank {}: supernode {}, server {} (\"{}\"), server-in-supernode {}, local {}\n", r,
              p.supernode, p.server, h.serverName(p.server), p.serverInSupernode, p.local);
-  const CommShape shape = h.shape(r);
+  const HierarchyShape shape = h.shape(r);
   for (int level = 0; level < kNumLevels; ++level) {
     const LevelShape& ls = shape.level[static_cast<std::size_t>(level)];
     fmt::print(
@@ -98,7 +98,7 @@ void printRank(const Hierarchy& h, std::uint32_t r) {
 
 json rankJson(const Hierarchy& h, std::uint32_t r) {
   const RankPlace& p = h.place(r);
-  const CommShape shape = h.shape(r);
+  const HierarchyShape shape = h.shape(r);
   json levels = json::array();
   for (int level = 0; level < kNumLevels; ++level) {
     const LevelShape& ls = shape.level[static_cast<std::size_t>(level)];

@@ -5,12 +5,9 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "algorithms/algorithm.hpp"
 #include "topology/error.hpp"
 
 namespace hccl::topo {
-
-static_assert(kNumLevels == algo::kNumLevels, "topology and algorithms must agree on the levels");
 
 Hierarchy Hierarchy::fromLabels(std::span<const RankLabel> labels) {
   if (labels.empty()) throw TopologyError("topology: a hierarchy needs at least one rank");
@@ -154,8 +151,8 @@ bool Hierarchy::symmetric() const {
   return sameServers && samePods;
 }
 
-CommShape Hierarchy::shape(std::uint32_t rank) const {
-  CommShape out;
+HierarchyShape Hierarchy::shape(std::uint32_t rank) const {
+  HierarchyShape out;
   out.ranks = size();
   out.levels = levels();
   out.symmetric = symmetric();

@@ -21,6 +21,7 @@
 // (json.hpp).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -33,6 +34,7 @@
 namespace hccl::topo {
 
 inline constexpr int kNumLevels = 3;
+static_assert(std::tuple_size_v<decltype(HierarchyShape::level)> == kNumLevels);
 
 struct RankPlace {
   std::uint32_t supernode = 0;          // supernode index
@@ -96,7 +98,7 @@ class Hierarchy {
   std::uint32_t levels() const;
   // Same number of ranks on every server and same number of servers in every supernode.
   bool symmetric() const;
-  CommShape shape(std::uint32_t rank) const;
+  HierarchyShape shape(std::uint32_t rank) const;
 
   // Rank placement: ranks fill servers in server order (Block), are dealt to servers in turn
   // (RoundRobin, as an "rr:" emulation spec places them), or neither.

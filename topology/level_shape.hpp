@@ -21,12 +21,13 @@ struct LevelShape {
   bool uniform = true;  // every group at this level has the same size
 };
 
-struct CommShape {
+// The levels as one rank sees them (algo::CommShape is the selector's own, per-group view).
+struct HierarchyShape {
   std::uint32_t ranks = 1;
   std::uint32_t levels =
       1;                  // 1: one server; 2: several servers, one supernode; 3: several supernodes
   bool symmetric = true;  // same ranks per server and same servers per supernode
-  std::array<LevelShape, 3> level{};
+  std::array<LevelShape, 3> level{};  // kNumLevels (hierarchy.hpp asserts it)
 };
 
 }  // namespace hccl::topo

@@ -367,11 +367,8 @@ std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::strin
   }
   const algo::PlanKey& composed = d.plan;
   const algo::Problem& pb = s.problem;
-  std::string key = fmt::format("{}|{}|{}|{}", toString(pb), s.info.elemSize,
-                                algo::toString(composed), pb.blocks.isUniform());
-  if (!pb.blocks.isUniform())
-    for (std::uint32_t r = 0; r < pb.ranks; ++r) key += fmt::format(",{}", pb.blocks.count(r));
-  if (auto it = plans_.find(key); it != plans_.end()) return it->second;
+  const PlanCacheKey key{pb, s.info.elemSize, composed};
+  if (auto hit = plans_.find(key)) return hit;
 
   const algo::Layout& lay = *layout_;
   const algo::RankGenerator compose = [&lay, composed](const algo::Problem& q, std::uint32_t r) {
@@ -392,25 +389,15 @@ std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::strin
   const std::uint64_t chunk = algo::chunkSizeFor(sizing, budget, gen);
   plan->chunks = algo::planChunks(pb, static_cast<std::uint32_t>(rank_), chunk);
   for (const algo::Chunk& c : plan->chunks) {
-    std::string skey = fmt::format("{}|{}", key, toString(c.problem));
-    if (!c.problem.blocks.isUniform())
-      for (std::uint32_t r = 0; r < c.problem.ranks; ++r)
-        skey += fmt::format(",{}", c.problem.blocks.count(r));
-    auto it = schedules_.find(skey);
-    if (it == schedules_.end())
-      it = schedules_
-               .emplace(skey, std::make_shared<const algo::RankSchedule>(
-                                  gen(c.problem, static_cast<std::uint32_t>(rank_))))
-               .first;
-    plan->schedules.push_back(it->second);
-    plan->scratchElems = std::max(plan->scratchElems, algo::scratchCount(*it->second));
+    const ScheduleCacheKey skey{key, c.problem};
+    std::shared_ptr<const algo::RankSchedule> schedule = schedules_.find(skey);
+    if (!schedule)
+      schedule = schedules_.insert(skey, std::make_shared<const algo::RankSchedule>(
+                                             gen(c.problem, static_cast<std::uint32_t>(rank_))));
+    plan->scratchElems = std::max(plan->scratchElems, algo::scratchCount(*schedule));
+    plan->schedules.push_back(std::move(schedule));
   }
-  if (plans_.size() > 1024) {  // many distinct shapes: keep memory bounded
-    plans_.clear();
-    schedules_.clear();
-  }
-  plans_.emplace(key, plan);
-  return plan;
+  return plans_.insert(key, std::move(plan));
 }
 
 hccl_status_t Communicator::start(const hccl_coll_desc_t& desc, std::unique_ptr<Request>& req,

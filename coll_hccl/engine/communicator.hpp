@@ -20,6 +20,7 @@
 #include "coll_hccl/engine/settings_bridge.hpp"
 #include "coll_hccl/engine/setup.hpp"
 #include "coll_hccl/hccl_engine.h"
+#include "common/bounded_cache.hpp"
 #include "topology/hierarchy.hpp"
 #include "ucx_tl/transport.hpp"
 
@@ -42,6 +43,20 @@ struct Plan {
   std::vector<algo::Chunk> chunks;
   std::vector<std::shared_ptr<const algo::RankSchedule>> schedules;  // one per chunk
   std::uint64_t scratchElems = 0;
+};
+
+// What a plan depends on: the call's problem, its element size and the decision's plan.
+struct PlanCacheKey {
+  algo::Problem problem;
+  std::size_t elemSize = 1;
+  algo::PlanKey plan;
+  auto operator<=>(const PlanCacheKey&) const = default;
+};
+// A chunk's schedule: the same chunk problem under the same plan is generated once.
+struct ScheduleCacheKey {
+  PlanCacheKey plan;
+  algo::Problem chunk;
+  auto operator<=>(const ScheduleCacheKey&) const = default;
 };
 
 // Process-wide state shared by communicators: the world transport, the local topology record.
@@ -126,8 +141,9 @@ class Communicator {
   std::unique_ptr<algo::Selector> selector_;
   std::shared_ptr<tl::Transport> transport_;
   std::shared_ptr<tl::Transport> linkLayer_;
-  std::map<std::string, std::shared_ptr<const Plan>> plans_;
-  std::map<std::string, std::shared_ptr<const algo::RankSchedule>> schedules_;
+  // Bounded, least recently used forgotten first: a sweep of many sizes keeps its hot plans.
+  common::BoundedCache<PlanCacheKey, Plan> plans_{1024};
+  common::BoundedCache<ScheduleCacheKey, algo::RankSchedule> schedules_{4096};
   struct Scratch {
     std::unique_ptr<std::byte[]> data;
     std::size_t bytes = 0;

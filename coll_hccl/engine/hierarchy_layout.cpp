@@ -2,7 +2,9 @@
 
 namespace hccl::engine {
 
-static_assert(topo::kNumLevels == algo::kNumLevels);
+// The one place both level counts meet: topology must not depend on algorithms, or the reverse.
+static_assert(topo::kNumLevels == algo::kNumLevels,
+              "topology and algorithms must agree on the levels");
 
 algo::Layout layoutOf(const topo::Hierarchy& h) {
   std::array<algo::Layout::Groups, algo::kNumLevels> groups;

@@ -7,10 +7,10 @@
 #include "topology/emulation.hpp"
 #include "topology/hierarchy.hpp"
 
-using hccl::topo::CommShape;
 using hccl::topo::EmulationSpec;
 using hccl::topo::formatRankList;
 using hccl::topo::Hierarchy;
+using hccl::topo::HierarchyShape;
 using hccl::topo::parseEmulationSpec;
 using hccl::topo::RankLabel;
 using hccl::topo::RankOrder;
@@ -57,7 +57,7 @@ TEST(Hierarchy, SingleRank) {
   EXPECT_EQ(h.size(), 1u);
   EXPECT_EQ(h.levels(), 1u);
   EXPECT_EQ(h.describe(), "1 server x 1 rank");
-  const CommShape s = h.shape(0);
+  const HierarchyShape s = h.shape(0);
   for (const auto& l : s.level) {
     EXPECT_EQ(l.groupSize, 1u);
     EXPECT_TRUE(l.uniform);
@@ -73,7 +73,7 @@ TEST(Hierarchy, TwoLevelsSymmetric) {
   EXPECT_EQ(h.level1Group(5), (Ranks{1, 5, 9}));
   EXPECT_EQ(h.level2Group(5), (Ranks{5}));
   expectMatchesReference(h, blockLabels({{4, 4, 4}}));
-  const CommShape s = h.shape(5);
+  const HierarchyShape s = h.shape(5);
   EXPECT_EQ(s.levels, 2u);
   EXPECT_EQ(s.level[0].groupSize, 4u);
   EXPECT_EQ(s.level[0].groups, 3u);
@@ -112,7 +112,7 @@ TEST(Hierarchy, AsymmetricThreePlusFive) {
   EXPECT_EQ(h.level1Group(1), (Ranks{1, 4}));
   EXPECT_EQ(h.level1Group(7), (Ranks{7}));  // local 4 exists only on the larger server
   expectMatchesReference(h, blockLabels({{3, 5}}));
-  const CommShape s = h.shape(7);
+  const HierarchyShape s = h.shape(7);
   EXPECT_FALSE(s.symmetric);
   EXPECT_FALSE(s.level[0].uniform);
   EXPECT_EQ(s.level[0].minGroupSize, 3u);
