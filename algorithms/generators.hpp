@@ -67,8 +67,12 @@ struct GeneratorSpec {
   // Every reduction combines lower ranks on the left: safe for non-commutative user ops, and
   // the same bits on every run for a given rank count.
   bool rankOrdered;
-  // Handles ReduceScatter/AllGather blocks of unequal size (the V variants).
+  // Handles blocks of unequal size (the V variants: ReduceScatter, AllGatherV, ScatterV,
+  // GatherV).
   bool unevenBlocks;
+  // Serves rank-local problems (Problem::rankLocal(): GatherV, ScatterV, AllToAllV), using only
+  // what the rank knows; its schedule from localView(r) equals the one from the whole problem.
+  bool rankLocal = false;
 };
 
 std::span<const GeneratorSpec> generatorSpecs();
