@@ -95,6 +95,18 @@ typedef struct mca_coll_hccl_module_t {
   MCA_COLL_HCCL_PREV(bcast_init);
   MCA_COLL_HCCL_PREV(reduce_init);
   MCA_COLL_HCCL_PREV(scatter_init);
+  MCA_COLL_HCCL_PREV(gather);
+  MCA_COLL_HCCL_PREV(igather);
+  MCA_COLL_HCCL_PREV(gather_init);
+  MCA_COLL_HCCL_PREV(scan);
+  MCA_COLL_HCCL_PREV(iscan);
+  MCA_COLL_HCCL_PREV(scan_init);
+  MCA_COLL_HCCL_PREV(exscan);
+  MCA_COLL_HCCL_PREV(iexscan);
+  MCA_COLL_HCCL_PREV(exscan_init);
+  MCA_COLL_HCCL_PREV(barrier);
+  MCA_COLL_HCCL_PREV(ibarrier);
+  MCA_COLL_HCCL_PREV(barrier_init);
   MCA_COLL_HCCL_PREV(reduce_local);
 } mca_coll_hccl_module_t;
 
@@ -326,6 +338,38 @@ int mca_coll_hccl_reduce_init(const void* sbuf, void* rbuf, int count, ompi_data
 int mca_coll_hccl_scatter_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
                                int rcount, ompi_datatype_t* rdtype, int root,
                                ompi_communicator_t* comm, struct ompi_info_t* info,
+                               ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_gather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                         int rcount, ompi_datatype_t* rdtype, int root, ompi_communicator_t* comm,
+                         mca_coll_base_module_t* module);
+int mca_coll_hccl_igather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                          int rcount, ompi_datatype_t* rdtype, int root, ompi_communicator_t* comm,
+                          ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_gather_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                              int rcount, ompi_datatype_t* rdtype, int root,
+                              ompi_communicator_t* comm, struct ompi_info_t* info,
+                              ompi_request_t** request, mca_coll_base_module_t* module);
+/* Scan, Exscan, Barrier (coll_hccl_scan.c) */
+int mca_coll_hccl_scan(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                       ompi_op_t* op, ompi_communicator_t* comm, mca_coll_base_module_t* module);
+int mca_coll_hccl_iscan(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                        ompi_op_t* op, ompi_communicator_t* comm, ompi_request_t** request,
+                        mca_coll_base_module_t* module);
+int mca_coll_hccl_scan_init(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                            ompi_op_t* op, ompi_communicator_t* comm, struct ompi_info_t* info,
+                            ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_exscan(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                         ompi_op_t* op, ompi_communicator_t* comm, mca_coll_base_module_t* module);
+int mca_coll_hccl_iexscan(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                          ompi_op_t* op, ompi_communicator_t* comm, ompi_request_t** request,
+                          mca_coll_base_module_t* module);
+int mca_coll_hccl_exscan_init(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                              ompi_op_t* op, ompi_communicator_t* comm, struct ompi_info_t* info,
+                              ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_barrier(ompi_communicator_t* comm, mca_coll_base_module_t* module);
+int mca_coll_hccl_ibarrier(ompi_communicator_t* comm, ompi_request_t** request,
+                           mca_coll_base_module_t* module);
+int mca_coll_hccl_barrier_init(ompi_communicator_t* comm, struct ompi_info_t* info,
                                ompi_request_t** request, mca_coll_base_module_t* module);
 int mca_coll_hccl_reduce_local(const void* inbuf, void* inoutbuf, int count, ompi_datatype_t* dtype,
                                ompi_op_t* op, mca_coll_base_module_t* module);

@@ -46,6 +46,18 @@
   X(bcast_init)                \
   X(reduce_init)               \
   X(scatter_init)              \
+  X(gather)                    \
+  X(igather)                   \
+  X(gather_init)               \
+  X(scan)                      \
+  X(iscan)                     \
+  X(scan_init)                 \
+  X(exscan)                    \
+  X(iexscan)                   \
+  X(exscan_init)               \
+  X(barrier)                   \
+  X(ibarrier)                  \
+  X(barrier_init)              \
   X(reduce_local)
 
 static void module_construct(mca_coll_hccl_module_t* m) {

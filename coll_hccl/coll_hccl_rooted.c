@@ -272,3 +272,86 @@ int mca_coll_hccl_scatter_init(const void* sbuf, int scount, ompi_datatype_t* sd
   return m->prev_scatter_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, info, request,
                               m->prev_scatter_init_module);
 }
+
+/* ---- Gather --------------------------------------------------------------------------------- */
+
+static const char* describe_gather(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t* call,
+                                   const void* sbuf, int scount, ompi_datatype_t* sdtype,
+                                   void* rbuf, int rcount, ompi_datatype_t* rdtype, int root) {
+  size_t p = (size_t)ompi_comm_size(m->comm);
+  bool is_root = ompi_comm_rank(m->comm) == root;
+  hccl_coll_desc_t* d = &call->desc;
+  d->coll = HCCL_COLL_GATHER;
+  d->root = root;
+  d->in_place = is_root && MPI_IN_PLACE == sbuf ? 1 : 0;
+  d->dtype = HCCL_DT_BYTE;
+  d->elem_size = 1;
+  d->op = HCCL_OP_NONE;
+  /* Bytes per rank: the root knows them from its receive side (its send side may be in place),
+   * every other rank from its send side; MPI makes them equal. */
+  size_t per_rank = is_root ? mca_coll_hccl_bytes(rdtype, (size_t)rcount)
+                            : mca_coll_hccl_bytes(sdtype, (size_t)scount);
+  call->dtype = is_root ? rdtype : sdtype;
+  call->bytes = p * per_rank;
+  d->count = per_rank;
+  if (0 == per_rank) return "nothing to move";
+  if (!d->in_place) {
+    if (is_root && mca_coll_hccl_bytes(sdtype, (size_t)scount) != per_rank)
+      return "the root's send size differs from its receive size per rank";
+    d->sendbuf = mca_coll_hccl_side(&call->send, sbuf, (size_t)scount, sdtype, true, false);
+  }
+  if (!is_root) return NULL; /* nothing is written on a non-root */
+  d->recvbuf = mca_coll_hccl_side(&call->recv, rbuf, p * (size_t)rcount, rdtype, false, true);
+  if (MCA_COLL_HCCL_DIRECT != call->recv.kind && d->in_place) {
+    /* the root's own block is packed in; unpacking it back writes the bytes it already holds */
+    ptrdiff_t lb = 0, extent = 0;
+    ompi_datatype_get_extent(rdtype, &lb, &extent);
+    mca_coll_hccl_region_t own = {
+        (const char*)rbuf + (ptrdiff_t)((size_t)root * (size_t)rcount) * extent, (size_t)rcount,
+        rdtype, (size_t)root * per_rank};
+    call->recv.in = own;
+  }
+  return NULL;
+}
+
+static bool gather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf, int rcount,
+                   ompi_datatype_t* rdtype, int root, mca_coll_hccl_module_t* m,
+                   ompi_request_t** request, bool persistent, int* rc) {
+  mca_coll_hccl_call_t call;
+  memset(&call, 0, sizeof call);
+  call.mpi_name = persistent ? "MPIX_Gather_init" : NULL != request ? "MPI_Igather" : "MPI_Gather";
+  call.persistent = persistent;
+  const char* why = describe_gather(m, &call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root);
+  return run(m, &call, why, request, rc);
+}
+
+int mca_coll_hccl_gather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                         int rcount, ompi_datatype_t* rdtype, int root, ompi_communicator_t* comm,
+                         mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, m, NULL, false, &rc)) return rc;
+  return m->prev_gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
+                        m->prev_gather_module);
+}
+
+int mca_coll_hccl_igather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                          int rcount, ompi_datatype_t* rdtype, int root, ompi_communicator_t* comm,
+                          ompi_request_t** request, mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, m, request, false, &rc)) return rc;
+  return m->prev_igather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
+                         m->prev_igather_module);
+}
+
+int mca_coll_hccl_gather_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                              int rcount, ompi_datatype_t* rdtype, int root,
+                              ompi_communicator_t* comm, struct ompi_info_t* info,
+                              ompi_request_t** request, mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, m, request, true, &rc)) return rc;
+  return m->prev_gather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, info, request,
+                             m->prev_gather_init_module);
+}

@@ -269,13 +269,79 @@ hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
     }
     case HCCL_COLL_GATHER:
     case HCCL_COLL_GATHERV:
-    case HCCL_COLL_SCATTERV:
-    case HCCL_COLL_ALLTOALLV:
+    case HCCL_COLL_SCATTERV: {
+      if (d.root < 0 || static_cast<std::uint32_t>(d.root) >= p) {
+        why = fmt::format("root {} outside the communicator's {} ranks", d.root, p);
+        return HCCL_ERR_ARG;
+      }
+      const auto root = static_cast<std::uint32_t>(d.root);
+      const auto me = static_cast<std::uint32_t>(rank_);
+      const bool gather = d.coll != HCCL_COLL_SCATTERV;
+      ci.coll = gather ? Collective::Gather : Collective::Scatter;
+      ci.inPlace = false;  // only the root can be in place (see Reduce)
+      if (d.coll == HCCL_COLL_GATHER) {
+        ci.count = d.count * scale;
+        s.problem = algo::Problem::gather(p, ci.count, root, d.in_place != 0);
+        ci.count = s.problem.total();
+        break;
+      }
+      // The V forms: the root knows every count, a non-root its own ([local]); the choice rests
+      // on what every rank knows alike, none of the counts.
+      ci.count = 0;
+      ci.uneven = true;
+      const size_t* counts = gather ? d.recvcounts : d.sendcounts;
+      if (me == root) {
+        if (!counts) {
+          why = fmt::format("{} root without counts", collName(d.coll));
+          return HCCL_ERR_ARG;
+        }
+        if ((gather && d.rdispls) || (!gather && d.sdispls)) {
+          why = fmt::format("{} with displacements (the adapter packs them)", collName(d.coll));
+          return HCCL_ERR_ARG;
+        }
+        std::vector<std::uint64_t> c(p);
+        for (std::uint32_t r = 0; r < p; ++r) c[r] = counts[r] * scale;
+        s.problem = gather ? algo::Problem::gatherV(c, root, d.in_place != 0)
+                           : algo::Problem::scatterV(c, root, d.in_place != 0);
+      } else {
+        s.problem = gather ? algo::Problem::gatherVNonRoot(p, root, me, d.count * scale)
+                           : algo::Problem::scatterVNonRoot(p, root, me, d.count * scale);
+      }
+      break;
+    }
+    case HCCL_COLL_ALLTOALLV: {
+      if (!d.recvcounts || (!d.in_place && !d.sendcounts)) {
+        why = "alltoallv without counts";
+        return HCCL_ERR_ARG;
+      }
+      if (d.sdispls || d.rdispls) {
+        why = "alltoallv with displacements (the adapter packs them)";
+        return HCCL_ERR_ARG;
+      }
+      std::vector<std::uint64_t> send(p), recv(p);
+      for (std::uint32_t r = 0; r < p; ++r) {
+        recv[r] = d.recvcounts[r] * scale;
+        send[r] = d.in_place ? recv[r] : d.sendcounts[r] * scale;
+      }
+      ci.coll = Collective::AllToAllV;
+      ci.count = 0;  // every rank knows its row and column only
+      ci.uneven = true;
+      s.problem =
+          algo::Problem::allToAllVAt(p, static_cast<std::uint32_t>(rank_), send, recv, ci.inPlace);
+      break;
+    }
     case HCCL_COLL_BARRIER:
+      ci.coll = Collective::Barrier;
+      ci.count = 0;
+      s.problem = algo::Problem::barrier(p);
+      break;
     case HCCL_COLL_SCAN:
     case HCCL_COLL_EXSCAN:
-      why = fmt::format("no schedules for {} yet", collName(d.coll));
-      return HCCL_ERR_UNSUPPORTED;
+      ci.coll = d.coll == HCCL_COLL_SCAN ? Collective::Scan : Collective::Exscan;
+      ci.count = d.count * scale;
+      s.problem = d.coll == HCCL_COLL_SCAN ? algo::Problem::scan(p, ci.count, ci.inPlace)
+                                           : algo::Problem::exscan(p, ci.count, ci.inPlace);
+      break;
     default:
       why = fmt::format("unknown collective {}", static_cast<int>(d.coll));
       return HCCL_ERR_ARG;
@@ -302,6 +368,9 @@ bool Communicator::sameAsLast(const hccl_coll_desc_t& d) const {
   if (last_.supported < 0 || d.coll != l.coll || d.in_place != l.in_place || d.count != l.count ||
       d.dtype != l.dtype || d.elem_size != l.elem_size || d.op != l.op ||
       d.user_commutative != l.user_commutative || d.root != l.root)
+    return false;
+  // Per-rank count arrays beyond recvcounts: described afresh every time (plans stay cached).
+  if (d.coll == HCCL_COLL_GATHERV || d.coll == HCCL_COLL_SCATTERV || d.coll == HCCL_COLL_ALLTOALLV)
     return false;
   if (d.coll != HCCL_COLL_REDUCE_SCATTER && d.coll != HCCL_COLL_ALLGATHERV) return true;
   return d.recvcounts && std::equal(last_.recvcounts.begin(), last_.recvcounts.end(), d.recvcounts);
