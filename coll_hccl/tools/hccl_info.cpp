@@ -3,6 +3,8 @@
 //   hccl_info algorithms                 every algorithm, what it serves and where
 //   hccl_info config                     the effective configuration and where each value came from
 //   hccl_info table --shape "4x8"        the decision table for a layout (or --rank-table FILE)
+//   hccl_info predict --shape "4x8"      each decision simulated on the modelled cluster, with a
+//                                        timeline (--trace FILE, Chrome trace-event JSON)
 //   hccl_info tuning [--tuning FILE]     the cost model and HCCL's default rules as a tuning
 //                                        document
 #include <fmt/format.h>
@@ -18,6 +20,7 @@
 #include "algorithms/generators.hpp"
 #include "algorithms/selector.hpp"
 #include "coll_hccl/engine/hierarchy_layout.hpp"
+#include "coll_hccl/tools/predict.hpp"
 #include "coll_hccl/tools/size_option.hpp"
 #include "topology/emulation.hpp"
 #include "topology/error.hpp"
@@ -125,26 +128,40 @@ struct TableOptions {
   bool why = false, json = false;
 };
 
-void printTable(const ConfigOptions& co, const TableOptions& to) {
-  const topo::Hierarchy h = hierarchyFrom(to.shape, to.rankTable);
-  const Layout lay = engine::layoutOf(h);
-  const Settings settings = co.settings();
-  Selector sel(lay.shape(), settings, co.model(settings));
+// The calls of a table: every collective of --coll at every size from --min to --max.
+std::vector<CallInfo> callsOf(const TableOptions& to) {
   const auto type = parseDataType(to.dtype);
   if (!type) throw CLI::ValidationError("--dtype", "unknown datatype \"" + to.dtype + "\"");
   const auto op = parseReduceOp(to.op);
   if (!op) throw CLI::ValidationError("--op", "unknown op \"" + to.op + "\"");
-  std::vector<Collective> colls;
+  const std::uint64_t lo = tools::parseSizeOption(to.minSize),
+                      hi = tools::parseSizeOption(to.maxSize);
+  std::vector<CallInfo> calls;
   std::string_view rest = to.collectives;
   while (!rest.empty()) {
     const std::string_view part = rest.substr(0, rest.find(','));
     rest.remove_prefix(std::min(rest.size(), part.size() + 1));
     const auto c = parseCollective(part);
     if (!c) throw CLI::ValidationError("--coll", fmt::format("unknown collective \"{}\"", part));
-    colls.push_back(*c);
+    for (std::uint64_t b = lo; b <= hi; b *= to.factor) {
+      CallInfo call;
+      call.coll = *c;
+      call.elemSize = sizeOf(*type);
+      call.count = std::max<std::uint64_t>(1, b / call.elemSize);
+      call.type = *type;
+      if (reduces(*c)) call.op = *op;
+      calls.push_back(call);
+    }
   }
-  const std::uint64_t lo = tools::parseSizeOption(to.minSize),
-                      hi = tools::parseSizeOption(to.maxSize);
+  return calls;
+}
+
+void printTable(const ConfigOptions& co, const TableOptions& to) {
+  const topo::Hierarchy h = hierarchyFrom(to.shape, to.rankTable);
+  const Layout lay = engine::layoutOf(h);
+  const Settings settings = co.settings();
+  Selector sel(lay.shape(), settings, co.model(settings));
+  const std::vector<CallInfo> calls = callsOf(to);
 
   nlohmann::json rows = nlohmann::json::array();
   const CommShape& shape = sel.shape();
@@ -157,50 +174,58 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
       fmt::print("  {:<16}", fmt::format("level{} ({})", g.level, g.size));
     fmt::print("  {:>10}\n", "predicted");
   }
-  for (Collective c : colls) {
-    for (std::uint64_t b = lo; b <= hi; b *= to.factor) {
-      CallInfo call;
-      call.coll = c;
-      call.elemSize = sizeOf(*type);
-      call.count = std::max<std::uint64_t>(1, b / call.elemSize);
-      call.type = *type;
-      if (reduces(c)) call.op = *op;
-      const Decision& d = sel.decide(call);
-      if (to.json) {
-        nlohmann::json levels = nlohmann::json::array();
-        for (const LevelChoice& lc : d.levels)
-          levels.push_back({{"level", lc.level},
-                            {"algorithm", std::string(hcclName(lc.algorithm))},
-                            {"reason", std::string(name(lc.reason))},
-                            {"detail", lc.detail},
-                            {"predicted_s", lc.predicted}});
-        rows.push_back({{"collective", std::string(name(c))},
-                        {"bytes", call.bytes()},
-                        {"levels", levels},
-                        {"error", d.error},
-                        {"predicted_s", d.predicted}});
-        continue;
-      }
-      fmt::print("{:<14} {:>9}", name(c), bytesText(call.bytes()));
-      if (!d.ok()) {
-        fmt::print("  declined: {}\n", d.error);
-        continue;
-      }
-      for (const LevelChoice& lc : d.levels) {
-        const char* mark = lc.reason == Reason::Forced     ? "*"
-                           : lc.reason == Reason::Fallback ? "!"
-                                                           : "";
-        fmt::print("  {:<16}", fmt::format("{}{}", hcclName(lc.algorithm), mark));
-      }
-      fmt::print("  {:>10}\n", secondsText(d.predicted));
-      if (to.why) fmt::print("{:>25}{}\n", "", d.summary());
+  const auto row = [&](const CallInfo& call) {
+    const Collective c = call.coll;
+    const Decision& d = sel.decide(call);
+    if (to.json) {
+      nlohmann::json levels = nlohmann::json::array();
+      for (const LevelChoice& lc : d.levels)
+        levels.push_back({{"level", lc.level},
+                          {"algorithm", std::string(hcclName(lc.algorithm))},
+                          {"reason", std::string(name(lc.reason))},
+                          {"detail", lc.detail},
+                          {"predicted_s", lc.predicted}});
+      rows.push_back({{"collective", std::string(name(c))},
+                      {"bytes", call.bytes()},
+                      {"levels", levels},
+                      {"error", d.error},
+                      {"predicted_s", d.predicted}});
+      return;
     }
-    if (!to.json) fmt::print("\n");
+    fmt::print("{:<14} {:>9}", name(c), bytesText(call.bytes()));
+    if (!d.ok()) {
+      fmt::print("  declined: {}\n", d.error);
+      return;
+    }
+    for (const LevelChoice& lc : d.levels) {
+      const char* mark = lc.reason == Reason::Forced     ? "*"
+                         : lc.reason == Reason::Fallback ? "!"
+                                                         : "";
+      fmt::print("  {:<16}", fmt::format("{}{}", hcclName(lc.algorithm), mark));
+    }
+    fmt::print("  {:>10}\n", secondsText(d.predicted));
+    if (to.why) fmt::print("{:>25}{}\n", "", d.summary());
+  };
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    row(calls[i]);
+    if (!to.json && (i + 1 == calls.size() || calls[i + 1].coll != calls[i].coll)) fmt::print("\n");
   }
   if (to.json)
     fmt::print("{}\n", rows.dump(2));
   else
     fmt::print("* forced by configuration, ! fallback from a forced algorithm that cannot serve\n");
+}
+
+bool printPrediction(const ConfigOptions& co, const TableOptions& to,
+                     const tools::PredictOptions& po) {
+  const topo::Hierarchy h = hierarchyFrom(to.shape, to.rankTable);
+  const Layout lay = engine::layoutOf(h);
+  const Settings settings = co.settings();
+  Selector sel(lay.shape(), settings, co.model(settings));
+  if (!po.json)
+    fmt::print("Predictions for {} ({})\n  cost model = {}\n\n", h.describe(),
+               sel.shape().describe(), sel.model().source);
+  return tools::printPredictions(lay, sel, callsOf(to), po);
 }
 
 }  // namespace
@@ -219,27 +244,42 @@ int main(int argc, char** argv) {
   co.add(cfg);
 
   TableOptions to;
+  const auto addTableOptions = [&](CLI::App* sub) {
+    co.add(sub);
+    auto* src = sub->add_option_group("layout");
+    src->add_option(
+        "--shape", to.shape,
+        "Emulation spec: \"4x8\" (servers x ranks), \"2x2x8\" (pods x servers x ranks), \"3+5\"");
+    src->add_option("--rank-table", to.rankTable, "HCCL rank table file (v1.0 or v1.2)");
+    src->require_option(1);
+    sub->add_option("--coll", to.collectives, "Collectives, comma-separated")
+        ->capture_default_str();
+    sub->add_option("--dtype", to.dtype, "Datatype: fp32, fp16, bf16, int32, fp64, ...")
+        ->capture_default_str();
+    sub->add_option("--op", to.op, "Reduction op")->capture_default_str();
+    sub->add_option("--min", to.minSize, "Smallest size (B, K, M, G)")->capture_default_str();
+    sub->add_option("--max", to.maxSize, "Largest size")->capture_default_str();
+    sub->add_option("--factor", to.factor, "Size step factor")
+        ->capture_default_str()
+        ->check(CLI::Range(2u, 1u << 20));
+    sub->add_flag("--json", to.json, "Machine-readable output");
+  };
   auto* table =
       app.add_subcommand("table", "Decision table: collective x size x level -> algorithm");
-  co.add(table);
-  auto* src = table->add_option_group("layout");
-  src->add_option(
-      "--shape", to.shape,
-      "Emulation spec: \"4x8\" (servers x ranks), \"2x2x8\" (pods x servers x ranks), \"3+5\"");
-  src->add_option("--rank-table", to.rankTable, "HCCL rank table file (v1.0 or v1.2)");
-  src->require_option(1);
-  table->add_option("--coll", to.collectives, "Collectives, comma-separated")
-      ->capture_default_str();
-  table->add_option("--dtype", to.dtype, "Datatype: fp32, fp16, bf16, int32, fp64, ...")
-      ->capture_default_str();
-  table->add_option("--op", to.op, "Reduction op")->capture_default_str();
-  table->add_option("--min", to.minSize, "Smallest size (B, K, M, G)")->capture_default_str();
-  table->add_option("--max", to.maxSize, "Largest size")->capture_default_str();
-  table->add_option("--factor", to.factor, "Size step factor")
-      ->capture_default_str()
-      ->check(CLI::Range(2u, 1u << 20));
+  addTableOptions(table);
   table->add_flag("--why", to.why, "Explain every decision");
-  table->add_flag("--json", to.json, "Machine-readable output");
+
+  tools::PredictOptions po;
+  auto* predict = app.add_subcommand(
+      "predict",
+      "Each decision's schedule simulated over the modelled cluster (all ranks, event by event)");
+  addTableOptions(predict);
+  predict->add_flag("!--own-nic", po.sharedNic,
+                    "Give every rank its own NIC (default: a server's ranks share one)");
+  predict->add_flag("--half-duplex", po.halfDuplex, "A NIC's two directions share its bandwidth");
+  predict->add_option("--trace", po.trace,
+                      "Write the last row's timeline here (Chrome trace-event JSON: Perfetto, "
+                      "chrome://tracing)");
 
   auto* tuning = app.add_subcommand(
       "tuning", "Print the cost model and HCCL's default rules (hccl_rules) as a tuning document");
@@ -250,6 +290,10 @@ int main(int argc, char** argv) {
     if (*algs) listAlgorithms(json);
     if (*cfg) printConfig(co);
     if (*table) printTable(co, to);
+    if (*predict) {
+      po.json = to.json;
+      if (!printPrediction(co, to, po)) return 1;
+    }
     if (*tuning) {
       const Settings s = co.settings();
       fmt::print("{}\n", co.model(s).toJson());

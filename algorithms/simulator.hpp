@@ -1,0 +1,87 @@
+// A timed, event-by-event run of a whole schedule over a model of the cluster: what a call is
+// predicted to take, and where the time goes.
+//
+// The cost formulas (metrics.hpp) price each step alone and assume every transfer has its links
+// to itself. A real server sends all its ranks' inter-server traffic through one NIC, so eight
+// ranks each sending to another server share it eight ways. The simulator models that:
+//  - a rank posts a step; each transfer starts once both of its ends are posted, plus the level's
+//    alpha (startup), then moves its bytes as a flow;
+//  - flows share bandwidth equally on every resource they cross, and run at the smallest share:
+//    the flow's own link (1 / beta of its level), the sending rank's and the receiving rank's
+//    port per level (`links` x 1 / beta, one direction each), and for inter-server levels the
+//    sending and the receiving server's NIC (`nicBandwidth`, per direction when full duplex,
+//    both directions together when not);
+//  - a step completes when its last flow does; its reductions then take gamma per byte, and the
+//    rank posts its next step.
+// With one flow per resource this is exactly the critical path of metrics.hpp (tested); with
+// sharing it predicts what the formulas cannot. Every rank's schedule is simulated: memory and
+// time grow with the whole schedule, so this is a planning tool, not something the engine runs.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+#include "algorithms/schedule.hpp"
+
+namespace hccl::algo {
+
+struct ClusterModel {
+  struct Level {
+    double alpha = 0;  // seconds before a transfer's first byte moves
+    double beta = 0;   // seconds per byte of one flow at full speed
+    double links = std::numeric_limits<double>::infinity();  // flows a rank runs at full speed
+  };
+  std::array<Level, kNumLevels> level{};
+  // Bytes per second through one server's NIC, shared by every inter-server (level >= 1) flow
+  // that leaves or enters the server. Infinity: every rank has its own NIC.
+  double nicBandwidth = std::numeric_limits<double>::infinity();
+  bool fullDuplex = true;
+  double gamma = 0;  // seconds per byte reduced
+};
+
+// One flow, for timelines: a transfer from `src` to `dst` between `start` (first byte) and `end`.
+struct SimFlow {
+  std::uint32_t src = 0, dst = 0;
+  std::uint32_t srcStep = 0, dstStep = 0;
+  std::uint8_t level = 0;
+  std::uint64_t bytes = 0;
+  double posted = 0;  // both ends posted
+  double start = 0, end = 0;
+};
+
+// One step of one rank: posted, transfers done, local ops done.
+struct SimStep {
+  std::uint32_t rank = 0, step = 0;
+  double posted = 0, transfersDone = 0, end = 0;
+};
+
+struct SimResult {
+  double time = 0;                        // when the last rank finished
+  std::vector<double> finish;             // per rank
+  std::array<double, kNumLevels> busy{};  // per level: time some flow of that level was moving
+  std::uint64_t flows = 0;
+  std::vector<SimFlow> flowLog;  // with recordTimeline
+  std::vector<SimStep> stepLog;
+  std::string error;  // non-empty: the schedule does not run (unmatched or mismatched transfers)
+};
+
+struct SimOptions {
+  bool recordTimeline = false;
+};
+
+// `serverOf[r]` names rank r's server; ranks of one server share its NIC.
+SimResult simulate(const Schedule& s, std::size_t elemSize,
+                   const std::vector<std::uint32_t>& serverOf, const ClusterModel& model,
+                   const SimOptions& options = {});
+
+// The timeline as Chrome trace-event JSON (chrome://tracing, Perfetto): a process per server, a
+// thread per rank with its steps as slices, and every flow as an async slice on the sending rank
+// (category "level<n>"). Times in microseconds.
+std::string chromeTrace(const SimResult& r, const std::vector<std::uint32_t>& serverOf,
+                        const std::string& title);
+
+}  // namespace hccl::algo

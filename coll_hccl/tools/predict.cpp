@@ -1,0 +1,123 @@
+#include "coll_hccl/tools/predict.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "algorithms/plan.hpp"
+
+namespace hccl::tools {
+
+using namespace hccl::algo;
+
+namespace {
+
+// Every rank's schedule is simulated; beyond this the run takes minutes and gigabytes.
+constexpr std::uint32_t kMaxRanks = 4096;
+
+std::vector<std::uint32_t> serversOf(const Layout& lay) {
+  std::vector<std::uint32_t> server(lay.ranks(), 0);
+  const Layout::Groups& servers = lay.groups(0);
+  for (std::uint32_t s = 0; s < servers.size(); ++s)
+    for (std::uint32_t r : servers[s]) server[r] = s;
+  return server;
+}
+
+struct Prediction {
+  const Decision* decision = nullptr;
+  SimResult shared, alone;  // with the model's NIC sharing, and with a NIC per rank
+};
+
+Prediction predict(const Layout& lay, Selector& sel, const CallInfo& call,
+                   const std::vector<std::uint32_t>& servers, const PredictOptions& o,
+                   bool timeline) {
+  Prediction out;
+  out.decision = &sel.decide(call);
+  if (!out.decision->ok()) return out;
+  const Problem pb = Problem::fromMpiCount(call.coll, lay.ranks(), call.count, call.inPlace);
+  Schedule s{pb, {}};
+  s.ranks.reserve(lay.ranks());
+  for (std::uint32_t r = 0; r < lay.ranks(); ++r)
+    s.ranks.push_back(compose(lay, *out.decision, pb, r));
+  const ClusterModel model = clusterModel(sel.model(), call, o);
+  out.shared = simulate(s, call.elemSize, servers, model, {.recordTimeline = timeline});
+  ClusterModel alone = model;
+  alone.nicBandwidth = std::numeric_limits<double>::infinity();
+  out.alone = simulate(s, call.elemSize, servers, alone);
+  return out;
+}
+
+}  // namespace
+
+ClusterModel clusterModel(const CostModel& m, const CallInfo& call, const PredictOptions& o) {
+  ClusterModel c;
+  for (std::size_t l = 0; l < c.level.size(); ++l)
+    c.level[l] = {m.level[l].alpha, m.level[l].beta, m.level[l].links};
+  if (call.type && call.op) c.gamma = m.gamma(*call.type, *call.op);
+  if (o.sharedNic && m.level[1].beta > 0) c.nicBandwidth = 1.0 / m.level[1].beta;
+  c.fullDuplex = !o.halfDuplex;
+  return c;
+}
+
+bool printPredictions(const Layout& lay, Selector& sel, const std::vector<CallInfo>& calls,
+                      const PredictOptions& o) {
+  if (lay.ranks() > kMaxRanks)
+    throw std::invalid_argument(fmt::format(
+        "{} ranks: predict simulates every rank's schedule, at most {}", lay.ranks(), kMaxRanks));
+  const std::vector<std::uint32_t> servers = serversOf(lay);
+  nlohmann::json rows = nlohmann::json::array();
+  if (!o.json)
+    fmt::print("{:<14} {:>9}  {:<32} {:>10} {:>10} {:>10}  {}\n", "collective", "bytes", "plan",
+               "formula", "simulated", "own NIC", "busy per level");
+  bool ok = true;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const CallInfo& call = calls[i];
+    const bool last = i + 1 == calls.size();
+    const Prediction p = predict(lay, sel, call, servers, o, last && !o.trace.empty());
+    const Decision& d = *p.decision;
+    const std::string error = !d.ok() ? "declined: " + d.error : p.shared.error;
+    ok = ok && p.shared.error.empty();
+    std::string busy;
+    for (std::size_t l = 0; l < kNumLevels; ++l)
+      if (p.shared.busy[l] > 0)
+        busy += fmt::format("{}L{} {}", busy.empty() ? "" : ", ", l, secondsText(p.shared.busy[l]));
+    if (o.json) {
+      rows.push_back({{"collective", std::string(name(call.coll))},
+                      {"bytes", call.bytes()},
+                      {"plan", d.ok() ? toString(d.plan) : ""},
+                      {"formula_s", d.predicted},
+                      {"simulated_s", p.shared.time},
+                      {"own_nic_s", p.alone.time},
+                      {"busy_s", p.shared.busy},
+                      {"error", error}});
+    } else if (!error.empty()) {
+      fmt::print("{:<14} {:>9}  {}\n", name(call.coll), bytesText(call.bytes()), error);
+    } else {
+      fmt::print("{:<14} {:>9}  {:<32} {:>10} {:>10} {:>10}  {}\n", name(call.coll),
+                 bytesText(call.bytes()), toString(d.plan), secondsText(d.predicted),
+                 secondsText(p.shared.time), secondsText(p.alone.time), busy);
+    }
+    if (last && !o.trace.empty() && error.empty()) {
+      std::ofstream f(o.trace);
+      f << chromeTrace(
+          p.shared, servers,
+          fmt::format("{} {} on {}", name(call.coll), bytesText(call.bytes()), lay.describe()));
+      if (!f) throw std::runtime_error(fmt::format("cannot write the trace to {}", o.trace));
+    }
+  }
+  if (o.json) {
+    fmt::print("{}\n", rows.dump(2));
+  } else {
+    fmt::print(
+        "\nformula: the cost model's per-level prediction (what selection compares); simulated: "
+        "every rank's schedule run event by event, flows sharing links, ports and {}; own NIC: "
+        "the same with a NIC per rank{}\n",
+        o.sharedNic ? "each server's one NIC" : "(no NIC sharing asked)",
+        o.trace.empty() ? "" : fmt::format("; timeline of the last row in {}", o.trace));
+  }
+  return ok;
+}
+
+}  // namespace hccl::tools
