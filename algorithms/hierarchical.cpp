@@ -192,8 +192,12 @@ RankSchedule composeLevels(const Layout& layout, const LevelAlgorithms& algs, co
     case Collective::AllGather:
       allGather(c, used, pb);
       break;
-    default:
-      throw std::invalid_argument(fmt::format("{} is not composed over levels yet", name(pb.coll)));
+    default: {
+      // Not composed over levels (yet): the outermost level's algorithm over every rank, as
+      // phasesPerLevel() costs it.
+      const int top = used.back();
+      return composeFlat(layout, algs[static_cast<std::size_t>(top)], top, pb, rank);
+    }
   }
   prune(out);
   return out;
@@ -216,7 +220,9 @@ RankSchedule composeFlat(const Layout& layout, Algorithm a, int level, const Pro
 
 bool levelsRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Collective c) {
   const std::vector<int> used = levelsInUse(layout);
-  if (!layout.symmetric()) {
+  const bool composed =
+      c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::AllGather;
+  if (!layout.symmetric() || !composed) {  // flat over every rank with the outermost algorithm
     const GeneratorSpec* spec =
         findGenerator(algs[static_cast<std::size_t>(used.empty() ? 0 : used.back())], c);
     return spec && spec->rankOrdered;

@@ -79,6 +79,10 @@ std::vector<std::vector<Phase>> phasesPerLevel(Collective c, const CommShape& sh
 }
 
 Problem phaseProblem(const Phase& ph, std::uint32_t size, bool inPlace) {
+  if (ph.coll == Collective::AllToAllV)  // costed as equal pairs, like AllToAll
+    return Problem::allToAllV(
+        size, std::vector<std::uint64_t>(std::size_t{size} * size, ph.total / size), inPlace);
+  if (ph.coll == Collective::Barrier) return Problem::barrier(size);
   Problem pb{ph.coll, size, 0, inPlace, Blocks::even(ph.total, size)};
   if (ph.coll == Collective::Broadcast) pb.inPlace = true;
   return pb;
