@@ -71,7 +71,16 @@ std::vector<std::vector<Phase>> phasesPerLevel(Collective c, const CommShape& sh
       }
       break;
     }
-    default:  // rooted and other collectives run flat on the top level until composed
+    case Collective::Scatter:
+    case Collective::Gather: {  // outer level first (Gather: the same levels, reversed)
+      std::uint64_t n = count;
+      for (std::size_t i = 0; i < k; ++i) {
+        n *= shape.levels[i].size;
+        out[i] = {{c, n}};
+      }
+      break;
+    }
+    default:  // the other collectives run flat on the top level until composed
       out[k - 1] = {{c, count}};
       break;
   }

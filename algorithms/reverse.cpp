@@ -21,7 +21,7 @@ Slice toGather(const Problem& pb, std::uint32_t r, Slice s) {
 
 }  // namespace
 
-RankSchedule gatherByReversing(const Problem& pb, std::uint32_t r, Generator scatter) {
+RankSchedule gatherByReversing(const Problem& pb, std::uint32_t r, const RankGenerator& scatter) {
   Problem sp = pb;
   sp.coll = Collective::Scatter;
   const RankSchedule fwd = scatter(sp, r);

@@ -14,11 +14,13 @@
 #include <cstdint>
 
 #include "algorithms/generators.hpp"
+#include "algorithms/write_contract.hpp"  // RankGenerator
 
 namespace hccl::algo {
 
-// Rank r's schedule for the Gather problem `pb`, from `scatter` run on the same blocks and root.
-// Throws std::logic_error if the Scatter schedule reduces (it never should).
-RankSchedule gatherByReversing(const Problem& pb, std::uint32_t r, Generator scatter);
+// Rank r's schedule for the Gather problem `pb`, from `scatter` run on the same blocks and root
+// (a generator, or a whole composed Scatter: hierarchical.cpp). Throws std::logic_error if the
+// Scatter schedule reduces (it never should).
+RankSchedule gatherByReversing(const Problem& pb, std::uint32_t r, const RankGenerator& scatter);
 
 }  // namespace hccl::algo
