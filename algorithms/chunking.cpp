@@ -5,8 +5,16 @@
 namespace hccl::algo {
 namespace {
 
+// Collectives whose per-rank blocks are chunked block by block (the others: the whole vector).
 bool blockwise(Collective c) {
-  return c == Collective::ReduceScatter || c == Collective::AllGather;
+  return c == Collective::ReduceScatter || c == Collective::AllGather || c == Collective::Scatter ||
+         c == Collective::Gather || c == Collective::AllToAll;
+}
+
+// Problems that run as one chunk: rank-local ones (their ranks could not agree on chunk counts,
+// DESIGN-collectives.md), AllToAllV (per-pair counts, rank-local) and Barrier (no data).
+bool unchunked(const Problem& pb) {
+  return pb.rankLocal() || pb.coll == Collective::AllToAllV || pb.coll == Collective::Barrier;
 }
 
 // The per-block extent that chunking divides.
@@ -31,6 +39,9 @@ BufferMap perBlock(const Problem& whole, const Blocks& chunk, std::uint64_t star
 }  // namespace
 
 std::vector<Chunk> planChunks(const Problem& pb, std::uint32_t rank, std::uint64_t chunkElems) {
+  if (unchunked(pb))
+    return {Chunk{pb, identity(pb.bufferCount(Buf::Input, rank)),
+                  identity(pb.bufferCount(Buf::Output, rank))}};
   const std::uint64_t m = extent(pb);
   const bool unsplittable =
       pb.coll == Collective::ReduceScatter && pb.inPlace && !pb.blocks.isUniform();
@@ -64,8 +75,22 @@ std::vector<Chunk> planChunks(const Problem& pb, std::uint32_t rank, std::uint64
         // Equal blocks: the result of chunk j lands where block 0's chunk j was read from.
         c.output = perBlock(pb, c.problem.blocks, start);
       }
-    } else {  // AllGather
+    } else if (pb.coll == Collective::AllGather) {
       if (!pb.inPlace && mine > 0) c.input = {Segment{0, start, mine}};
+      c.output = perBlock(pb, c.problem.blocks, start);
+    } else if (pb.coll == Collective::Scatter) {
+      const bool root = rank == pb.root;
+      if (root && !pb.inPlace) c.input = perBlock(pb, c.problem.blocks, start);
+      if (root && pb.inPlace)
+        c.output = perBlock(pb, c.problem.blocks, start);
+      else if (mine > 0)
+        c.output = {Segment{0, start, mine}};
+    } else if (pb.coll == Collective::Gather) {
+      const bool root = rank == pb.root;
+      if (!(root && pb.inPlace) && mine > 0) c.input = {Segment{0, start, mine}};
+      if (root) c.output = perBlock(pb, c.problem.blocks, start);
+    } else {  // AllToAll: every block of both buffers
+      if (!pb.inPlace) c.input = perBlock(pb, c.problem.blocks, start);
       c.output = perBlock(pb, c.problem.blocks, start);
     }
     out.push_back(std::move(c));
@@ -80,6 +105,7 @@ std::uint64_t chunkSizeFor(const Problem& pb, std::uint64_t scratchElems,
     for (std::uint32_t r = 0; r < q.ranks; ++r) s = std::max(s, scratchCount(gen(q, r)));
     return s;
   };
+  if (unchunked(pb)) return 0;
   const std::uint64_t whole = need(pb);
   const std::uint64_t m = extent(pb);
   if (whole <= scratchElems || m <= 1) return 0;

@@ -2,10 +2,11 @@
 // small enough that its schedule's scratch fits a bounded buffer (HCCL_BUFFSIZE).
 //
 // Chunk j takes elements [j*C, (j+1)*C) of every rank's block (of the whole vector for AllReduce,
-// Broadcast and Reduce). Its schedule is generated for its own, smaller Problem; the maps below
-// bind that schedule's logical Input/Output offsets to the caller's memory, block by block, so a
-// chunk of a ReduceScatter input or an AllGather output (strided in user memory) needs no copy.
-// Equal chunks have equal Problems, so the engine generates one schedule and reuses it.
+// Broadcast, Reduce, Scan and Exscan). Rank-local problems (GatherV/ScatterV non-roots'),
+// AllToAllV and Barrier run as one chunk. Its schedule is generated for its own, smaller Problem;
+// the maps below bind that schedule's logical Input/Output offsets to the caller's memory, block by
+// block, so a chunk of a ReduceScatter input or an AllGather output (strided in user memory) needs
+// no copy. Equal chunks have equal Problems, so the engine generates one schedule and reuses it.
 #pragma once
 
 #include <cstdint>

@@ -14,9 +14,9 @@ namespace hccl::algo {
 namespace {
 
 constexpr std::array<std::string_view, kNumOpTypes> kOpNames = {
-    "allreduce", "allgather",  "reducescatter",  "broadcast", "reduce",
-    "scatter",   "alltoall",   "gather",         "send",      "receive",
-    "sendrecv",  "allgatherv", "reducescatterv", "alltoallv", "alltoallvc",
+    "allreduce", "allgather", "reducescatter", "broadcast",      "reduce",    "scatter",
+    "alltoall",  "gather",    "send",          "receive",        "sendrecv",  "barrier",
+    "scan",      "exscan",    "allgatherv",    "reducescatterv", "alltoallv", "alltoallvc",
 };
 constexpr std::string_view kOthers = "others";
 constexpr std::string_view kNA = "NA";
@@ -123,11 +123,22 @@ OpType opType(Collective c) {
       return OpType::Scatter;
     case Collective::AllToAll:
       return OpType::AllToAll;
+    case Collective::Gather:
+      return OpType::Gather;
+    case Collective::AllToAllV:
+      return OpType::AllToAllV;
+    case Collective::Barrier:
+      return OpType::Barrier;
+    case Collective::Scan:
+      return OpType::Scan;
+    case Collective::Exscan:
+      return OpType::Exscan;
   }
   return OpType::AllReduce;  // unreachable: the switch covers every Collective (-Wswitch)
 }
 
 std::optional<Collective> collective(OpType op) {
+  if (op == OpType::AllToAllV || op == OpType::AllToAllVC) return Collective::AllToAllV;
   switch (configuredBy(op)) {
     case OpType::AllReduce:
       return Collective::AllReduce;
@@ -143,8 +154,16 @@ std::optional<Collective> collective(OpType op) {
       return Collective::Scatter;
     case OpType::AllToAll:
       return Collective::AllToAll;
+    case OpType::Gather:
+      return Collective::Gather;
+    case OpType::Barrier:
+      return Collective::Barrier;
+    case OpType::Scan:
+      return Collective::Scan;
+    case OpType::Exscan:
+      return Collective::Exscan;
     default:
-      return std::nullopt;  // gather, send, receive, sendrecv
+      return std::nullopt;  // send, receive, sendrecv
   }
 }
 
@@ -298,7 +317,7 @@ class HcclAlgoParser {
     }
     const bool others = *key == kNumOpKeys;
     LevelAlgos parsed = levels(body, op, config.notes_);
-    // gather, send, receive and sendrecv are keys HCCL's code reads; no collective of this
+    // send, receive and sendrecv are keys HCCL's code reads; no collective of this
     // library has these op types, so their entries are accepted (as HCCL does) and said to be
     // without effect.
     if (!others && !collective(static_cast<OpType>(*key))) {
@@ -495,7 +514,11 @@ class HcclAlgoParser {
 //   algo      := NA | null | ring | H-D_R | NHR | NHR_V1 | NB | AHC | AHC_BROKE | pipeline
 //              | pairwise | fullmesh
 //   op        := allreduce | allgather | reducescatter | broadcast | reduce | scatter | alltoall
-//              | gather | send | receive | sendrecv | others
+//              | gather | send | receive | sendrecv | barrier | scan | exscan | others
+//
+// gather, send, receive and sendrecv are keys HCCL's code reads but its guide does not list;
+// barrier, scan and exscan are coll_hccl's own (HCCL has no such op types); a configuration
+// written for HCCL never names them and others= reaches them as it reaches every op.
 //
 // Spaces (and tabs) anywhere are ignored; names are case-sensitive; a value that is empty once the
 // spaces are gone means "automatic". level0 is inside a server, level1 between servers, level2

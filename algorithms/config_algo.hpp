@@ -37,22 +37,26 @@ enum class OpType : std::uint8_t {
   Send,      // code-only key in HCCL
   Receive,   // code-only key in HCCL
   SendRecv,  // code-only key in HCCL (batch send/recv)
+  Barrier,   // coll_hccl's key: HCCL has no barrier op type
+  Scan,      // coll_hccl's key: HCCL has no scan
+  Exscan,    // coll_hccl's key: HCCL has no exscan
   AllGatherV,
   ReduceScatterV,
   AllToAllV,
   AllToAllVC,
 };
-inline constexpr int kNumOpTypes = 15;
-inline constexpr int kNumOpKeys = 11;
+inline constexpr int kNumOpTypes = 18;
+inline constexpr int kNumOpKeys = 14;
 
-// "allreduce", ..., "sendrecv" (the grammar keys), then "allgatherv", "reducescatterv",
-// "alltoallv", "alltoallvc".
+// "allreduce", ..., "sendrecv", "barrier", "scan", "exscan" (the grammar keys), then
+// "allgatherv", "reducescatterv", "alltoallv", "alltoallvc".
 std::string_view name(OpType op);
 // The op whose key configures `op`: AllGatherV -> AllGather, AllToAllVC -> AllToAll, else op.
 OpType configuredBy(OpType op);
 OpType opType(Collective c);
-// The collective an op type configures; nullopt for gather, send, receive and sendrecv, which
-// HCCL_ALGO may name but no collective of this library is.
+// The collective an op type configures (AllToAllV and AllToAllVC: AllToAllV; the other V types
+// their base collective); nullopt for send, receive and sendrecv, which HCCL_ALGO may name but no
+// collective of this library is.
 std::optional<Collective> collective(OpType op);
 
 // One entry's algorithm per level; nullopt = automatic (unset, NA or null).

@@ -38,7 +38,10 @@ std::uint64_t CallInfo::bytes() const {
 
 std::string CallInfo::describe() const {
   std::string s = fmt::format("{} {}", name(coll), bytesText(bytes()));
-  if (coll == Collective::ReduceScatter || coll == Collective::AllGather) s += " per rank";
+  if (coll == Collective::ReduceScatter || coll == Collective::AllGather ||
+      coll == Collective::Scatter || coll == Collective::Gather)
+    s += " per rank";
+  if (coll == Collective::AllToAll || coll == Collective::AllToAllV) s += " per pair";
   if (type) s += fmt::format(" {}", hccl::name(*type));
   if (op)
     s += fmt::format(" {}", hccl::name(*op));
@@ -46,6 +49,7 @@ std::string CallInfo::describe() const {
     s += commutative ? " user-op" : " user-op(non-commutative)";
   if (inPlace) s += " in-place";
   if (uneven) s += " uneven";
+  if (rankLocal) s += " rank-local";
   return s;
 }
 

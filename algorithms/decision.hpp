@@ -27,6 +27,9 @@ struct CallInfo {
   bool commutative = true;
   bool inPlace = false;
   bool uneven = false;  // ReduceScatter with unequal per-rank counts
+  // GatherV, ScatterV, AllToAllV: counts differ by rank and are not known everywhere, so every
+  // rank must decide without them (pass count 0) and only rank-local generators can serve.
+  bool rankLocal = false;
 
   std::uint64_t bytes() const;  // the size that selection and tables are keyed by
   std::string describe() const;

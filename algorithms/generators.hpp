@@ -21,6 +21,8 @@ RankSchedule ringReduceScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule ringAllGather(const Problem& pb, std::uint32_t rank);
 RankSchedule ringBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule ringReduce(const Problem& pb, std::uint32_t rank);
+RankSchedule ringScatter(const Problem& pb, std::uint32_t rank);
+RankSchedule ringGather(const Problem& pb, std::uint32_t rank);
 
 // rhd.cpp
 RankSchedule rhdAllReduce(const Problem& pb, std::uint32_t rank);
@@ -29,10 +31,21 @@ RankSchedule rhdAllGather(const Problem& pb, std::uint32_t rank);
 RankSchedule rhdBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule rhdReduce(const Problem& pb, std::uint32_t rank);
 
+// rhd_scan.cpp
+RankSchedule rhdScan(const Problem& pb, std::uint32_t rank);
+RankSchedule rhdExscan(const Problem& pb, std::uint32_t rank);
+
 // mesh.cpp
 RankSchedule meshAllReduce(const Problem& pb, std::uint32_t rank);
 RankSchedule meshReduceScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule meshAllGather(const Problem& pb, std::uint32_t rank);
+RankSchedule meshScatter(const Problem& pb, std::uint32_t rank);
+RankSchedule meshGather(const Problem& pb, std::uint32_t rank);
+RankSchedule meshBarrier(const Problem& pb, std::uint32_t rank);
+RankSchedule meshScan(const Problem& pb, std::uint32_t rank);
+RankSchedule meshExscan(const Problem& pb, std::uint32_t rank);
+RankSchedule meshAllToAll(const Problem& pb, std::uint32_t rank);
+RankSchedule meshAllToAllV(const Problem& pb, std::uint32_t rank);
 // One step in which rank r sends contribution(j) (c elements) to every peer j, receives every
 // peer's contribution to its own part into Scratch[0, (p-1)c) in rank order, and reduces the p
 // of them left to right into dst. dst may be contribution(r) itself, not partly overlap it.
@@ -48,6 +61,8 @@ RankSchedule nhrReduceScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule nhrAllGather(const Problem& pb, std::uint32_t rank);
 RankSchedule nhrBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule nhrScatter(const Problem& pb, std::uint32_t rank);
+RankSchedule nhrGather(const Problem& pb, std::uint32_t rank);
+RankSchedule nhrBarrier(const Problem& pb, std::uint32_t rank);
 
 // nb.cpp
 RankSchedule nbAllReduce(const Problem& pb, std::uint32_t rank);
@@ -55,9 +70,12 @@ RankSchedule nbReduceScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule nbAllGather(const Problem& pb, std::uint32_t rank);
 RankSchedule nbBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule nbScatter(const Problem& pb, std::uint32_t rank);
+RankSchedule nbGather(const Problem& pb, std::uint32_t rank);
+RankSchedule nbBarrier(const Problem& pb, std::uint32_t rank);
 
 // pairwise.cpp
 RankSchedule pairwiseAllToAll(const Problem& pb, std::uint32_t rank);
+RankSchedule pairwiseAllToAllV(const Problem& pb, std::uint32_t rank);
 
 // What a generator can serve. The selector filters on these before costing anything.
 struct GeneratorSpec {
@@ -67,8 +85,12 @@ struct GeneratorSpec {
   // Every reduction combines lower ranks on the left: safe for non-commutative user ops, and
   // the same bits on every run for a given rank count.
   bool rankOrdered;
-  // Handles ReduceScatter/AllGather blocks of unequal size (the V variants).
+  // Handles blocks of unequal size (the V variants: ReduceScatter, AllGatherV, ScatterV,
+  // GatherV).
   bool unevenBlocks;
+  // Serves rank-local problems (Problem::rankLocal(): GatherV, ScatterV, AllToAllV), using only
+  // what the rank knows; its schedule from localView(r) equals the one from the whole problem.
+  bool rankLocal = false;
 };
 
 std::span<const GeneratorSpec> generatorSpecs();

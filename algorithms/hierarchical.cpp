@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "algorithms/plan.hpp"
+#include "algorithms/reverse.hpp"
 
 namespace hccl::algo {
 namespace {
@@ -159,6 +160,50 @@ void allGather(const Composer& c, const std::vector<int>& used, const Problem& p
   }
 }
 
+// Scatter, outer level first (HCCL: inter Scatter, then intra Scatter). At level i take part the
+// ranks whose index at every inner level equals the root's: the carriers, one per unit of level
+// i+1. A group's root holds the data of its members' units side by side (the root's at first
+// in its Input, or Output in place; a carrier's in Scratch[0, unit)) and scatters them in place,
+// reading only; every other member receives its unit into Scratch[0, unit), or at level 0 its
+// block into Output. A carrier finally copies its own block from where it held it. Needs servers
+// in rank order (units contiguous in the root's buffer).
+void scatter(const Composer& c, const std::vector<int>& used, const Problem& pb) {
+  const Layout& L = c.layout;
+  const auto stage = stagedOffsets(L, pb.blocks);
+  const auto carrierAt = [&](std::size_t i) {
+    for (std::size_t j = 0; j < i; ++j)
+      if (L.indexIn(used[j], c.me) != L.indexIn(used[j], pb.root)) return false;
+    return true;
+  };
+  const std::uint64_t held = unitBlocks(L, used.back(), c.me, stage).largest();
+  const BufferRegion tmp{Buf::Scratch, held};
+  // Where this rank holds data: `cur` holds the elements from staged position `base` on.
+  std::optional<BufferRegion> cur;
+  std::uint64_t base = 0;
+  if (c.me == pb.root) cur = BufferRegion{pb.inPlace ? Buf::Output : Buf::Input, 0};
+  for (std::size_t i = used.size(); i-- > 0;) {
+    if (!carrierAt(i)) continue;
+    const int lvl = used[i];
+    const Blocks bl = unitBlocks(L, lvl, c.me, stage);
+    const auto g = static_cast<std::uint32_t>(bl.parts());
+    const Problem q{Collective::Scatter, g, L.indexIn(lvl, pb.root), true, bl};
+    const std::uint32_t idx = L.indexIn(lvl, c.me);
+    if (idx == q.root) {
+      std::uint32_t first = L.ranks();
+      for (std::uint32_t m : L.groupOf(lvl, c.me)) first = std::min(first, L.unit(lvl, m).first);
+      const BufferRegion data{cur->buf, cur->offset + stage[first] - base};
+      c.phase(lvl, q, {Buf::Input, 0}, data, tmp);
+      if (i == 0 && !(c.me == pb.root && pb.inPlace))
+        copy(c.out.stepAfterTransfers(), Slice{Buf::Output, 0, bl.count(idx)},
+             Slice{data.buf, data.offset + bl.offset(idx), bl.count(idx)});
+    } else {
+      cur = i == 0 ? BufferRegion{Buf::Output, 0} : BufferRegion{Buf::Scratch, 0};
+      base = stage[L.unit(lvl, c.me).first];
+      c.phase(lvl, q, {Buf::Input, 0}, *cur, tmp);
+    }
+  }
+}
+
 }  // namespace
 
 RankSchedule composeLevels(const Layout& layout, const LevelAlgorithms& algs, const Problem& pb,
@@ -192,8 +237,23 @@ RankSchedule composeLevels(const Layout& layout, const LevelAlgorithms& algs, co
     case Collective::AllGather:
       allGather(c, used, pb);
       break;
-    default:
-      throw std::invalid_argument(fmt::format("{} is not composed over levels yet", name(pb.coll)));
+    case Collective::Scatter:
+      if (!layout.blockOrder())
+        return composeFlat(layout, algs[static_cast<std::size_t>(used.back())], used.back(), pb,
+                           rank);
+      scatter(c, used, pb);
+      break;
+    case Collective::Gather:
+      // The Scatter composition run backwards: each level's Gather is its Scatter reversed.
+      return gatherByReversing(pb, rank, [&](const Problem& sp, std::uint32_t r) {
+        return composeLevels(layout, algs, sp, r);
+      });
+    default: {
+      // Not composed over levels (yet): the outermost level's algorithm over every rank, as
+      // phasesPerLevel() costs it.
+      const int top = used.back();
+      return composeFlat(layout, algs[static_cast<std::size_t>(top)], top, pb, rank);
+    }
   }
   prune(out);
   return out;
@@ -216,7 +276,10 @@ RankSchedule composeFlat(const Layout& layout, Algorithm a, int level, const Pro
 
 bool levelsRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Collective c) {
   const std::vector<int> used = levelsInUse(layout);
-  if (!layout.symmetric()) {
+  const bool composed = c == Collective::AllReduce || c == Collective::ReduceScatter ||
+                        c == Collective::AllGather || c == Collective::Scatter ||
+                        c == Collective::Gather;
+  if (!layout.symmetric() || !composed) {  // flat over every rank with the outermost algorithm
     const GeneratorSpec* spec =
         findGenerator(algs[static_cast<std::size_t>(used.empty() ? 0 : used.back())], c);
     return spec && spec->rankOrdered;

@@ -10,6 +10,11 @@
 //                  it stands for (its supernode at level 2, its server at level 1), so the blocks
 //                  that cross servers stay whole and rank i ends with block i.
 //   AllGather      L0 AG -> ... -> top AG, the mirror image.
+//   Scatter        top Sc -> ... -> L0 Sc: the root scatters server-sized units between servers,
+//                  each receiving rank (same local index as the root) within its server.
+//   Gather         the Scatter composition run backwards (reverse.hpp).
+//   Others (Broadcast, Reduce, AllToAll(V), Barrier, Scan, Exscan): not split by level yet;
+//                  the outermost level's algorithm over every rank.
 //
 // Data is laid out server by server. When servers do not hold consecutive rank ranges (MPI rank
 // order is arbitrary) ReduceScatter first copies its input blocks into that order in scratch and

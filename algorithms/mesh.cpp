@@ -10,9 +10,35 @@
 // AllReduce = ReduceScatter then AllGather, 2 steps.
 //   cost 2a + (2/p)n b + ((p-1)/p)n g
 //
+// Scatter (direct), 1 step: the root sends block i to rank i, for every i; HCCL's Star and Mesh
+//   rooted form. Each non-root uses only its own count, so it serves ScatterV's rank-local
+//   problems.
+//   cost a + (1/p)n b (parallel links; the root's port carries ((p-1)/p)n)
+// Gather (direct): the Scatter run backwards (reverse.hpp): every rank sends its block to the
+//   root at once; serves GatherV's rank-local problems.
+//   cost a + (1/p)n b
+//
+// AllToAll (and AllToAllV), 1 step: rank r sends its block j to every j and receives every
+//   peer's block for it; in place the receives land in Scratch (the blocks they replace are still
+//   being sent) and are copied into place at the end of the step. AllToAllV uses only the rank's
+//   row and column: it serves rank-local problems.
+//   cost a + (1/p)n b (n: the bytes a rank sends, equal blocks)
+// Scan and Exscan, 1 step: rank r sends its input to every higher rank and receives every lower
+//   rank's input into Scratch slot i (i < r), then folds the slots left to right, x_0 (+) ... (+)
+//   x_{r-1}, and for Scan its own input last, into Output: rank order by construction. Scratch:
+//   r whole vectors on rank r, so this is for small messages (the model weighs it).
+//   cost a + n b + (r) n g on rank r (the last rank's r = p-1 bounds the call)
+// Barrier, 1 step: every rank signals every peer and waits for all of them.
+//   cost a (p-1 zero-byte messages each way per rank)
+//
 // Rank order: yes, every block is reduced locally from all p contributions in rank order.
 // Memory: ReduceScatter needs scratch for the p-1 contributions of the rank's block.
+#include <fmt/format.h>
+
+#include <stdexcept>
+
 #include "algorithms/generators.hpp"
+#include "algorithms/reverse.hpp"
 
 namespace hccl::algo {
 
@@ -95,6 +121,121 @@ RankSchedule meshAllReduce(const Problem& pb, std::uint32_t r) {
   }
   prune(out);
   return out;
+}
+
+RankSchedule meshScatter(const Problem& pb, std::uint32_t r) {
+  RankSchedule out;
+  const std::uint32_t p = pb.ranks;
+  Step& s = out.newStep();
+  if (r != pb.root) {
+    recv(s, pb.root, Slice{Buf::Output, 0, pb.blocks.count(r)});
+    prune(out);
+    return out;
+  }
+  const Buf src = pb.inPlace ? Buf::Output : Buf::Input;
+  for (std::uint32_t i = 1; i < p; ++i) {
+    const std::uint32_t j = (r + i) % p;
+    send(s, j, pb.blocks.block(src, j));
+  }
+  if (!pb.inPlace) copy(s, Slice{Buf::Output, 0, pb.blocks.count(r)}, pb.blocks.block(src, r));
+  prune(out);
+  return out;
+}
+
+RankSchedule meshGather(const Problem& pb, std::uint32_t r) {
+  return gatherByReversing(pb, r, meshScatter);
+}
+
+RankSchedule meshBarrier(const Problem& pb, std::uint32_t r) {
+  RankSchedule out;
+  const std::uint32_t p = pb.ranks;
+  if (p == 1) return out;
+  Step& s = out.newStep();
+  for (std::uint32_t i = 1; i < p; ++i) {
+    sendSignal(s, (r + i) % p);
+    recvSignal(s, (r + p - i) % p);
+  }
+  return out;
+}
+
+namespace {
+
+void meshExchange(RankSchedule& out, std::uint32_t p, std::uint32_t r, const Blocks& sendBl,
+                  const Blocks& recvBl, bool inPlace) {
+  Step& s = out.newStep();
+  std::uint64_t slot = 0;
+  for (std::uint32_t i = 1; i < p; ++i) {
+    const std::uint32_t to = (r + i) % p, from = (r + p - i) % p;
+    send(s, to, sendBl.block(inPlace ? Buf::Output : Buf::Input, to));
+    const Slice into = recvBl.block(Buf::Output, from);
+    if (!inPlace) {
+      recv(s, from, into);
+      continue;
+    }
+    const Slice landing{Buf::Scratch, slot, into.count};
+    slot += into.count;
+    recv(s, from, landing);
+    copy(s, into, landing);
+  }
+  if (!inPlace) copy(s, recvBl.block(Buf::Output, r), sendBl.block(Buf::Input, r));
+  prune(out);
+}
+
+}  // namespace
+
+RankSchedule meshAllToAll(const Problem& pb, std::uint32_t r) {
+  RankSchedule out;
+  for (std::uint32_t j = 1; j < pb.ranks; ++j)
+    if (pb.blocks.count(j) != pb.blocks.count(0))
+      throw std::invalid_argument(fmt::format(
+          "fullmesh AllToAll needs equal blocks: block {} holds {} elements, block 0 holds {}", j,
+          pb.blocks.count(j), pb.blocks.count(0)));
+  meshExchange(out, pb.ranks, r, pb.blocks, pb.blocks, pb.inPlace);
+  return out;
+}
+
+RankSchedule meshAllToAllV(const Problem& pb, std::uint32_t r) {
+  RankSchedule out;
+  const Blocks recvBl = pb.pairs.recvBlocks(r);
+  meshExchange(out, pb.ranks, r, pb.inPlace ? recvBl : pb.pairs.sendBlocks(r), recvBl, pb.inPlace);
+  return out;
+}
+
+namespace {
+
+RankSchedule meshPrefix(const Problem& pb, std::uint32_t r, bool exclusive) {
+  RankSchedule out;
+  const std::uint64_t n = pb.total();
+  const Slice output{Buf::Output, 0, n};
+  const Slice own = pb.inPlace ? output : Slice{Buf::Input, 0, n};
+  const auto slot = [&](std::uint32_t i) { return Slice{Buf::Scratch, i * n, n}; };
+  Step& s = out.newStep();
+  for (std::uint32_t j = r + 1; j < pb.ranks; ++j) send(s, j, own);
+  for (std::uint32_t i = 0; i < r; ++i) recv(s, i, slot(i));
+  // acc = x_0 (+) ... (+) x_i, kept in slot i; the last fold writes Output.
+  if (exclusive) {
+    if (r == 1) copy(s, output, slot(0));
+    for (std::uint32_t i = 1; i < r; ++i)
+      reduce(s, i + 1 == r ? output : slot(i), slot(i - 1), slot(i));
+  } else {
+    for (std::uint32_t i = 1; i < r; ++i) reduce(s, slot(i), slot(i - 1), slot(i));
+    if (r == 0)
+      copy(s, output, own);
+    else
+      reduce(s, output, slot(r - 1), own);
+  }
+  prune(out);
+  return out;
+}
+
+}  // namespace
+
+RankSchedule meshScan(const Problem& pb, std::uint32_t r) {
+  return meshPrefix(pb, r, false);
+}
+
+RankSchedule meshExscan(const Problem& pb, std::uint32_t r) {
+  return meshPrefix(pb, r, true);
 }
 
 }  // namespace hccl::algo

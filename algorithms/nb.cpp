@@ -26,6 +26,12 @@
 //   cost ceil(log2 p)a + ((p-1)/p)n b
 // Broadcast = Scatter then AllGather, both on the blocks of Output; no scratch.
 //   cost 2ceil(log2 p)a + 2((p-1)/p)n b
+// Gather: the Scatter run backwards (reverse.hpp); the same steps, volumes and scratch.
+//   cost ceil(log2 p)a + ((p-1)/p)n b
+// Barrier (Bruck's dissemination, the AllGather's pattern without data), K steps: at step k rank
+//   r signals (r+h) mod p and waits for (r-h) mod p. After step k it has heard, directly or
+//   through others, from the 2h ranks r-2h+1..r, after the last step from all p.
+//   cost ceil(log2 p)a
 //
 // Rank order: no for the reductions (slice s's tree runs s, s-1, ... and wraps around rank 0
 // unless s = p-1); the copies-only collectives trivially keep it. Uneven blocks: every generator
@@ -33,6 +39,7 @@
 #include <algorithm>
 
 #include "algorithms/generators.hpp"
+#include "algorithms/reverse.hpp"
 #include "algorithms/slice_trees.hpp"
 
 namespace hccl::algo {
@@ -117,6 +124,22 @@ RankSchedule nbBroadcast(const Problem& pb, std::uint32_t r) {
   tree::scatter(out, bruckTree(pb.ranks), r, pb.root, block);
   bruckAllGather(out, pb.ranks, r, bl, block, pb.root);
   prune(out);
+  return out;
+}
+
+RankSchedule nbGather(const Problem& pb, std::uint32_t r) {
+  return gatherByReversing(pb, r, nbScatter);
+}
+
+RankSchedule nbBarrier(const Problem& pb, std::uint32_t r) {
+  RankSchedule out;
+  const std::uint32_t p = pb.ranks;
+  for (std::uint32_t k = 0; k < tree::stepCount(p); ++k) {
+    const std::uint64_t h = std::uint64_t{1} << k;
+    Step& s = out.newStep();
+    sendSignal(s, static_cast<std::uint32_t>((r + h) % p));
+    recvSignal(s, minus(r, h, p));
+  }
   return out;
 }
 

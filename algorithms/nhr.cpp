@@ -28,6 +28,12 @@
 //   cost ceil(log2 p)a + ((p-1)/p)n b
 // Broadcast = Scatter then AllGather, both on the renumbered blocks of Output; no scratch.
 //   cost 2ceil(log2 p)a + 2((p-1)/p)n b
+// Gather: the Scatter run backwards (reverse.hpp): each subtree's blocks gather at position e
+//   before it hands them to r+h, the root receiving last; the same scratch as the Scatter.
+//   cost ceil(log2 p)a + ((p-1)/p)n b
+// Barrier (dissemination in NHR's direction), K steps: at step k rank r signals (r-h) mod p and
+//   waits for (r+h) mod p; after step k it has heard from r..r+2h-1, after the last from all p.
+//   cost ceil(log2 p)a
 //
 // ReduceScatter and AllGather keep the caller's block order (HCCL's keepOrder), so their slices
 // of a step are strided blocks, sent as one transfer per contiguous run.
@@ -36,6 +42,7 @@
 #include <algorithm>
 
 #include "algorithms/generators.hpp"
+#include "algorithms/reverse.hpp"
 #include "algorithms/slice_trees.hpp"
 
 namespace hccl::algo {
@@ -134,6 +141,22 @@ RankSchedule nhrBroadcast(const Problem& pb, std::uint32_t r) {
   tree::scatter(out, t, r, pb.root, block);
   tree::allGather(out, t, r, block, block, pb.root);
   prune(out);
+  return out;
+}
+
+RankSchedule nhrGather(const Problem& pb, std::uint32_t r) {
+  return gatherByReversing(pb, r, nhrScatter);
+}
+
+RankSchedule nhrBarrier(const Problem& pb, std::uint32_t r) {
+  RankSchedule out;
+  const std::uint32_t p = pb.ranks;
+  for (std::uint32_t k = 0; k < tree::stepCount(p); ++k) {
+    const std::uint64_t h = (std::uint64_t{1} << k) % p;
+    Step& s = out.newStep();
+    sendSignal(s, static_cast<std::uint32_t>((r + p - h) % p));
+    recvSignal(s, static_cast<std::uint32_t>((r + h) % p));
+  }
   return out;
 }
 

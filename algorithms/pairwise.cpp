@@ -12,54 +12,79 @@
 // block i+k = i-k at once, so its receive lands in a slot and is copied at the end of the step.
 // Scratch: floor(p/2) blocks in place, none out of place.
 //
-// Blocks must be equal (rank i's block j and rank j's block i are the same transfer); AllToAllV
-// needs per-pair counts, which a Problem does not carry.
+// AllToAll's blocks must be equal (rank i's block j and rank j's block i are the same transfer).
+// AllToAllV (PairCounts): the same steps with per-pair sizes, rank i's Input block j being its
+// row's entry j and its Output block i-k its column's entry i-k; it uses only the rank's row and
+// column, so it serves rank-local problems. In place (symmetric counts) the slots take the sizes
+// of the blocks they hold.
+//   cost (p-1)a + b * sum_k max_i count(i, i+k)
 #include <fmt/format.h>
 
 #include <stdexcept>
+#include <vector>
 
 #include "algorithms/generators.hpp"
 
 namespace hccl::algo {
 
-RankSchedule pairwiseAllToAll(const Problem& pb, std::uint32_t r) {
-  const Blocks& bl = pb.blocks;
-  const std::uint32_t p = pb.ranks;
-  for (std::uint32_t j = 1; j < p; ++j)
-    if (bl.count(j) != bl.count(0))
-      throw std::invalid_argument(fmt::format(
-          "pairwise AllToAll needs equal blocks: block {} holds {} elements, block 0 holds {}", j,
-          bl.count(j), bl.count(0)));
+namespace {
+
+// The exchange for rank r: Input block j of `send` goes to rank j, Output block i of `recv` comes
+// from rank i (in place: Output holds `send`'s blocks, which equal `recv`'s).
+RankSchedule exchange(std::uint32_t p, std::uint32_t r, const Blocks& send_, const Blocks& recv_,
+                      bool inPlace) {
   RankSchedule out;
-  const std::uint64_t c = bl.count(0);
-  const auto slot = [&](std::uint32_t i) { return Slice{Buf::Scratch, i * c, c}; };
-  if (!pb.inPlace) {
+  if (!inPlace) {
     for (std::uint32_t k = 1; k < p; ++k) {
       Step& s = out.newStep();
-      send(s, (r + k) % p, bl.block(Buf::Input, (r + k) % p));
-      recv(s, (r + p - k) % p, bl.block(Buf::Output, (r + p - k) % p));
+      send(s, (r + k) % p, send_.block(Buf::Input, (r + k) % p));
+      recv(s, (r + p - k) % p, recv_.block(Buf::Output, (r + p - k) % p));
     }
     // No receive lands in block r, so the own copy can run with the first step.
-    copy(out.firstStep(), bl.block(Buf::Output, r), bl.block(Buf::Input, r));
+    copy(out.firstStep(), recv_.block(Buf::Output, r), send_.block(Buf::Input, r));
     prune(out);
     return out;
   }
+  // Scratch slot of step k (2k <= p), for the block of rank r-k: slots packed in step order.
+  std::vector<std::uint64_t> slotAt(p / 2 + 1, 0);
+  for (std::uint32_t k = 1; k < slotAt.size(); ++k)
+    slotAt[k] = slotAt[k - 1] + recv_.count((r + p - k) % p);
+  const auto slot = [&](std::uint32_t k) {
+    return Slice{Buf::Scratch, slotAt[k - 1], recv_.count((r + p - k) % p)};
+  };
   for (std::uint32_t k = 1; k < p; ++k) {
     Step& s = out.newStep();
     const std::uint32_t to = (r + k) % p, from = (r + p - k) % p;
-    send(s, to, bl.block(Buf::Output, to));
+    send(s, to, recv_.block(Buf::Output, to));
     if (2 * k > p) {
-      recv(s, from, bl.block(Buf::Output, from));
-      copy(s, bl.block(Buf::Output, to), slot(p - k - 1));  // arrived at step p-k
+      recv(s, from, recv_.block(Buf::Output, from));
+      copy(s, recv_.block(Buf::Output, to), slot(p - k));  // arrived at step p-k
     } else if (2 * k == p) {
-      recv(s, from, slot(k - 1));
-      copy(s, bl.block(Buf::Output, from), slot(k - 1));
+      recv(s, from, slot(k));
+      copy(s, recv_.block(Buf::Output, from), slot(k));
     } else {
-      recv(s, from, slot(k - 1));
+      recv(s, from, slot(k));
     }
   }
   prune(out);
   return out;
+}
+
+}  // namespace
+
+RankSchedule pairwiseAllToAll(const Problem& pb, std::uint32_t r) {
+  const Blocks& bl = pb.blocks;
+  for (std::uint32_t j = 1; j < pb.ranks; ++j)
+    if (bl.count(j) != bl.count(0))
+      throw std::invalid_argument(fmt::format(
+          "pairwise AllToAll needs equal blocks: block {} holds {} elements, block 0 holds {}", j,
+          bl.count(j), bl.count(0)));
+  return exchange(pb.ranks, r, bl, bl, pb.inPlace);
+}
+
+RankSchedule pairwiseAllToAllV(const Problem& pb, std::uint32_t r) {
+  const Blocks recvBl = pb.pairs.recvBlocks(r);
+  return exchange(pb.ranks, r, pb.inPlace ? recvBl : pb.pairs.sendBlocks(r), recvBl, pb.inPlace);
 }
 
 }  // namespace hccl::algo

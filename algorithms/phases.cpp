@@ -71,7 +71,16 @@ std::vector<std::vector<Phase>> phasesPerLevel(Collective c, const CommShape& sh
       }
       break;
     }
-    default:  // rooted and other collectives run flat on the top level until composed
+    case Collective::Scatter:
+    case Collective::Gather: {  // outer level first (Gather: the same levels, reversed)
+      std::uint64_t n = count;
+      for (std::size_t i = 0; i < k; ++i) {
+        n *= shape.levels[i].size;
+        out[i] = {{c, n}};
+      }
+      break;
+    }
+    default:  // the other collectives run flat on the top level until composed
       out[k - 1] = {{c, count}};
       break;
   }
@@ -79,6 +88,10 @@ std::vector<std::vector<Phase>> phasesPerLevel(Collective c, const CommShape& sh
 }
 
 Problem phaseProblem(const Phase& ph, std::uint32_t size, bool inPlace) {
+  if (ph.coll == Collective::AllToAllV)  // costed as equal pairs, like AllToAll
+    return Problem::allToAllV(
+        size, std::vector<std::uint64_t>(std::size_t{size} * size, ph.total / size), inPlace);
+  if (ph.coll == Collective::Barrier) return Problem::barrier(size);
   Problem pb{ph.coll, size, 0, inPlace, Blocks::even(ph.total, size)};
   if (ph.coll == Collective::Broadcast) pb.inPlace = true;
   return pb;

@@ -3,6 +3,9 @@
 //   AllReduce      L0 RS -> L1 RS -> ... -> top AR -> ... -> L1 AG -> L0 AG
 //   ReduceScatter  top RS -> ... -> L0 RS        (outer first: blocks crossing servers stay whole)
 //   AllGather      L0 AG -> ... -> top AG        (inner first, for the same reason)
+//   Scatter        top Sc -> ... -> L0 Sc        (HCCL: inter Scatter, then intra Scatter)
+//   Gather         L0 Ga -> ... -> top Ga        (the Scatter reversed)
+//   others         the whole collective flat over every rank on the outermost level
 // With one level in use this is just the collective itself.
 #pragma once
 

@@ -88,7 +88,12 @@ std::string Plan::whyNotOn(const Layout&) const {
   return {};
 }
 
-Decision select(const Selection& s, const CallInfo& call) {
+Decision select(const Selection& s, const CallInfo& asked) {
+  // A rank-local call (AllToAllV, GatherV, ScatterV) has no count every rank knows, and a
+  // barrier no data: every rank decides alike by deciding without one.
+  CallInfo call = asked;
+  if (call.rankLocal || call.coll == Collective::AllToAllV || call.coll == Collective::Barrier)
+    call.count = 0;
   const auto table = planTable();
   std::vector<std::string> whyNot;
   for (const Plan* p : table) whyNot.push_back(p->whyNot(s, call));

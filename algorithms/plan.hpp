@@ -97,7 +97,9 @@ std::span<const Plan* const> planTable();
 const Plan& planOf(const PlanKey& key);
 const Plan* planOwning(Algorithm a);
 
-// The selection over the table described above.
+// The selection over the table described above. Rank-local calls (CallInfo::rankLocal,
+// AllToAllV) and Barrier are decided with count 0: the decision may depend only on what every
+// rank knows.
 Decision select(const Selection& s, const CallInfo& call);
 
 // Rank `rank`'s schedule for a decision (or its key): the one function the engine calls.

@@ -17,10 +17,19 @@
 //   cost (p-1)a + (p-1)n b + (p-1)n g
 //   (The reference's alternative rows, Broadcast as Scatter+AllGather at 2(p-1)a + 2(p-1)n b and
 //   Reduce as ReduceScatter+Gather, describe other schedules; this file follows the primary rows.)
+// Scatter, p-1 steps, farthest block first: with position e = r - root, the root sends at step k
+//   the block of position p-1-k to its right; position e receives at step k the block of position
+//   p-2+e-k (its own at the last step, straight into Output) and forwards it at step k+1, so the
+//   block of position d leaves at step p-1-d and arrives at step p-2. Every link carries one block
+//   per step; blocks in transit alternate between two scratch slots of the largest block.
+//   cost (p-1)a + ((p-1)/p)n b
+// Gather: the Scatter run backwards (reverse.hpp), nearest block first into the root.
+//   cost (p-1)a + ((p-1)/p)n b
 //
 // Rank order: no for the reductions (block b is accumulated starting from rank b+1); the
 // copies-only collectives trivially keep it.
 #include "algorithms/generators.hpp"
+#include "algorithms/reverse.hpp"
 
 namespace hccl::algo {
 namespace {
@@ -176,6 +185,41 @@ RankSchedule ringReduce(const Problem& pb, std::uint32_t r) {
   reduce(s, acc, landing, own);
   if (!isRoot) send(out.newStep(), right, acc);
   return out;
+}
+
+RankSchedule ringScatter(const Problem& pb, std::uint32_t r) {
+  RankSchedule out;
+  const Blocks& bl = pb.blocks;
+  const std::uint32_t p = pb.ranks;
+  const std::uint32_t e = wrap(static_cast<std::int64_t>(r) - pb.root, p);  // position
+  const auto rankAt = [&](std::uint32_t d) { return (pb.root + d) % p; };
+  const std::uint32_t right = wrap(r + 1LL, p), left = wrap(r - 1LL, p);
+  if (e == 0) {
+    const Buf src = pb.inPlace ? Buf::Output : Buf::Input;
+    for (std::uint32_t k = 0; k + 1 < p; ++k)
+      send(out.newStep(), right, bl.block(src, rankAt(p - 1 - k)));
+    if (!pb.inPlace)
+      copy(out.firstStep(), Slice{Buf::Output, 0, bl.count(r)}, bl.block(Buf::Input, r));
+    prune(out);
+    return out;
+  }
+  const std::uint64_t slotSize = bl.largest();
+  const auto inTransit = [&](std::uint32_t k, std::uint32_t d) {
+    return d == e ? Slice{Buf::Output, 0, bl.count(r)}
+                  : Slice{Buf::Scratch, (k % 2) * slotSize, bl.count(rankAt(d))};
+  };
+  // Step k: receive the block of position p-2+e-k (k >= e-1), forward the one of p-1+e-k (k >= e).
+  for (std::uint32_t k = e - 1; k + 1 < p; ++k) {
+    Step& s = out.newStep();
+    if (k >= e) send(s, right, inTransit(k - 1, p - 1 + e - k));
+    recv(s, left, inTransit(k, p - 2 + e - k));
+  }
+  prune(out);
+  return out;
+}
+
+RankSchedule ringGather(const Problem& pb, std::uint32_t r) {
+  return gatherByReversing(pb, r, ringScatter);
 }
 
 }  // namespace hccl::algo

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 namespace hccl::algo {
 
@@ -46,6 +47,26 @@ Blocks Blocks::of(std::span<const std::uint64_t> counts) {
   return b;
 }
 
+Blocks Blocks::only(std::uint32_t parts, std::uint32_t known, std::uint64_t count) {
+  if (known >= parts)
+    throw std::invalid_argument(
+        fmt::format("Blocks::only: block {} of {} blocks does not exist", known, parts));
+  if (parts == 1) return uniform(count, 1);
+  Blocks b;
+  b.offsets_.assign(std::size_t{parts} + 1, 0);
+  b.offsets_[known + 1] = count;
+  b.knownOnly_ = known;
+  b.firstUnknown_ = known == 0 ? 1 : 0;
+  return b;
+}
+
+void Blocks::unknown(std::uint32_t block, std::string_view what, std::uint32_t i) const {
+  throw std::logic_error(fmt::format(
+      "the {} of block {} is not known to this rank: it knows only block {} of {} (a rank-local "
+      "problem; block {} is unknown)",
+      what, i, knownOnly_, parts(), block));
+}
+
 std::uint64_t Blocks::largest() const {
   std::uint64_t m = 0;
   for (std::uint32_t i = 0; i < parts(); ++i) m = std::max(m, count(i));
@@ -55,6 +76,77 @@ std::uint64_t Blocks::largest() const {
 bool Blocks::isUniform() const {
   for (std::uint32_t i = 1; i < parts(); ++i)
     if (count(i) != count(0)) return false;
+  return true;
+}
+
+PairCounts PairCounts::of(std::uint32_t p, std::span<const std::uint64_t> counts) {
+  if (p == 0 || counts.size() != std::size_t{p} * p)
+    throw std::invalid_argument(
+        fmt::format("PairCounts::of: {} counts for {} ranks; valid: p * p counts, row-major",
+                    counts.size(), p));
+  PairCounts c;
+  c.p_ = p;
+  c.counts_.assign(counts.begin(), counts.end());
+  return c;
+}
+
+PairCounts PairCounts::local(std::uint32_t p, std::uint32_t r, std::span<const std::uint64_t> send,
+                             std::span<const std::uint64_t> recv) {
+  if (p == 0 || r >= p || send.size() != p || recv.size() != p)
+    throw std::invalid_argument(
+        fmt::format("PairCounts::local: rank {} of {} with {} send and {} receive counts; valid: "
+                    "rank < p and p counts each",
+                    r, p, send.size(), recv.size()));
+  if (send[r] != recv[r])
+    throw std::invalid_argument(
+        fmt::format("PairCounts::local: rank {} sends {} elements to itself but receives {}", r,
+                    send[r], recv[r]));
+  PairCounts c;
+  c.p_ = p;
+  c.localTo_ = p == 1 ? kAll : r;
+  c.counts_.assign(std::size_t{p} * p, 0);
+  for (std::uint32_t j = 0; j < p; ++j) c.counts_[std::size_t{r} * p + j] = send[j];
+  for (std::uint32_t i = 0; i < p; ++i) c.counts_[std::size_t{i} * p + r] = recv[i];
+  return c;
+}
+
+std::uint64_t PairCounts::count(std::uint32_t from, std::uint32_t to) const {
+  if (from >= p_ || to >= p_)
+    throw std::out_of_range(
+        fmt::format("PairCounts: pair ({}, {}) outside {} ranks", from, to, p_));
+  if (!known(from, to))
+    throw std::logic_error(
+        fmt::format("the count from rank {} to rank {} is not known to rank {}: it knows its own "
+                    "row and column only (a rank-local problem)",
+                    from, to, localTo_));
+  return counts_[std::size_t{from} * p_ + to];
+}
+
+Blocks PairCounts::sendBlocks(std::uint32_t r) const {
+  std::vector<std::uint64_t> row(p_);
+  for (std::uint32_t j = 0; j < p_; ++j) row[j] = count(r, j);
+  return Blocks::of(row);
+}
+
+Blocks PairCounts::recvBlocks(std::uint32_t r) const {
+  std::vector<std::uint64_t> col(p_);
+  for (std::uint32_t i = 0; i < p_; ++i) col[i] = count(i, r);
+  return Blocks::of(col);
+}
+
+PairCounts PairCounts::localTo(std::uint32_t r) const {
+  std::vector<std::uint64_t> row(p_), col(p_);
+  for (std::uint32_t j = 0; j < p_; ++j) {
+    row[j] = count(r, j);
+    col[j] = count(j, r);
+  }
+  return local(p_, r, row, col);
+}
+
+bool PairCounts::symmetric() const {
+  for (std::uint32_t i = 0; i < p_; ++i)
+    for (std::uint32_t j = i + 1; j < p_; ++j)
+      if (count(i, j) != count(j, i)) return false;
   return true;
 }
 
@@ -76,8 +168,102 @@ Problem Problem::reduce(std::uint32_t p, std::uint64_t count, std::uint32_t root
 Problem Problem::scatter(std::uint32_t p, std::uint64_t perRank, std::uint32_t root, bool inPlace) {
   return {Collective::Scatter, p, root, inPlace, Blocks::uniform(perRank, p)};
 }
+Problem Problem::gather(std::uint32_t p, std::uint64_t perRank, std::uint32_t root, bool inPlace) {
+  return {Collective::Gather, p, root, inPlace, Blocks::uniform(perRank, p)};
+}
 Problem Problem::allToAll(std::uint32_t p, std::uint64_t perPair, bool inPlace) {
   return {Collective::AllToAll, p, 0, inPlace, Blocks::uniform(perPair, p)};
+}
+Problem Problem::barrier(std::uint32_t p) {
+  return {Collective::Barrier, p, 0, false, Blocks::uniform(0, p)};
+}
+Problem Problem::scan(std::uint32_t p, std::uint64_t count, bool inPlace) {
+  return {Collective::Scan, p, 0, inPlace, Blocks::even(count, p)};
+}
+Problem Problem::exscan(std::uint32_t p, std::uint64_t count, bool inPlace) {
+  return {Collective::Exscan, p, 0, inPlace, Blocks::even(count, p)};
+}
+
+namespace {
+
+std::uint32_t rankCount(std::span<const std::uint64_t> counts, std::string_view what) {
+  if (counts.empty() || counts.size() > 0xffffffffu)
+    throw std::invalid_argument(
+        fmt::format("Problem::{}: {} counts; valid: one per rank", what, counts.size()));
+  return static_cast<std::uint32_t>(counts.size());
+}
+
+void checkRoot(std::uint32_t root, std::uint32_t p, std::string_view what) {
+  if (root >= p)
+    throw std::invalid_argument(
+        fmt::format("Problem::{}: root {} outside {} ranks", what, root, p));
+}
+
+}  // namespace
+
+Problem Problem::allGatherV(std::span<const std::uint64_t> counts, bool inPlace) {
+  return {Collective::AllGather, rankCount(counts, "allGatherV"), 0, inPlace, Blocks::of(counts)};
+}
+Problem Problem::gatherV(std::span<const std::uint64_t> counts, std::uint32_t root, bool inPlace) {
+  const std::uint32_t p = rankCount(counts, "gatherV");
+  checkRoot(root, p, "gatherV");
+  return {Collective::Gather, p, root, inPlace, Blocks::of(counts)};
+}
+Problem Problem::scatterV(std::span<const std::uint64_t> counts, std::uint32_t root, bool inPlace) {
+  const std::uint32_t p = rankCount(counts, "scatterV");
+  checkRoot(root, p, "scatterV");
+  return {Collective::Scatter, p, root, inPlace, Blocks::of(counts)};
+}
+Problem Problem::allToAllV(std::uint32_t p, std::span<const std::uint64_t> counts, bool inPlace) {
+  Problem pb{Collective::AllToAllV, p, 0, inPlace, Blocks::uniform(0, p)};
+  pb.pairs = PairCounts::of(p, counts);
+  if (inPlace && !pb.pairs.symmetric())
+    throw std::invalid_argument(
+        "Problem::allToAllV: in place needs count(i, j) == count(j, i) for every pair");
+  return pb;
+}
+Problem Problem::gatherVNonRoot(std::uint32_t p, std::uint32_t root, std::uint32_t rank,
+                                std::uint64_t ownCount) {
+  checkRoot(root, p, "gatherVNonRoot");
+  if (rank == root || rank >= p)
+    throw std::invalid_argument(fmt::format(
+        "Problem::gatherVNonRoot: rank {} of {} with root {}; valid: a rank other than the root "
+        "(the root knows every count: gatherV)",
+        rank, p, root));
+  return {Collective::Gather, p, root, false, Blocks::only(p, rank, ownCount)};
+}
+Problem Problem::scatterVNonRoot(std::uint32_t p, std::uint32_t root, std::uint32_t rank,
+                                 std::uint64_t ownCount) {
+  checkRoot(root, p, "scatterVNonRoot");
+  if (rank == root || rank >= p)
+    throw std::invalid_argument(fmt::format(
+        "Problem::scatterVNonRoot: rank {} of {} with root {}; valid: a rank other than the root "
+        "(the root knows every count: scatterV)",
+        rank, p, root));
+  return {Collective::Scatter, p, root, false, Blocks::only(p, rank, ownCount)};
+}
+Problem Problem::allToAllVAt(std::uint32_t p, std::uint32_t rank,
+                             std::span<const std::uint64_t> sendCounts,
+                             std::span<const std::uint64_t> recvCounts, bool inPlace) {
+  Problem pb{Collective::AllToAllV, p, 0, inPlace, Blocks::uniform(0, p)};
+  pb.pairs = PairCounts::local(p, rank, inPlace ? recvCounts : sendCounts, recvCounts);
+  return pb;
+}
+
+Problem Problem::localView(std::uint32_t r) const {
+  switch (coll) {
+    case Collective::Gather:
+      return r == root ? *this : gatherVNonRoot(ranks, root, r, blocks.count(r));
+    case Collective::Scatter:
+      return r == root ? *this : scatterVNonRoot(ranks, root, r, blocks.count(r));
+    case Collective::AllToAllV: {
+      Problem v = *this;
+      v.pairs = pairs.localTo(r);
+      return v;
+    }
+    default:
+      return *this;
+  }
 }
 
 Problem Problem::fromMpiCount(Collective c, std::uint32_t p, std::uint64_t count, bool inPlace,
@@ -97,13 +283,40 @@ Problem Problem::fromMpiCount(Collective c, std::uint32_t p, std::uint64_t count
       return scatter(p, count, root, inPlace);
     case Collective::AllToAll:
       return allToAll(p, count, inPlace);
+    case Collective::Gather:
+      return gather(p, count, root, inPlace);
+    case Collective::AllToAllV:
+      return allToAllV(p, std::vector<std::uint64_t>(std::size_t{p} * p, count), inPlace);
+    case Collective::Barrier:
+      return barrier(p);
+    case Collective::Scan:
+      return scan(p, count, inPlace);
+    case Collective::Exscan:
+      return exscan(p, count, inPlace);
   }
   return Problem{c, p, root, inPlace, Blocks::uniform(count, p)};
 }
 
 std::uint64_t Problem::bufferCount(Buf b, std::uint32_t r) const {
-  const std::uint64_t n = total();
   const bool isRoot = r == root;
+  // Rank-local problems know their own rank's counts only; AllToAllV has no total.
+  switch (coll) {
+    case Collective::Gather:
+      if (b == Buf::Input) return isRoot && inPlace ? 0 : blocks.count(r);
+      return b == Buf::Output && isRoot ? blocks.total() : 0;
+    case Collective::Scatter:
+      if (b == Buf::Input) return isRoot && !inPlace ? blocks.total() : 0;
+      if (b == Buf::Output) return isRoot && inPlace ? blocks.total() : blocks.count(r);
+      return 0;
+    case Collective::AllToAllV:
+      if (b == Buf::Input) return inPlace ? 0 : pairs.sendBlocks(r).total();
+      return b == Buf::Output ? pairs.recvBlocks(r).total() : 0;
+    case Collective::Barrier:
+      return 0;
+    default:
+      break;
+  }
+  const std::uint64_t n = total();
   switch (coll) {
     case Collective::AllReduce:
       return b == Buf::Input ? (inPlace ? 0 : n) : b == Buf::Output ? n : 0;
@@ -119,33 +332,51 @@ std::uint64_t Problem::bufferCount(Buf b, std::uint32_t r) const {
     case Collective::Reduce:
       if (b == Buf::Input) return inPlace && isRoot ? 0 : n;
       return b == Buf::Output && isRoot ? n : 0;
-    case Collective::Scatter:
-      if (b == Buf::Input) return isRoot && !inPlace ? n : 0;
-      if (b == Buf::Output) return isRoot && inPlace ? n : blocks.count(r);
-      return 0;
     case Collective::AllToAll:
+    case Collective::Scan:
+    case Collective::Exscan:
       if (b == Buf::Input) return inPlace ? 0 : n;
       return b == Buf::Output ? n : 0;
+    case Collective::Scatter:
+    case Collective::Gather:
+    case Collective::AllToAllV:
+    case Collective::Barrier:
+      break;  // above
   }
   return 0;
 }
 
-Slice Problem::writableOutput(std::uint32_t r) const {
+std::vector<Slice> Problem::writableOutput(std::uint32_t r) const {
   const Slice whole{Buf::Output, 0, bufferCount(Buf::Output, r)};
+  const auto only = [](Slice s) { return s.count ? std::vector<Slice>{s} : std::vector<Slice>{}; };
   switch (coll) {
     case Collective::ReduceScatter:
-      return inPlace && !resultInBlock ? resultSlice(r) : whole;
+      return only(inPlace && !resultInBlock ? resultSlice(r) : whole);
     case Collective::Broadcast:
-      return r == root ? Slice{Buf::Output, 0, 0} : whole;
+      return r == root ? std::vector<Slice>{} : only(whole);
     case Collective::Scatter:
-      return r == root && inPlace ? Slice{Buf::Output, 0, 0} : whole;
+      return r == root && inPlace ? std::vector<Slice>{} : only(whole);
+    case Collective::Gather:
+      if (r == root && inPlace) {
+        std::vector<Slice> v;
+        const Slice own = blocks.block(Buf::Output, r);
+        if (own.offset > 0) v.push_back({Buf::Output, 0, own.offset});
+        if (own.end() < whole.end()) v.push_back({Buf::Output, own.end(), whole.end() - own.end()});
+        return v;
+      }
+      return only(whole);
+    case Collective::Exscan:
+      return r == 0 ? std::vector<Slice>{} : only(whole);
     case Collective::AllReduce:
     case Collective::AllGather:
     case Collective::Reduce:
     case Collective::AllToAll:
+    case Collective::AllToAllV:
+    case Collective::Barrier:
+    case Collective::Scan:
       break;
   }
-  return whole;
+  return only(whole);
 }
 
 std::uint64_t scratchCount(const RankSchedule& s) {
@@ -237,14 +468,34 @@ std::string toString(const RankSchedule& s) {
 }
 
 std::string toString(const Problem& p) {
+  if (p.coll == Collective::AllToAllV) {
+    std::string s = fmt::format("{} p={}", name(p.coll), p.ranks);
+    if (p.pairs.complete()) {
+      std::uint64_t n = 0;
+      for (std::uint32_t i = 0; i < p.ranks; ++i) n += p.pairs.sendBlocks(i).total();
+      s += fmt::format(" n={}", n);
+    } else {
+      const std::uint32_t r = p.pairs.localRank();
+      s += fmt::format(" (rank {}'s view: sends {}, receives {})", r, p.pairs.sendBlocks(r).total(),
+                       p.pairs.recvBlocks(r).total());
+    }
+    if (p.inPlace) s += " in-place";
+    return s;
+  }
+  if (!p.blocks.complete()) {
+    std::uint32_t me = 0;
+    while (!p.blocks.known(me)) ++me;
+    return fmt::format("{}v p={} root={} (rank {}'s view: {} elements)", name(p.coll), p.ranks,
+                       p.root, me, p.blocks.count(me));
+  }
   std::string s = fmt::format("{} p={} n={}", name(p.coll), p.ranks, p.total());
-  if (p.coll == Collective::Broadcast || p.coll == Collective::Reduce ||
-      p.coll == Collective::Scatter)
-    s += fmt::format(" root={}", p.root);
-  if (p.inPlace && p.coll != Collective::Broadcast) s += " in-place";
+  if (rooted(p.coll)) s += fmt::format(" root={}", p.root);
+  if (p.inPlace && p.coll != Collective::Broadcast && p.coll != Collective::Barrier)
+    s += " in-place";
   if (p.inPlace && p.resultInBlock && p.coll == Collective::ReduceScatter) s += " result-in-block";
   if (!p.blocks.isUniform() &&
-      (p.coll == Collective::ReduceScatter || p.coll == Collective::AllGather))
+      (p.coll == Collective::ReduceScatter || p.coll == Collective::AllGather ||
+       p.coll == Collective::Scatter || p.coll == Collective::Gather))
     s += " (uneven blocks)";
   return s;
 }

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "algorithms/types.hpp"
@@ -116,26 +117,51 @@ inline void copy(Step& s, Slice dst, Slice src) {
 inline void reduce(Step& s, Slice dst, Slice a, Slice b) {
   if (dst.count) s.ops.push_back({OpKind::Reduce, dst, a, b});
 }
+// A zero-byte message, kept even though it carries nothing: Barrier's synchronisation. Its
+// slice is an empty Scratch slice, so it touches no memory.
+inline void sendSignal(Step& s, std::uint32_t peer) {
+  s.xfers.push_back({Dir::Send, peer, Slice{Buf::Scratch, 0, 0}, 0});
+}
+inline void recvSignal(Step& s, std::uint32_t peer) {
+  s.xfers.push_back({Dir::Recv, peer, Slice{Buf::Scratch, 0, 0}, 0});
+}
 // Drops steps left empty by the builders above.
 void prune(RankSchedule& s);
 
 // How a collective's elements are split into one block per rank: block i is
-// [offset(i), offset(i+1)). ReduceScatter and AllGather use the caller's per-rank counts (equal
-// for the _block forms); AllReduce, Broadcast and Reduce split their count as evenly as possible.
+// [offset(i), offset(i+1)). ReduceScatter, AllGather, Scatter and Gather use the caller's
+// per-rank counts (equal for the non-V forms); AllReduce, Broadcast, Reduce, Scan and Exscan split
+// their count as evenly as possible.
+//
+// Rank-local blocks (Blocks::only): what a GatherV or ScatterV non-root knows, its own count and
+// nothing else. Asking for anything it does not know (another block's count, an offset past an
+// unknown block, the total) throws std::logic_error naming the block, so a generator that serves
+// rank-local problems cannot depend on another rank's arguments by accident.
 class Blocks {
  public:
   Blocks() = default;
   static Blocks even(std::uint64_t total, std::uint32_t parts);
   static Blocks uniform(std::uint64_t perBlock, std::uint32_t parts);
   static Blocks of(std::span<const std::uint64_t> counts);
+  // `parts` blocks of which only block `known` (holding `count` elements) is known.
+  static Blocks only(std::uint32_t parts, std::uint32_t known, std::uint64_t count);
 
   std::uint32_t parts() const { return static_cast<std::uint32_t>(offsets_.size()) - 1; }
-  std::uint64_t offset(std::uint32_t i) const { return offsets_[i]; }
-  std::uint64_t count(std::uint32_t i) const { return offsets_[i + 1] - offsets_[i]; }
-  std::uint64_t total() const { return offsets_.back(); }
+  std::uint64_t offset(std::uint32_t i) const {
+    if (i > firstUnknown_) unknown(firstUnknown_, "offset", i);
+    return offsets_[i];
+  }
+  std::uint64_t count(std::uint32_t i) const {
+    if (knownOnly_ != kAllKnown && i != knownOnly_) unknown(i, "count", i);
+    return offsets_[i + 1] - offsets_[i];
+  }
+  std::uint64_t total() const { return offset(parts()); }
+  // Every count known (not a rank-local view), and whether block i's count is.
+  bool complete() const { return knownOnly_ == kAllKnown; }
+  bool known(std::uint32_t i) const { return complete() || i == knownOnly_; }
   // Blocks [first, last) as one contiguous slice of buffer b.
   Slice span(Buf b, std::uint32_t first, std::uint32_t last) const {
-    return {b, offsets_[first], offsets_[last] - offsets_[first]};
+    return {b, offset(first), offset(last) - offset(first)};
   }
   Slice block(Buf b, std::uint32_t i) const { return span(b, i, i + 1); }
   // The count of the largest block (0 without blocks): the size of a slot any block fits.
@@ -144,7 +170,54 @@ class Blocks {
   auto operator<=>(const Blocks&) const = default;  // cache keys
 
  private:
+  static constexpr std::uint32_t kAllKnown = 0xffffffffu;
+  [[noreturn]] void unknown(std::uint32_t block, std::string_view what, std::uint32_t i) const;
+
   std::vector<std::uint64_t> offsets_{0};
+  // Rank-local blocks: the one known block (its offsets_ entries are 0 and count); else kAllKnown.
+  std::uint32_t knownOnly_ = kAllKnown;
+  // offset(i) is known for i <= firstUnknown_: the first block whose count is unknown.
+  std::uint32_t firstUnknown_ = kAllKnown;
+};
+
+// AllToAllV's counts: count(i, j) elements go from rank i to rank j. Rank i's Input is its row,
+// packed in peer order (sendBlocks(i)); its Output is its column, packed in peer order
+// (recvBlocks(i)). MPI's displacements are not part of the schedule: the engine binds each packed
+// block to user memory at its displacement (BufferMap, chunking.hpp), and the adapter packs
+// AllToAllW's per-peer datatypes to bytes (elemSize 1).
+//
+// Rank-local (local()): rank r knows its row (sendcounts) and its column (recvcounts) only;
+// count(i, j) with neither i nor j = r throws std::logic_error, as Blocks::only does.
+class PairCounts {
+ public:
+  PairCounts() = default;
+  // Every pair, row-major: counts[i * p + j] = count(i, j).
+  static PairCounts of(std::uint32_t p, std::span<const std::uint64_t> counts);
+  // Rank r's view: send[j] = count(r, j), recv[i] = count(i, r); send[r] must equal recv[r].
+  static PairCounts local(std::uint32_t p, std::uint32_t r, std::span<const std::uint64_t> send,
+                          std::span<const std::uint64_t> recv);
+
+  std::uint32_t ranks() const { return p_; }
+  std::uint64_t count(std::uint32_t from, std::uint32_t to) const;
+  bool complete() const { return localTo_ == kAll; }
+  // The rank whose view this is (meaningful when !complete()).
+  std::uint32_t localRank() const { return localTo_; }
+  bool known(std::uint32_t from, std::uint32_t to) const {
+    return complete() || from == localTo_ || to == localTo_;
+  }
+  Blocks sendBlocks(std::uint32_t r) const;  // row r
+  Blocks recvBlocks(std::uint32_t r) const;  // column r
+  // Rank r's view of a complete matrix.
+  PairCounts localTo(std::uint32_t r) const;
+  // count(i, j) == count(j, i) for every pair: what in-place AllToAllV needs.
+  bool symmetric() const;
+  auto operator<=>(const PairCounts&) const = default;  // part of Problem's cache key
+
+ private:
+  static constexpr std::uint32_t kAll = 0xffffffffu;
+  std::uint32_t p_ = 0;
+  std::uint32_t localTo_ = kAll;
+  std::vector<std::uint64_t> counts_;  // row-major; unknown pairs hold 0
 };
 
 // What is asked of a schedule. Buffer layouts, by collective (counts in elements):
@@ -152,7 +225,9 @@ class Blocks {
 //   ReduceScatter  Input[total] -> Output[count(r)];       in place: Output[total] holds the
 //                                                           input, the result lands at Output[0..)
 //   AllGather      Input[count(r)] -> Output[total], block i at offset(i); in place: Output's
-//                                                           block r holds the input
+//                                                           block r holds the input. AllGatherV is
+//                                                           the same with uneven blocks (every
+//                                                           rank knows every count)
 //   Broadcast      Output[total] on every rank; the root's holds the data (always "in place")
 //   Reduce         Input[total] -> Output[total] on the root only; non-roots have no Output;
 //                                                           in place: the root's Output holds its
@@ -161,9 +236,29 @@ class Blocks {
 //                                                           total-sized Output holds the data and
 //                                                           must stay unchanged (its own block is
 //                                                           already in place)
+//   Gather         Input[count(r)] -> the root's Output[total], block i at offset(i); non-roots
+//                                                           have no Output; in place: the root
+//                                                           has no Input, its Output's block root
+//                                                           holds its data and stays unchanged
+//   ScatterV,      Scatter and Gather with uneven blocks. A non-root knows only its own count:
+//   GatherV                                                 its problem is rank-local
+//                                                           (gatherVNonRoot, scatterVNonRoot,
+//                                                           localView), its blocks Blocks::only
 //   AllToAll       Input[total] -> Output[total], equal blocks: Input block j goes to rank j,
 //                                                           Output block i comes from rank i;
 //                                                           in place: Output holds the input
+//   AllToAllV      Input[row r] -> Output[column r] (PairCounts): Input block j goes to rank j,
+//                                                           Output block i comes from rank i;
+//                                                           rank-local on every rank (localView);
+//                                                           in place (symmetric counts only):
+//                                                           Output holds the input
+//   Barrier        no buffers; every rank leaves only after every rank entered (total() = 0)
+//   Scan           Input[total] -> Output[total] = inputs of ranks 0..r reduced in rank order;
+//                                                           in place: Output holds the input
+//   Exscan         Input[total] -> Output[total] = inputs of ranks 0..r-1 reduced in rank order;
+//                                                           rank 0's Output is not written (MPI
+//                                                           leaves it undefined); in place: Output
+//                                                           holds the input
 struct Problem {
   Collective coll = Collective::AllReduce;
   std::uint32_t ranks = 1;
@@ -174,6 +269,8 @@ struct Problem {
   // instead of moving it to the start as MPI requires. Hierarchical AllReduce uses this so each
   // piece stays where the next level and the closing AllGather expect it.
   bool resultInBlock = false;
+  // AllToAllV only (empty otherwise); its blocks are Blocks::uniform(0, ranks), unused.
+  PairCounts pairs{};
 
   static Problem allReduce(std::uint32_t p, std::uint64_t count, bool inPlace = false);
   static Problem reduceScatter(std::uint32_t p, std::uint64_t perRank, bool inPlace = false);
@@ -183,11 +280,44 @@ struct Problem {
                         bool inPlace = false);
   static Problem scatter(std::uint32_t p, std::uint64_t perRank, std::uint32_t root,
                          bool inPlace = false);
+  static Problem gather(std::uint32_t p, std::uint64_t perRank, std::uint32_t root,
+                        bool inPlace = false);
   static Problem allToAll(std::uint32_t p, std::uint64_t perPair, bool inPlace = false);
-  // From the count as MPI gives it: per rank for ReduceScatter, AllGather and Scatter, per pair
-  // for AllToAll, the whole vector otherwise.
+  static Problem barrier(std::uint32_t p);
+  static Problem scan(std::uint32_t p, std::uint64_t count, bool inPlace = false);
+  static Problem exscan(std::uint32_t p, std::uint64_t count, bool inPlace = false);
+  // The V forms with every count: AllGatherV on every rank, GatherV/ScatterV on the root (and in
+  // the verifier), AllToAllV in the verifier. counts.size() = p (p * p row-major for AllToAllV).
+  static Problem allGatherV(std::span<const std::uint64_t> counts, bool inPlace = false);
+  static Problem gatherV(std::span<const std::uint64_t> counts, std::uint32_t root,
+                         bool inPlace = false);
+  static Problem scatterV(std::span<const std::uint64_t> counts, std::uint32_t root,
+                          bool inPlace = false);
+  static Problem allToAllV(std::uint32_t p, std::span<const std::uint64_t> counts,
+                           bool inPlace = false);
+  // What a rank knows of a V call (DESIGN-collectives.md, "What each rank knows"): a GatherV or
+  // ScatterV non-root its own count; an AllToAllV rank its sendcounts and recvcounts (in place:
+  // recvcounts for both).
+  static Problem gatherVNonRoot(std::uint32_t p, std::uint32_t root, std::uint32_t rank,
+                                std::uint64_t ownCount);
+  static Problem scatterVNonRoot(std::uint32_t p, std::uint32_t root, std::uint32_t rank,
+                                 std::uint64_t ownCount);
+  static Problem allToAllVAt(std::uint32_t p, std::uint32_t rank,
+                             std::span<const std::uint64_t> sendCounts,
+                             std::span<const std::uint64_t> recvCounts, bool inPlace = false);
+  // From the count as MPI gives it: per rank for ReduceScatter, AllGather, Scatter and Gather,
+  // per pair for AllToAll and AllToAllV (equal counts), the whole vector otherwise, none for
+  // Barrier.
   static Problem fromMpiCount(Collective c, std::uint32_t p, std::uint64_t count, bool inPlace,
                               std::uint32_t root = 0);
+
+  // Rank r's view of a complete V problem (what gatherVNonRoot & co. build from MPI's
+  // arguments): the tests compare the schedules generated from both. Only GatherV, ScatterV
+  // (at non-roots) and AllToAllV have one; any other problem, and the root's, is returned as is.
+  // Call it for the V forms only: a uniform Gather's non-root knows every count ([same]).
+  Problem localView(std::uint32_t r) const;
+  // True for a rank-local view: its generators may use only the rank's own counts.
+  bool rankLocal() const { return !blocks.complete() || !pairs.complete(); }
 
   std::uint64_t total() const { return blocks.total(); }
   // Where rank r's ReduceScatter result must end up.
@@ -197,9 +327,11 @@ struct Problem {
   }
   // Elements each named buffer must hold on rank r (0 when the buffer is absent).
   std::uint64_t bufferCount(Buf b, std::uint32_t r) const;
-  // The part of Output rank r may write (write_contract.hpp): its result. Empty where the
-  // standard names no output: a Broadcast root's buffer, an in-place Scatter root's.
-  Slice writableOutput(std::uint32_t r) const;
+  // The parts of Output rank r may write (write_contract.hpp): its result, as disjoint slices in
+  // offset order. Empty where the standard names no output: a Broadcast root's buffer, an
+  // in-place Scatter root's, a Gather non-root, Exscan's rank 0. An in-place Gather root may
+  // write every block but its own.
+  std::vector<Slice> writableOutput(std::uint32_t r) const;
   auto operator<=>(const Problem&) const = default;  // cache keys
 };
 

@@ -113,6 +113,9 @@ std::string Selection::incapable(Algorithm a, const CallInfo& call,
                          rankOrderCause(call));
     if (call.uneven && !spec->unevenBlocks)
       return fmt::format("{} {} needs equal blocks", hcclName(a), name(ph.coll));
+    if ((call.rankLocal || call.coll == Collective::AllToAllV) && !spec->rankLocal)
+      return fmt::format("{} {} needs every rank's counts on every rank", hcclName(a),
+                         name(ph.coll));
   }
   return {};
 }

@@ -7,7 +7,8 @@ namespace hccl {
 namespace {
 
 constexpr std::array<std::string_view, kNumCollectives> kCollNames = {
-    "allreduce", "reducescatter", "allgather", "broadcast", "reduce", "scatter", "alltoall"};
+    "allreduce", "reducescatter", "allgather", "broadcast", "reduce", "scatter",
+    "alltoall",  "gather",        "alltoallv", "barrier",   "scan",   "exscan"};
 
 struct TypeInfo {
   std::string_view name;
@@ -52,7 +53,12 @@ std::optional<Collective> parseCollective(std::string_view s) {
   return lookup<Collective>(kCollNames, s);
 }
 bool reduces(Collective c) {
-  return c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce;
+  return c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce ||
+         c == Collective::Scan || c == Collective::Exscan;
+}
+bool rooted(Collective c) {
+  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Scatter ||
+         c == Collective::Gather;
 }
 
 std::string_view name(DataType t) {

@@ -19,14 +19,23 @@ enum class Collective : std::uint8_t {
   Reduce,
   Scatter,
   AllToAll,
+  Gather,     // GatherV: Gather with uneven Blocks (rank-local on non-roots, schedule.hpp)
+  AllToAllV,  // per-pair counts (PairCounts); AllToAllW is AllToAllV on packed bytes
+  Barrier,
+  Scan,    // inclusive prefix reduction in rank order
+  Exscan,  // exclusive prefix reduction in rank order; rank 0 receives nothing
 };
-inline constexpr int kNumCollectives = 7;
+inline constexpr int kNumCollectives = 12;
 
-// Names as HCCL_ALGO spells its op keys (lower case, no separators).
+// Names as HCCL_ALGO spells its op keys (lower case, no separators). HCCL has no keys for
+// barrier, scan and exscan; coll_hccl adds them (config_algo.hpp), and "alltoallv" follows
+// "alltoall" there as it does in HCCL.
 std::string_view name(Collective c);
 std::optional<Collective> parseCollective(std::string_view s);
 // True when the collective combines data with a reduction operator.
 bool reduces(Collective c);
+// True for the collectives with a root (Broadcast, Reduce, Scatter, Gather).
+bool rooted(Collective c);
 
 enum class DataType : std::uint8_t {
   Int8,

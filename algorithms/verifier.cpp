@@ -37,11 +37,27 @@ struct Delivery {
   std::vector<Piece> data;
 };
 
+// MPI defines Scan and Exscan in rank order (their ops may be non-commutative): always checked.
+VerifyOptions withScanOrder(VerifyOptions o, Collective c) {
+  if (c == Collective::Scan || c == Collective::Exscan) o.requireRankOrder = true;
+  return o;
+}
+
 class Verifier final : public ReplayObserver {
  public:
   Verifier(const Schedule& s, const VerifyOptions& opt)
-      : s_(s), opt_(opt), p_(s.problem.ranks), sets_(p_), mem_(p_), snapshots_(p_), inbox_(p_) {
+      : s_(s),
+        opt_(withScanOrder(opt, s.problem.coll)),
+        p_(s.problem.ranks),
+        sets_(p_),
+        mem_(p_),
+        snapshots_(p_),
+        inbox_(p_),
+        heard_(p_),
+        heardSnapshots_(p_),
+        heardInbox_(p_) {
     for (std::uint32_t r = 0; r < p_; ++r) {
+      heard_[r] = sets_.single(r);
       for (int b = 0; b < kNumBufs; ++b) {
         const Buf buf = static_cast<Buf>(b);
         const std::uint64_t n =
@@ -81,6 +97,8 @@ class Verifier final : public ReplayObserver {
     const Step& st = s_.ranks[r].steps[step];
     auto& snaps = snapshots_[r];
     snaps.assign(st.xfers.size(), {});
+    // What the rank has heard of when it posts: a send tells its receiver that much.
+    heardSnapshots_[r].assign(st.xfers.size(), heard_[r]);
     for (std::size_t i = 0; i < st.xfers.size(); ++i) {
       const Transfer& t = st.xfers[i];
       if (!inBounds(r, step, t.slice, toString(t))) continue;
@@ -114,12 +132,15 @@ class Verifier final : public ReplayObserver {
     const Transfer& ts = s_.ranks[snd.rank].steps[snd.step].xfers[snd.index];
     if (t.slice.count != ts.slice.count) return;  // reported by the replay
     inbox_[rcv.rank].push_back({t.slice, snapshots_[snd.rank][snd.index]});
+    heardInbox_[rcv.rank].push_back(heardSnapshots_[snd.rank][snd.index]);
   }
 
   void completed(std::uint32_t r, std::uint32_t step) override {
     for (const Delivery& d : inbox_[r])
       if (fits(r, d.into)) buf(r, d.into.buf).write(d.into.offset, d.data);
     inbox_[r].clear();
+    for (std::uint32_t h : heardInbox_[r]) heard_[r] = sets_.unite(heard_[r], h);
+    heardInbox_[r].clear();
     for (const LocalOp& op : s_.ranks[r].steps[step].ops) runOp(r, step, op);
   }
 
@@ -143,6 +164,8 @@ class Verifier final : public ReplayObserver {
       case Collective::AllReduce:
       case Collective::ReduceScatter:
       case Collective::Reduce:
+      case Collective::Scan:
+      case Collective::Exscan:
         if (pb.bufferCount(Buf::Input, r) > 0)
           buf(r, Buf::Input).fill(0, n, contribution(r, 0));
         else
@@ -165,6 +188,20 @@ class Verifier final : public ReplayObserver {
       case Collective::AllToAll:
         buf(r, pb.inPlace ? Buf::Output : Buf::Input).fill(0, n, contribution(r, 0));
         break;
+      case Collective::Gather:
+        if (r == pb.root && pb.inPlace)
+          buf(r, Buf::Output)
+              .fill(pb.blocks.offset(r), pb.blocks.count(r), contribution(r, -at(r)));
+        else
+          buf(r, Buf::Input).fill(0, pb.blocks.count(r), contribution(r, 0));
+        break;
+      case Collective::AllToAllV: {
+        const std::uint64_t row = pb.pairs.sendBlocks(r).total();
+        buf(r, pb.inPlace ? Buf::Output : Buf::Input).fill(0, row, contribution(r, 0));
+        break;
+      }
+      case Collective::Barrier:
+        break;
     }
   }
 
@@ -172,11 +209,15 @@ class Verifier final : public ReplayObserver {
   void checkResultWrite(std::uint32_t r, std::uint32_t step, const Slice& sl,
                         const std::string& what) {
     if (sl.buf != Buf::Output || sl.count == 0) return;
-    const Slice allowed = s_.problem.writableOutput(r);
-    if (sl.offset >= allowed.offset && sl.end() <= allowed.end()) return;
+    const std::vector<Slice> allowed = s_.problem.writableOutput(r);
+    std::string where;
+    for (const Slice& a : allowed) {
+      if (sl.offset >= a.offset && sl.end() <= a.end()) return;
+      where += (where.empty() ? "" : ", ") + toString(a);
+    }
     add(Kind::OutsideResult, r, step,
         fmt::format("rank {} step {}: {} writes {} outside its result {}", r, step, what,
-                    toString(sl), allowed.count ? toString(allowed) : "(none)"));
+                    toString(sl), where.empty() ? "(none)" : where));
   }
 
   bool fits(std::uint32_t r, const Slice& sl) {
@@ -325,7 +366,44 @@ class Verifier final : public ReplayObserver {
         for (std::uint32_t i = 0; i < p_; ++i)
           expect(r, pb.blocks.offset(i), pb.blocks.count(i), sets_.single(i), at(r) - at(i));
         break;
+      case Collective::Gather:
+        if (r == pb.root)
+          for (std::uint32_t i = 0; i < p_; ++i)
+            expect(r, pb.blocks.offset(i), pb.blocks.count(i), sets_.single(i), -at(i));
+        break;
+      case Collective::AllToAllV: {
+        // Block i of r's column comes from rank i: element e is rank i's row element at the
+        // offset of its block for r, plus e.
+        const Blocks col = pb.pairs.recvBlocks(r);
+        for (std::uint32_t i = 0; i < p_; ++i) {
+          const auto from = static_cast<std::int64_t>(pb.pairs.sendBlocks(i).offset(r));
+          expect(r, col.offset(i), col.count(i), sets_.single(i),
+                 from - static_cast<std::int64_t>(col.offset(i)));
+        }
+        break;
+      }
+      case Collective::Barrier:
+        break;
+      case Collective::Scan:
+        expect(r, 0, n, prefix(r + 1), 0);
+        break;
+      case Collective::Exscan:
+        if (r > 0) expect(r, 0, n, prefix(r), 0);
+        break;
     }
+    // Every collective's last step depends on every rank having entered it: for most the data
+    // says so; for Barrier it is all there is.
+    if (pb.coll == Collective::Barrier && heard_[r] != sets_.all())
+      add(Kind::MissingContribution, r, static_cast<std::uint32_t>(s_.ranks[r].steps.size()),
+          fmt::format("rank {} leaves the barrier having heard only of ranks {}; missing {}", r,
+                      sets_.toString(heard_[r]), sets_.difference(sets_.all(), heard_[r])));
+  }
+
+  // The set of ranks 0..k-1.
+  std::uint32_t prefix(std::uint32_t k) {
+    std::uint32_t set = sets_.single(0);
+    for (std::uint32_t i = 1; i < k; ++i) set = sets_.unite(set, sets_.single(i));
+    return set;
   }
 
   void expect(std::uint32_t r, std::uint64_t off, std::uint64_t count, std::uint32_t set,
@@ -370,6 +448,11 @@ class Verifier final : public ReplayObserver {
   std::vector<std::array<IntervalMap, kNumBufs>> mem_;
   std::vector<std::vector<std::vector<Piece>>> snapshots_;  // per rank, per transfer of its step
   std::vector<std::vector<Delivery>> inbox_;                // receives landing at step end
+  // Per rank, the ranks it has heard from (directly or through others), as of now, as of each
+  // transfer of its current step, and arriving at the end of its step.
+  std::vector<std::uint32_t> heard_;
+  std::vector<std::vector<std::uint32_t>> heardSnapshots_;
+  std::vector<std::vector<std::uint32_t>> heardInbox_;
   std::vector<VerifyIssue> issues_;
 };
 

@@ -9,7 +9,9 @@
 // It reports, with rank, step and slice:
 //   - a missing or duplicated contribution, or data at the wrong position, in the final output;
 //   - a reduction combining elements of different positions, or counting a rank twice;
-//   - reduction out of rank order, when the algorithm claims rank order;
+//   - reduction out of rank order, when the algorithm claims rank order (always for Scan and
+//     Exscan, whose result MPI defines as the rank-order prefix);
+//   - a rank leaving a Barrier before it has heard, directly or through others, from every rank;
 //   - a send without a matching receive (peer, size, order), and a step that can never complete;
 //   - a read of scratch (or of a not yet written output) before it is written;
 //   - a write into a slice that a transfer of the same step still reads (or writes);
@@ -51,7 +53,8 @@ struct VerifyIssue {
 std::string_view name(VerifyIssue::Kind k);
 
 struct VerifyOptions {
-  bool requireRankOrder = false;  // every reduction must combine lower ranks on the left
+  bool requireRankOrder = false;  // every reduction must combine lower ranks on the left (always
+                                  // on for Scan and Exscan)
   std::size_t maxIssues = 32;     // stop collecting after this many
 };
 

@@ -76,6 +76,38 @@ typedef struct mca_coll_hccl_module_t {
   MCA_COLL_HCCL_PREV(ireduce_scatter);
   MCA_COLL_HCCL_PREV(reduce_scatter_block);
   MCA_COLL_HCCL_PREV(ireduce_scatter_block);
+  MCA_COLL_HCCL_PREV(bcast);
+  MCA_COLL_HCCL_PREV(ibcast);
+  MCA_COLL_HCCL_PREV(reduce);
+  MCA_COLL_HCCL_PREV(ireduce);
+  MCA_COLL_HCCL_PREV(scatter);
+  MCA_COLL_HCCL_PREV(iscatter);
+  MCA_COLL_HCCL_PREV(alltoall);
+  MCA_COLL_HCCL_PREV(ialltoall);
+  MCA_COLL_HCCL_PREV(allgatherv);
+  MCA_COLL_HCCL_PREV(iallgatherv);
+  MCA_COLL_HCCL_PREV(allreduce_init);
+  MCA_COLL_HCCL_PREV(reduce_scatter_block_init);
+  MCA_COLL_HCCL_PREV(reduce_scatter_init);
+  MCA_COLL_HCCL_PREV(allgather_init);
+  MCA_COLL_HCCL_PREV(allgatherv_init);
+  MCA_COLL_HCCL_PREV(alltoall_init);
+  MCA_COLL_HCCL_PREV(bcast_init);
+  MCA_COLL_HCCL_PREV(reduce_init);
+  MCA_COLL_HCCL_PREV(scatter_init);
+  MCA_COLL_HCCL_PREV(gather);
+  MCA_COLL_HCCL_PREV(igather);
+  MCA_COLL_HCCL_PREV(gather_init);
+  MCA_COLL_HCCL_PREV(scan);
+  MCA_COLL_HCCL_PREV(iscan);
+  MCA_COLL_HCCL_PREV(scan_init);
+  MCA_COLL_HCCL_PREV(exscan);
+  MCA_COLL_HCCL_PREV(iexscan);
+  MCA_COLL_HCCL_PREV(exscan_init);
+  MCA_COLL_HCCL_PREV(barrier);
+  MCA_COLL_HCCL_PREV(ibarrier);
+  MCA_COLL_HCCL_PREV(barrier_init);
+  MCA_COLL_HCCL_PREV(reduce_local);
 } mca_coll_hccl_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_hccl_module_t);
@@ -118,28 +150,75 @@ bool mca_coll_hccl_map_reduction(ompi_datatype_t* dtype, ompi_op_t* op, mca_coll
                                  const char** why);
 const char* mca_coll_hccl_dtype_name(hccl_dtype_t t);
 
+/* How one side of a call reaches the engine when the MPI layout is not the engine's contiguous
+ * array (coll_hccl_stage.c). PACK: through Open MPI's convertor, packed bytes in a temporary;
+ * EXTENT: whole extents of the datatype in a temporary, for reductions through Open MPI's op
+ * (element = one extent). Either way the user's buffer is written by the datatype engine after
+ * completion, data bytes only: the gaps of a derived type are never written. */
+typedef enum mca_coll_hccl_stage_kind_t {
+  MCA_COLL_HCCL_DIRECT = 0, /* the engine uses the user's memory */
+  MCA_COLL_HCCL_PACK,
+  MCA_COLL_HCCL_EXTENT
+} mca_coll_hccl_stage_kind_t;
+
+typedef struct mca_coll_hccl_region_t {
+  const void* user; /* MPI buffer pointer (before the datatype's lower bound) */
+  size_t count;     /* of dtype; 0: nothing to copy */
+  ompi_datatype_t* dtype;
+  size_t offset; /* bytes into the temporary */
+} mca_coll_hccl_region_t;
+
+typedef struct mca_coll_hccl_stage_t {
+  mca_coll_hccl_stage_kind_t kind;
+  size_t bytes;               /* size of the temporary */
+  mca_coll_hccl_region_t in;  /* copied into the temporary before the call */
+  mca_coll_hccl_region_t out; /* copied back to the user after the call succeeded */
+  /* nblocks > 0: `out` is that many pieces, packed one after another in the temporary, piece i
+   * being block_counts[i] x out.dtype at out.user + block_displs[i] bytes (the V forms). The table
+   * need only live until stage_in, which keeps a copy with the temporary. */
+  size_t nblocks;
+  const size_t* block_counts;
+  const ptrdiff_t* block_displs;
+} mca_coll_hccl_stage_t;
+
 /* One call on its way to the engine: the descriptor plus what the adapter must do around it. */
 typedef struct mca_coll_hccl_call_t {
   hccl_coll_desc_t desc;
   const char* mpi_name; /* "MPI_Allreduce", for log lines */
   size_t bytes;         /* data volume shown in log lines (see mca_coll_hccl_log_call) */
   /* for log lines, and the context of the user-op callback */
-  ompi_op_t* op;          /* NULL for allgather */
-  ompi_datatype_t* dtype; /* allgather: the receive type */
-  ptrdiff_t true_lb;      /* desc buffers point this far past the MPI buffer pointers */
-  /* allgather with non-contiguous types: pack the send side, unpack the receive side */
-  const void* pack_src;
-  int pack_count;
-  ompi_datatype_t* pack_dtype;
-  void* unpack_dst;
-  int unpack_count;
-  ompi_datatype_t* unpack_dtype;
-  size_t unpack_bytes;
-  /* in-place allgather through a packed buffer: this rank's block, copied in before the call */
-  const void* own_block_src;
-  int own_block_count;
-  size_t own_block_offset;
+  ompi_op_t* op;          /* NULL for collectives that do not reduce */
+  ompi_datatype_t* dtype; /* the type shown in log lines; the reduced type */
+  ptrdiff_t true_lb;      /* reductions: element i lies at its buffer + true_lb + i * elem_size */
+  mca_coll_hccl_stage_t send; /* sendbuf side */
+  mca_coll_hccl_stage_t recv; /* recvbuf side */
+  bool persistent;            /* MPI_*_init: prepared once, started by MPI_Start */
 } mca_coll_hccl_call_t;
+
+/* Staging (coll_hccl_stage.c). stage_in allocates the temporaries the call needs, fills them and
+ * points desc at them; stage_out copies results back into the user's buffers. */
+int mca_coll_hccl_stage_in(mca_coll_hccl_call_t* call, void** tmp_send, void** tmp_recv);
+int mca_coll_hccl_stage_out(const mca_coll_hccl_call_t* call, const void* tmp_recv);
+/* Persistent calls: the temporaries stay, each start reloads the inputs into them. */
+int mca_coll_hccl_stage_refill(const mca_coll_hccl_call_t* call, void* tmp_send, void* tmp_recv);
+/* Describes `count` x `dtype` at `buf` as one side: directly when contiguous, else packed.
+ * Returns the engine's pointer for a direct side (NULL when staged); `prefill` and `result` say
+ * whether the call reads the user's data and writes results back. */
+void* mca_coll_hccl_side(mca_coll_hccl_stage_t* st, const void* buf, size_t count,
+                         ompi_datatype_t* dtype, bool prefill, bool result);
+/* Bytes of `count` x `dtype` (size_t: never overflows for MPI's int counts). */
+size_t mca_coll_hccl_bytes(ompi_datatype_t* dtype, size_t count);
+
+/* Reductions that may stage (coll_hccl_rooted.c): any datatype, any op. The element is the
+ * predefined type for an op with an engine kernel, else one extent of the datatype reduced by
+ * Open MPI's op, staged when the layout has gaps. */
+typedef struct mca_coll_hccl_reduction_t {
+  mca_coll_hccl_elem_t elem;
+  bool staged;   /* true: EXTENT staging */
+  size_t extent; /* bytes per element when staged */
+} mca_coll_hccl_reduction_t;
+bool mca_coll_hccl_map_any_reduction(ompi_datatype_t* dtype, ompi_op_t* op,
+                                     mca_coll_hccl_reduction_t* out, const char** why);
 
 /* Requests (coll_hccl_request.c) */
 typedef struct mca_coll_hccl_request_t {
@@ -149,7 +228,16 @@ typedef struct mca_coll_hccl_request_t {
   ompi_communicator_t* comm; /* retained while the call runs */
   void* tmp_send;
   void* tmp_recv;
+  /* persistent requests (coll_hccl_persistent.c): the prepared call and what completes a start */
+  hccl_prepared_t* prepared;
+  void (*complete)(struct mca_coll_hccl_request_t* r, hccl_status_t st);
 } mca_coll_hccl_request_t;
+
+/* The engine's callback for reductions without an engine kernel (Open MPI's op). */
+void mca_coll_hccl_reduce_with_ompi(const void* in, void* inout, size_t count, void* ctx);
+/* Persistent requests (coll_hccl_persistent.c), from mca_coll_hccl_run for call->persistent. */
+int mca_coll_hccl_persistent_init(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
+                                  ompi_request_t** request);
 
 /* Runs a call the engine accepted: nonblocking if request is non-NULL, else waits for it. */
 int mca_coll_hccl_run(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
@@ -182,6 +270,109 @@ int mca_coll_hccl_ireduce_scatter_block(const void* sbuf, void* rbuf, int rcount
                                         ompi_datatype_t* dtype, ompi_op_t* op,
                                         ompi_communicator_t* comm, ompi_request_t** request,
                                         mca_coll_base_module_t* module);
+
+/* Rooted collectives (coll_hccl_rooted.c), all-to-all (coll_hccl_alltoall.c), local reduction
+ * (coll_hccl_reduce_local.c) */
+int mca_coll_hccl_bcast(void* buff, int count, ompi_datatype_t* datatype, int root,
+                        ompi_communicator_t* comm, mca_coll_base_module_t* module);
+int mca_coll_hccl_ibcast(void* buff, int count, ompi_datatype_t* datatype, int root,
+                         ompi_communicator_t* comm, ompi_request_t** request,
+                         mca_coll_base_module_t* module);
+int mca_coll_hccl_reduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                         ompi_op_t* op, int root, ompi_communicator_t* comm,
+                         mca_coll_base_module_t* module);
+int mca_coll_hccl_ireduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                          ompi_op_t* op, int root, ompi_communicator_t* comm,
+                          ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_scatter(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                          int rcount, ompi_datatype_t* rdtype, int root, ompi_communicator_t* comm,
+                          mca_coll_base_module_t* module);
+int mca_coll_hccl_iscatter(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                           int rcount, ompi_datatype_t* rdtype, int root, ompi_communicator_t* comm,
+                           ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_alltoall(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                           int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                           mca_coll_base_module_t* module);
+int mca_coll_hccl_ialltoall(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                            int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                            ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_allgatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                             const int* rcounts, const int* disps, ompi_datatype_t* rdtype,
+                             ompi_communicator_t* comm, mca_coll_base_module_t* module);
+int mca_coll_hccl_iallgatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                              const int* rcounts, const int* disps, ompi_datatype_t* rdtype,
+                              ompi_communicator_t* comm, ompi_request_t** request,
+                              mca_coll_base_module_t* module);
+/* Persistent entries (MPIX_*_init), next to each collective's blocking and nonblocking ones */
+int mca_coll_hccl_allreduce_init(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                                 ompi_op_t* op, ompi_communicator_t* comm, struct ompi_info_t* info,
+                                 ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_reduce_scatter_block_init(const void* sbuf, void* rbuf, int rcount,
+                                            ompi_datatype_t* dtype, ompi_op_t* op,
+                                            ompi_communicator_t* comm, struct ompi_info_t* info,
+                                            ompi_request_t** request,
+                                            mca_coll_base_module_t* module);
+int mca_coll_hccl_reduce_scatter_init(const void* sbuf, void* rbuf, const int* rcounts,
+                                      ompi_datatype_t* dtype, ompi_op_t* op,
+                                      ompi_communicator_t* comm, struct ompi_info_t* info,
+                                      ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_allgather_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                                 int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                                 struct ompi_info_t* info, ompi_request_t** request,
+                                 mca_coll_base_module_t* module);
+int mca_coll_hccl_allgatherv_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                                  const int* rcounts, const int* disps, ompi_datatype_t* rdtype,
+                                  ompi_communicator_t* comm, struct ompi_info_t* info,
+                                  ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_alltoall_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                                int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                                struct ompi_info_t* info, ompi_request_t** request,
+                                mca_coll_base_module_t* module);
+int mca_coll_hccl_bcast_init(void* buff, int count, ompi_datatype_t* datatype, int root,
+                             ompi_communicator_t* comm, struct ompi_info_t* info,
+                             ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_reduce_init(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                              ompi_op_t* op, int root, ompi_communicator_t* comm,
+                              struct ompi_info_t* info, ompi_request_t** request,
+                              mca_coll_base_module_t* module);
+int mca_coll_hccl_scatter_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                               int rcount, ompi_datatype_t* rdtype, int root,
+                               ompi_communicator_t* comm, struct ompi_info_t* info,
+                               ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_gather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                         int rcount, ompi_datatype_t* rdtype, int root, ompi_communicator_t* comm,
+                         mca_coll_base_module_t* module);
+int mca_coll_hccl_igather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                          int rcount, ompi_datatype_t* rdtype, int root, ompi_communicator_t* comm,
+                          ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_gather_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                              int rcount, ompi_datatype_t* rdtype, int root,
+                              ompi_communicator_t* comm, struct ompi_info_t* info,
+                              ompi_request_t** request, mca_coll_base_module_t* module);
+/* Scan, Exscan, Barrier (coll_hccl_scan.c) */
+int mca_coll_hccl_scan(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                       ompi_op_t* op, ompi_communicator_t* comm, mca_coll_base_module_t* module);
+int mca_coll_hccl_iscan(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                        ompi_op_t* op, ompi_communicator_t* comm, ompi_request_t** request,
+                        mca_coll_base_module_t* module);
+int mca_coll_hccl_scan_init(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                            ompi_op_t* op, ompi_communicator_t* comm, struct ompi_info_t* info,
+                            ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_exscan(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                         ompi_op_t* op, ompi_communicator_t* comm, mca_coll_base_module_t* module);
+int mca_coll_hccl_iexscan(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                          ompi_op_t* op, ompi_communicator_t* comm, ompi_request_t** request,
+                          mca_coll_base_module_t* module);
+int mca_coll_hccl_exscan_init(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                              ompi_op_t* op, ompi_communicator_t* comm, struct ompi_info_t* info,
+                              ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_barrier(ompi_communicator_t* comm, mca_coll_base_module_t* module);
+int mca_coll_hccl_ibarrier(ompi_communicator_t* comm, ompi_request_t** request,
+                           mca_coll_base_module_t* module);
+int mca_coll_hccl_barrier_init(ompi_communicator_t* comm, struct ompi_info_t* info,
+                               ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_reduce_local(const void* inbuf, void* inoutbuf, int count, ompi_datatype_t* dtype,
+                               ompi_op_t* op, mca_coll_base_module_t* module);
 
 /* Decision (coll_hccl_decide.c): asks the engine and prints the per-call line. Returns true if
  * the engine takes the call; `adapter_why` non-NULL means the adapter already declined. */

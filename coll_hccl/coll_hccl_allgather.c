@@ -35,45 +35,32 @@ static const char* describe_allgather(mca_coll_hccl_module_t* m, mca_coll_hccl_c
     size_t ssize = 0;
     ompi_datatype_type_size(sdtype, &ssize);
     if ((size_t)scount * ssize != per_rank) return "send and receive sizes differ";
-    ptrdiff_t slb = 0, sextent = 0;
-    ompi_datatype_get_true_extent(sdtype, &slb, &sextent);
-    if (ompi_datatype_is_contiguous_memory_layout(sdtype, scount)) {
-      d->sendbuf = (const char*)sbuf + slb;
-    } else {
-      call->pack_src = sbuf;
-      call->pack_count = scount;
-      call->pack_dtype = sdtype;
-    }
+    d->sendbuf = mca_coll_hccl_side(&call->send, sbuf, (size_t)scount, sdtype, true, false);
   }
 
-  ptrdiff_t lb = 0, extent = 0;
-  ompi_datatype_get_true_extent(rdtype, &lb, &extent);
-  int total_count = (int)p * rcount;
-  if (ompi_datatype_is_contiguous_memory_layout(rdtype, total_count)) {
-    d->recvbuf = (char*)rbuf + lb;
-  } else {
-    call->unpack_dst = rbuf;
-    call->unpack_count = total_count;
-    call->unpack_dtype = rdtype;
-    call->unpack_bytes = p * per_rank;
-    if (d->in_place) {
-      ptrdiff_t rlb = 0, rextent = 0;
-      ompi_datatype_get_extent(rdtype, &rlb, &rextent);
-      size_t rank = (size_t)ompi_comm_rank(m->comm);
-      call->own_block_src = (const char*)rbuf + (ptrdiff_t)rank * rcount * rextent;
-      call->own_block_count = rcount;
-      call->own_block_offset = rank * per_rank;
-    }
+  size_t total_count = p * (size_t)rcount;
+  d->recvbuf = mca_coll_hccl_side(&call->recv, rbuf, total_count, rdtype, false, true);
+  if (MCA_COLL_HCCL_DIRECT != call->recv.kind && d->in_place) {
+    /* in place through a packed buffer: this rank's block is copied in before the call */
+    ptrdiff_t rlb = 0, rextent = 0;
+    ompi_datatype_get_extent(rdtype, &rlb, &rextent);
+    size_t rank = (size_t)ompi_comm_rank(m->comm);
+    mca_coll_hccl_region_t own = {(const char*)rbuf + (ptrdiff_t)(rank * (size_t)rcount) * rextent,
+                                  (size_t)rcount, rdtype, rank * per_rank};
+    call->recv.in = own;
   }
   return NULL;
 }
 
 static bool allgather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf, int rcount,
                       ompi_datatype_t* rdtype, mca_coll_hccl_module_t* m, ompi_request_t** request,
-                      int* rc) {
+                      bool persistent, int* rc) {
   mca_coll_hccl_call_t call;
   memset(&call, 0, sizeof call);
-  call.mpi_name = NULL != request ? "MPI_Iallgather" : "MPI_Allgather";
+  call.mpi_name = persistent        ? "MPIX_Allgather_init"
+                  : NULL != request ? "MPI_Iallgather"
+                                    : "MPI_Allgather";
+  call.persistent = persistent;
   call.desc.nonblocking = NULL != request ? 1 : 0;
   const char* why = describe_allgather(m, &call, sbuf, scount, sdtype, rbuf, rcount, rdtype);
   if (!mca_coll_hccl_decide(m, &call, why)) return false;
@@ -86,7 +73,7 @@ int mca_coll_hccl_allgather(const void* sbuf, int scount, ompi_datatype_t* sdtyp
                             mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, NULL, &rc)) return rc;
+  if (allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, NULL, false, &rc)) return rc;
   return m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                            m->prev_allgather_module);
 }
@@ -96,7 +83,19 @@ int mca_coll_hccl_iallgather(const void* sbuf, int scount, ompi_datatype_t* sdty
                              ompi_request_t** request, mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, request, &rc)) return rc;
+  if (allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, request, false, &rc)) return rc;
   return m->prev_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
                             m->prev_iallgather_module);
+}
+
+/* Persistent (MPIX_Allgather_init): decided and planned once, run by every MPI_Start. */
+int mca_coll_hccl_allgather_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                                 int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                                 struct ompi_info_t* info, ompi_request_t** request,
+                                 mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, request, true, &rc)) return rc;
+  return m->prev_allgather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request,
+                                m->prev_allgather_init_module);
 }

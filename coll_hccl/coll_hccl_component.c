@@ -52,9 +52,11 @@ static int hccl_register(void) {
   (void)mca_base_component_var_register(
       &c->super.collm_version, "priority",
       "Priority of the hccl coll component. The default (90) is above tuned (30) and han (35), so "
-      "that installing coll_hccl means using it for MPI_Allreduce, MPI_Allgather, "
-      "MPI_Reduce_scatter(_block) and their nonblocking forms; everything else, and every call "
-      "the engine declines, goes to the component that would have been used without hccl. A "
+      "that installing coll_hccl means using it for MPI_Allreduce, MPI_Allgather(v), "
+      "MPI_Reduce_scatter(_block), MPI_Bcast, MPI_Reduce, MPI_Scatter, MPI_Gather, MPI_Alltoall, "
+      "MPI_Barrier, MPI_Scan, MPI_Exscan (blocking, nonblocking and persistent) and "
+      "MPI_Reduce_local; everything else, and every call the engine declines, goes to the "
+      "component that would have been used without hccl. A "
       "negative value disables the component (as does --mca coll ^hccl).",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
       &c->priority);

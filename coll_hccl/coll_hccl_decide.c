@@ -27,6 +27,38 @@ static void describe(const mca_coll_hccl_call_t* call, char* buf, size_t len) {
     case HCCL_COLL_REDUCE_SCATTER:
       snprintf(buf, len, "%s, %s, %zu bytes in (per-rank counts)", type, op, call->bytes);
       break;
+    case HCCL_COLL_BCAST:
+      snprintf(buf, len, "%s, %zu bytes from root %d", type, call->bytes, d->root);
+      break;
+    case HCCL_COLL_REDUCE:
+      snprintf(buf, len, "%zu x %s, %s, %zu bytes to root %d", d->count, type, op, call->bytes,
+               d->root);
+      break;
+    case HCCL_COLL_SCATTER:
+    case HCCL_COLL_SCATTERV:
+      snprintf(buf, len, "%s, %zu bytes from root %d", type, call->bytes, d->root);
+      break;
+    case HCCL_COLL_GATHER:
+    case HCCL_COLL_GATHERV:
+      snprintf(buf, len, "%s, %zu bytes to root %d", type, call->bytes, d->root);
+      break;
+    case HCCL_COLL_ALLTOALL:
+    case HCCL_COLL_ALLTOALLV:
+      snprintf(buf, len, "%s, %zu bytes sent", type, call->bytes);
+      break;
+    case HCCL_COLL_ALLGATHERV:
+      snprintf(buf, len, "%s, %zu bytes gathered (per-rank counts)", type, call->bytes);
+      break;
+    case HCCL_COLL_BARRIER:
+      snprintf(buf, len, "no data");
+      break;
+    case HCCL_COLL_SCAN:
+    case HCCL_COLL_EXSCAN:
+      snprintf(buf, len, "%zu x %s, %s, %zu bytes", d->count, type, op, call->bytes);
+      break;
+    case HCCL_COLL_COUNT:
+      snprintf(buf, len, "?");
+      break;
   }
 }
 

@@ -18,15 +18,47 @@
 #include "ompi/proc/proc.h"
 #include "opal/util/output.h"
 
-#define FOR_EACH_COLL(X)  \
-  X(allreduce)            \
-  X(iallreduce)           \
-  X(allgather)            \
-  X(iallgather)           \
-  X(reduce_scatter)       \
-  X(ireduce_scatter)      \
-  X(reduce_scatter_block) \
-  X(ireduce_scatter_block)
+#define FOR_EACH_COLL(X)       \
+  X(allreduce)                 \
+  X(iallreduce)                \
+  X(allgather)                 \
+  X(iallgather)                \
+  X(reduce_scatter)            \
+  X(ireduce_scatter)           \
+  X(reduce_scatter_block)      \
+  X(ireduce_scatter_block)     \
+  X(bcast)                     \
+  X(ibcast)                    \
+  X(reduce)                    \
+  X(ireduce)                   \
+  X(scatter)                   \
+  X(iscatter)                  \
+  X(alltoall)                  \
+  X(ialltoall)                 \
+  X(allgatherv)                \
+  X(iallgatherv)               \
+  X(allreduce_init)            \
+  X(reduce_scatter_block_init) \
+  X(reduce_scatter_init)       \
+  X(allgather_init)            \
+  X(allgatherv_init)           \
+  X(alltoall_init)             \
+  X(bcast_init)                \
+  X(reduce_init)               \
+  X(scatter_init)              \
+  X(gather)                    \
+  X(igather)                   \
+  X(gather_init)               \
+  X(scan)                      \
+  X(iscan)                     \
+  X(scan_init)                 \
+  X(exscan)                    \
+  X(iexscan)                   \
+  X(exscan_init)               \
+  X(barrier)                   \
+  X(ibarrier)                  \
+  X(barrier_init)              \
+  X(reduce_local)
 
 static void module_construct(mca_coll_hccl_module_t* m) {
   m->comm = NULL;
@@ -184,6 +216,9 @@ static int module_enable(mca_coll_base_module_t* module, ompi_communicator_t* co
   }
   FOR_EACH_COLL(SAVE_PREV)
 #undef SAVE_PREV
+  /* A single rank has nothing to communicate: only MPI_Reduce_local (which Open MPI 4.1 runs
+   * through MPI_COMM_SELF) is served, on the engine's kernels. */
+  if (ompi_comm_size(comm) < 2) return OMPI_SUCCESS;
   return create_engine_comm(m, comm);
 }
 
@@ -192,10 +227,16 @@ mca_coll_base_module_t* mca_coll_hccl_comm_query(ompi_communicator_t* comm, int*
   *priority = c->priority;
   if (!c->engine_ready || c->priority < 0) return NULL;
   /* Same answer on every rank: it depends only on the communicator's shape. */
-  if (OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2) {
-    opal_output_verbose(3, c->output, "declining cid %u: %s", (unsigned)MCA_COLL_HCCL_CID(comm),
-                        OMPI_COMM_IS_INTER(comm) ? "intercommunicator" : "single rank");
+  if (OMPI_COMM_IS_INTER(comm)) {
+    opal_output_verbose(3, c->output, "declining cid %u: intercommunicator",
+                        (unsigned)MCA_COLL_HCCL_CID(comm));
     return NULL;
+  }
+  bool single = ompi_comm_size(comm) < 2;
+  if (single) {
+    opal_output_verbose(3, c->output,
+                        "declining cid %u: single rank (serving MPI_Reduce_local only)",
+                        (unsigned)MCA_COLL_HCCL_CID(comm));
   }
   /* HAN builds its own two-level hierarchy out of sub-communicators it marks with this key and
    * hands them to tuned/sm/libnbc by preference, without excluding us: taking them would run
@@ -209,8 +250,9 @@ mca_coll_base_module_t* mca_coll_hccl_comm_query(ompi_communicator_t* comm, int*
   if (NULL == m) return NULL;
   m->super.coll_module_enable = module_enable;
   m->super.coll_module_disable = module_disable;
-#define INSTALL(name) m->super.coll_##name = mca_coll_hccl_##name;
+#define INSTALL(name) m->super.coll_##name = single ? NULL : mca_coll_hccl_##name;
   FOR_EACH_COLL(INSTALL)
 #undef INSTALL
+  m->super.coll_reduce_local = mca_coll_hccl_reduce_local;
   return &m->super;
 }

@@ -37,10 +37,14 @@ static const char* describe_reduction(mca_coll_hccl_call_t* call, hccl_coll_t co
 
 /* Each helper returns false when the previous component must run the call; else *rc is set. */
 static bool allreduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
-                      ompi_op_t* op, mca_coll_hccl_module_t* m, ompi_request_t** request, int* rc) {
+                      ompi_op_t* op, mca_coll_hccl_module_t* m, ompi_request_t** request,
+                      bool persistent, int* rc) {
   mca_coll_hccl_call_t call;
   memset(&call, 0, sizeof call);
-  call.mpi_name = NULL != request ? "MPI_Iallreduce" : "MPI_Allreduce";
+  call.mpi_name = persistent        ? "MPIX_Allreduce_init"
+                  : NULL != request ? "MPI_Iallreduce"
+                                    : "MPI_Allreduce";
+  call.persistent = persistent;
   const char* why = describe_reduction(&call, HCCL_COLL_ALLREDUCE, sbuf, rbuf, (size_t)count,
                                        (size_t)count, dtype, op, NULL != request);
   if (!mca_coll_hccl_decide(m, &call, why)) return false;
@@ -53,7 +57,7 @@ int mca_coll_hccl_allreduce(const void* sbuf, void* rbuf, int count, ompi_dataty
                             mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (allreduce(sbuf, rbuf, count, dtype, op, m, NULL, &rc)) return rc;
+  if (allreduce(sbuf, rbuf, count, dtype, op, m, NULL, false, &rc)) return rc;
   return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm, m->prev_allreduce_module);
 }
 
@@ -62,16 +66,19 @@ int mca_coll_hccl_iallreduce(const void* sbuf, void* rbuf, int count, ompi_datat
                              mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (allreduce(sbuf, rbuf, count, dtype, op, m, request, &rc)) return rc;
+  if (allreduce(sbuf, rbuf, count, dtype, op, m, request, false, &rc)) return rc;
   return m->prev_iallreduce(sbuf, rbuf, count, dtype, op, comm, request, m->prev_iallreduce_module);
 }
 
 static bool reduce_scatter_block(const void* sbuf, void* rbuf, int rcount, ompi_datatype_t* dtype,
                                  ompi_op_t* op, mca_coll_hccl_module_t* m, ompi_request_t** request,
-                                 int* rc) {
+                                 bool persistent, int* rc) {
   mca_coll_hccl_call_t call;
   memset(&call, 0, sizeof call);
-  call.mpi_name = NULL != request ? "MPI_Ireduce_scatter_block" : "MPI_Reduce_scatter_block";
+  call.mpi_name = persistent        ? "MPIX_Reduce_scatter_block_init"
+                  : NULL != request ? "MPI_Ireduce_scatter_block"
+                                    : "MPI_Reduce_scatter_block";
+  call.persistent = persistent;
   size_t p = (size_t)ompi_comm_size(m->comm);
   const char* why =
       describe_reduction(&call, HCCL_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, (size_t)rcount,
@@ -86,7 +93,7 @@ int mca_coll_hccl_reduce_scatter_block(const void* sbuf, void* rbuf, int rcount,
                                        ompi_communicator_t* comm, mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, m, NULL, &rc)) return rc;
+  if (reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, m, NULL, false, &rc)) return rc;
   return m->prev_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
                                       m->prev_reduce_scatter_block_module);
 }
@@ -97,17 +104,20 @@ int mca_coll_hccl_ireduce_scatter_block(const void* sbuf, void* rbuf, int rcount
                                         mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, m, request, &rc)) return rc;
+  if (reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, m, request, false, &rc)) return rc;
   return m->prev_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
                                        m->prev_ireduce_scatter_block_module);
 }
 
 static bool reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, ompi_datatype_t* dtype,
                            ompi_op_t* op, mca_coll_hccl_module_t* m, ompi_request_t** request,
-                           int* rc) {
+                           bool persistent, int* rc) {
   mca_coll_hccl_call_t call;
   memset(&call, 0, sizeof call);
-  call.mpi_name = NULL != request ? "MPI_Ireduce_scatter" : "MPI_Reduce_scatter";
+  call.mpi_name = persistent        ? "MPIX_Reduce_scatter_init"
+                  : NULL != request ? "MPI_Ireduce_scatter"
+                                    : "MPI_Reduce_scatter";
+  call.persistent = persistent;
   int p = ompi_comm_size(m->comm);
   size_t* counts = malloc((size_t)p * sizeof *counts);
   if (NULL == counts) {
@@ -133,7 +143,7 @@ int mca_coll_hccl_reduce_scatter(const void* sbuf, void* rbuf, const int* rcount
                                  mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (reduce_scatter(sbuf, rbuf, rcounts, dtype, op, m, NULL, &rc)) return rc;
+  if (reduce_scatter(sbuf, rbuf, rcounts, dtype, op, m, NULL, false, &rc)) return rc;
   return m->prev_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
                                 m->prev_reduce_scatter_module);
 }
@@ -143,7 +153,43 @@ int mca_coll_hccl_ireduce_scatter(const void* sbuf, void* rbuf, const int* rcoun
                                   ompi_request_t** request, mca_coll_base_module_t* module) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
-  if (reduce_scatter(sbuf, rbuf, rcounts, dtype, op, m, request, &rc)) return rc;
+  if (reduce_scatter(sbuf, rbuf, rcounts, dtype, op, m, request, false, &rc)) return rc;
   return m->prev_ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
                                  m->prev_ireduce_scatter_module);
+}
+
+/* Persistent (MPIX_Allreduce_init): decided and planned once, run by every MPI_Start. */
+int mca_coll_hccl_allreduce_init(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                                 ompi_op_t* op, ompi_communicator_t* comm, struct ompi_info_t* info,
+                                 ompi_request_t** request, mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (allreduce(sbuf, rbuf, count, dtype, op, m, request, true, &rc)) return rc;
+  return m->prev_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request,
+                                m->prev_allreduce_init_module);
+}
+
+/* Persistent (MPIX_Reduce_scatter_block_init): decided and planned once, run by every MPI_Start. */
+int mca_coll_hccl_reduce_scatter_block_init(const void* sbuf, void* rbuf, int rcount,
+                                            ompi_datatype_t* dtype, ompi_op_t* op,
+                                            ompi_communicator_t* comm, struct ompi_info_t* info,
+                                            ompi_request_t** request,
+                                            mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, m, request, true, &rc)) return rc;
+  return m->prev_reduce_scatter_block_init(sbuf, rbuf, rcount, dtype, op, comm, info, request,
+                                           m->prev_reduce_scatter_block_init_module);
+}
+
+/* Persistent (MPIX_Reduce_scatter_init): decided and planned once, run by every MPI_Start. */
+int mca_coll_hccl_reduce_scatter_init(const void* sbuf, void* rbuf, const int* rcounts,
+                                      ompi_datatype_t* dtype, ompi_op_t* op,
+                                      ompi_communicator_t* comm, struct ompi_info_t* info,
+                                      ompi_request_t** request, mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (reduce_scatter(sbuf, rbuf, rcounts, dtype, op, m, request, true, &rc)) return rc;
+  return m->prev_reduce_scatter_init(sbuf, rbuf, rcounts, dtype, op, comm, info, request,
+                                     m->prev_reduce_scatter_init_module);
 }

@@ -37,7 +37,7 @@ static int request_cancel(ompi_request_t* req, int complete) {
 /* The engine's reduction callback for ops without an engine kernel: Open MPI's own reduction.
  * ompi_op_reduce computes target = source op target and takes MPI buffer pointers, i.e. before
  * the datatype's lower bound. */
-static void reduce_with_ompi(const void* in, void* inout, size_t count, void* ctx) {
+void mca_coll_hccl_reduce_with_ompi(const void* in, void* inout, size_t count, void* ctx) {
   mca_coll_hccl_request_t* r = (mca_coll_hccl_request_t*)ctx;
   ompi_op_reduce(r->call.op, (char*)(uintptr_t)in - r->call.true_lb, (char*)inout - r->call.true_lb,
                  count, r->call.dtype);
@@ -49,31 +49,9 @@ static void release_buffers(mca_coll_hccl_request_t* r) {
   r->tmp_send = r->tmp_recv = NULL;
 }
 
-/* Non-contiguous allgather: the engine works on packed bytes. */
+/* Non-contiguous layouts: the engine works on staged copies (coll_hccl_stage.c). */
 static int pack_inputs(mca_coll_hccl_request_t* r) {
-  mca_coll_hccl_call_t* call = &r->call;
-  if (NULL != call->pack_src) {
-    size_t bytes = call->desc.count * call->desc.elem_size;
-    r->tmp_send = malloc(bytes > 0 ? bytes : 1);
-    if (NULL == r->tmp_send) return OMPI_ERR_OUT_OF_RESOURCE;
-    int rc = ompi_datatype_sndrcv(call->pack_src, call->pack_count, call->pack_dtype, r->tmp_send,
-                                  (int32_t)bytes, MPI_PACKED);
-    if (MPI_SUCCESS != rc) return rc;
-    call->desc.sendbuf = r->tmp_send;
-  }
-  if (NULL != call->unpack_dst) {
-    r->tmp_recv = malloc(call->unpack_bytes > 0 ? call->unpack_bytes : 1);
-    if (NULL == r->tmp_recv) return OMPI_ERR_OUT_OF_RESOURCE;
-    call->desc.recvbuf = r->tmp_recv;
-    if (NULL != call->own_block_src) { /* in place: this rank's block is already in rbuf */
-      size_t block = call->desc.count * call->desc.elem_size;
-      int rc = ompi_datatype_sndrcv(call->own_block_src, call->own_block_count, call->unpack_dtype,
-                                    (char*)r->tmp_recv + call->own_block_offset, (int32_t)block,
-                                    MPI_PACKED);
-      if (MPI_SUCCESS != rc) return rc;
-    }
-  }
-  return OMPI_SUCCESS;
+  return mca_coll_hccl_stage_in(&r->call, &r->tmp_send, &r->tmp_recv);
 }
 
 static int start(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
@@ -92,7 +70,7 @@ static int start(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
 
   r->call = *call;
   if (HCCL_OP_USER == r->call.desc.op) {
-    r->call.desc.user_fn = reduce_with_ompi;
+    r->call.desc.user_fn = mca_coll_hccl_reduce_with_ompi;
     r->call.desc.user_ctx = r;
   }
 
@@ -123,6 +101,7 @@ static int start(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
 
 int mca_coll_hccl_run(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
                       ompi_request_t** request) {
+  if (call->persistent) return mca_coll_hccl_persistent_init(m, call, request);
   if (NULL != request) return start(m, call, request);
   ompi_request_t* req = NULL;
   int rc = start(m, call, &req);
@@ -136,6 +115,10 @@ int mca_coll_hccl_run(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* cal
 /* After hccl_progress returned: completion callbacks may start new calls or free the
  * communicator (its destructor runs if this was the last reference). */
 static void finish(mca_coll_hccl_request_t* r, hccl_status_t st) {
+  if (NULL != r->complete) { /* a persistent request completes its own way */
+    r->complete(r, st);
+    return;
+  }
   mca_coll_hccl_call_t* call = &r->call;
   ompi_request_t* req = &r->super.super;
   int mpi_rc = MPI_SUCCESS;
@@ -143,9 +126,8 @@ static void finish(mca_coll_hccl_request_t* r, hccl_status_t st) {
     opal_output(mca_coll_hccl_component.output, "%s on %s failed (%s): %s", call->mpi_name,
                 MCA_COLL_HCCL_NAME(r->comm), hccl_status_string(st), hccl_req_error(r->engine_req));
     mpi_rc = MPI_ERR_INTERN;
-  } else if (NULL != call->unpack_dst) {
-    mpi_rc = ompi_datatype_sndrcv(r->tmp_recv, (int32_t)call->unpack_bytes, MPI_PACKED,
-                                  call->unpack_dst, call->unpack_count, call->unpack_dtype);
+  } else {
+    mpi_rc = mca_coll_hccl_stage_out(call, r->tmp_recv);
   }
   hccl_req_free(r->engine_req);
   r->engine_req = NULL;

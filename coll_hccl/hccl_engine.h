@@ -27,7 +27,9 @@
  * Write contract: a call writes only the memory the MPI standard names as its output: the whole
  * receive buffer of AllReduce and AllGather, and of ReduceScatter the rank's own result region
  * (recvcounts[rank] elements at the start of recvbuf, also when in place, where the rest of
- * recvbuf holds input that stays untouched). Whatever the algorithm, level or chunking,
+ * recvbuf holds input that stays untouched); nothing on non-root ranks of rooted calls other than
+ * their result (a Reduce or Gather writes the root's recvbuf only, a Broadcast root and an
+ * in-place Scatter root get nothing written). Whatever the algorithm, level or chunking,
  * intermediate data lives in the engine's scratch memory, never in the user's buffers.
  */
 #ifndef COLL_HCCL_HCCL_ENGINE_H
@@ -42,7 +44,7 @@ extern "C" {
 
 /* Bumped on any incompatible change; both parameter structs carry it so that an adapter and an
  * engine built from different trees refuse each other instead of misreading fields. */
-#define HCCL_ENGINE_API_VERSION 4
+#define HCCL_ENGINE_API_VERSION 5
 
 /* ---------------------------------------------------------------------------------------------
  * Status codes. Every function returning hccl_status_t uses these; messages go to err buffers. */
@@ -215,8 +217,21 @@ void hccl_comm_destroy(hccl_comm_t* comm);
 typedef enum hccl_coll {
   HCCL_COLL_ALLREDUCE = 0,
   HCCL_COLL_ALLGATHER,
-  HCCL_COLL_REDUCE_SCATTER,      /* per-rank counts (MPI_Reduce_scatter) */
-  HCCL_COLL_REDUCE_SCATTER_BLOCK /* equal counts (MPI_Reduce_scatter_block) */
+  HCCL_COLL_REDUCE_SCATTER,       /* per-rank counts (MPI_Reduce_scatter) */
+  HCCL_COLL_REDUCE_SCATTER_BLOCK, /* equal counts (MPI_Reduce_scatter_block) */
+  HCCL_COLL_BCAST,
+  HCCL_COLL_REDUCE,
+  HCCL_COLL_SCATTER,
+  HCCL_COLL_GATHER,
+  HCCL_COLL_ALLTOALL,
+  HCCL_COLL_ALLGATHERV,
+  HCCL_COLL_GATHERV,
+  HCCL_COLL_SCATTERV,
+  HCCL_COLL_ALLTOALLV, /* also MPI_Alltoallw, after the adapter packed each peer's block */
+  HCCL_COLL_BARRIER,
+  HCCL_COLL_SCAN,
+  HCCL_COLL_EXSCAN,
+  HCCL_COLL_COUNT
 } hccl_coll_t;
 
 /* Element types; the values mirror hccl::DataType in algorithms/types.hpp (checked by the engine
@@ -267,7 +282,9 @@ typedef enum hccl_op {
 typedef void (*hccl_user_op_fn)(const void* in, void* inout, size_t count, void* ctx);
 
 /* One collective call. Buffers are contiguous arrays of `elem_size`-byte elements (the adapter
- * packs or falls back for anything else). Layout by collective, p = communicator size:
+ * stages or falls back for anything else). All counts and offsets are elements, size_t: no int
+ * overflow however large the call. Layout by collective, p = communicator size, "packed" = block r
+ * at the sum of the counts before it:
  *   ALLREDUCE             sendbuf: count; recvbuf: count.
  *                         in place: input in recvbuf.
  *   ALLGATHER             sendbuf: count; recvbuf: p * count, rank r's block at r * count.
@@ -276,24 +293,60 @@ typedef void (*hccl_user_op_fn)(const void* in, void* inout, size_t count, void*
  *                         in place: input in recvbuf (p * count), result at its start.
  *   REDUCE_SCATTER        sendbuf: sum(recvcounts), block r at sum(recvcounts[0..r));
  *                         recvbuf: recvcounts[rank]. in place: input in recvbuf, result at start.
+ *   BCAST                 recvbuf: count on every rank, the root's is the input (sendbuf NULL,
+ *                         in_place 0). The root's buffer is never written.
+ *   REDUCE                sendbuf: count; recvbuf: count at the root only (NULL elsewhere).
+ *                         in place (root only): input in the root's recvbuf.
+ *   SCATTER               root: sendbuf p * count, block r at r * count; recvbuf: count on every
+ *                         rank. in place (root only): recvbuf is the root's send buffer
+ *                         (p * count), sendbuf NULL, and nothing is written on the root.
+ *   GATHER                sendbuf: count; recvbuf: p * count at the root only, block r at
+ *                         r * count. in place (root only): the root's block already sits at
+ *                         recvbuf + root * count.
+ *   ALLTOALL              sendbuf: p * count, block r goes to rank r; recvbuf: p * count, block r
+ *                         came from rank r. in place: input in recvbuf.
+ *   ALLGATHERV            sendbuf: recvcounts[rank]; recvbuf: block r of recvcounts[r] at
+ *                         rdispls[r] (packed if rdispls is NULL). in place: own block in recvbuf.
+ *   GATHERV               sendbuf: count (this rank's block); root: recvcounts/rdispls as
+ *                         ALLGATHERV. in place (root only) as GATHER.
+ *   SCATTERV              root: sendbuf block r of sendcounts[r] at sdispls[r]; recvbuf: count
+ *                         (this rank's block). in place (root only) as SCATTER.
+ *   ALLTOALLV             sendbuf: block r of sendcounts[r] at sdispls[r]; recvbuf: block r of
+ *                         recvcounts[r] at rdispls[r] (NULL displacements: packed). in place:
+ *                         recvbuf holds the input in the receive layout.
+ *   BARRIER               no buffers, count 0.
+ *   SCAN, EXSCAN          sendbuf: count; recvbuf: count (EXSCAN: rank 0's recvbuf is not
+ *                         written). in place: input in recvbuf.
  * Fields marked [same] are equal on every rank (MPI requires it), and the decision of
- * hccl_coll_supported may depend on them only. Buffer addresses and user_fn/user_ctx differ. */
+ * hccl_coll_supported may depend on them only; [local] fields are this rank's own knowledge
+ * (MPI leaves them rank-local: Gatherv's counts at the root only, Alltoallv's row and column).
+ * Buffer addresses and user_fn/user_ctx differ. in_place is [same] except for the rooted
+ * collectives, where only the root can be in place. */
 typedef struct hccl_coll_desc {
   hccl_coll_t coll;         /* [same] */
   int nonblocking;          /* [same] nonzero for the MPI_I* forms (informational) */
-  int in_place;             /* [same] nonzero for MPI_IN_PLACE; then sendbuf is NULL */
+  int in_place;             /* nonzero for MPI_IN_PLACE; then sendbuf is NULL */
   const void* sendbuf;      /* NULL when in_place */
-  void* recvbuf;            /* never NULL unless the call moves no data */
-  size_t count;             /* [same] elements, see the layout table; unused by REDUCE_SCATTER */
-  const size_t* recvcounts; /* [same] REDUCE_SCATTER only: p entries; valid during the call */
+  void* recvbuf;            /* never NULL unless this rank receives no data */
+  size_t count;             /* [same] elements, see the layout table; this rank's own block for
+                               GATHERV and SCATTERV ([local]); unused by the per-rank forms */
+  const size_t* recvcounts; /* p entries or NULL, see the layout table: [same] for
+                               REDUCE_SCATTER and ALLGATHERV, [local] otherwise; valid during the
+                               call */
   hccl_dtype_t dtype;       /* [same] */
   size_t elem_size;         /* [same] bytes per element: the size of dtype, or any size >= 1 for
                                HCCL_DT_BYTE (a contiguous derived type, moved or user-reduced) */
-  hccl_op_t op;             /* [same] HCCL_OP_NONE for ALLGATHER */
+  hccl_op_t op;             /* [same] HCCL_OP_NONE for collectives that do not reduce */
   int user_commutative;     /* [same] HCCL_OP_USER: nonzero if the op is commutative */
   hccl_user_op_fn user_fn;  /* HCCL_OP_USER only, from hccl_coll_start on (NULL when asking
                                hccl_coll_supported); valid until the request completes */
   void* user_ctx;           /* passed back to user_fn */
+  int root;                 /* [same] BCAST, REDUCE, SCATTER(V), GATHER(V): 0 <= root < p */
+  const size_t* sendcounts; /* [local] SCATTERV (root), ALLTOALLV: p entries, valid during the
+                               call */
+  const size_t* sdispls;    /* [local] with sendcounts; NULL = packed */
+  const size_t* rdispls;    /* [local] with recvcounts; NULL = packed. This engine takes packed
+                               layouts only (NULL displacements): the adapter stages others. */
 } hccl_coll_desc_t;
 
 /* Whether the engine executes this call: 1 yes, 0 no (the adapter hands the call to the previous
@@ -315,6 +368,20 @@ typedef struct hccl_req hccl_req_t;
 hccl_status_t hccl_coll_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, void* owner,
                               hccl_req_t** req, char* err, size_t errlen);
 
+/* Persistent collectives (MPI_*_init, MPIX_*_init in Open MPI 4.1): a call accepted by
+ * hccl_coll_supported is planned once, with the buffers (and user_fn/user_ctx) every start uses,
+ * which stay valid until hccl_prepared_free. hccl_prepared_start runs the prepared plan: it only
+ * binds buffers and starts the executor, reusing the request of the previous start; it completes
+ * through hccl_progress like hccl_coll_start, and the prepared call may start again once the
+ * request was freed. Starts take their place in the communicator's order of collectives like
+ * any other call. hccl_prepared_free: not while a start is in flight; NULL is ignored. */
+typedef struct hccl_prepared hccl_prepared_t;
+hccl_status_t hccl_coll_prepare(hccl_comm_t* comm, const hccl_coll_desc_t* desc,
+                                hccl_prepared_t** prepared, char* err, size_t errlen);
+hccl_status_t hccl_prepared_start(hccl_prepared_t* prepared, void* owner, hccl_req_t** req,
+                                  char* err, size_t errlen);
+void hccl_prepared_free(hccl_prepared_t* prepared);
+
 /* A finished call: HCCL_SUCCESS (results are in recvbuf) or the error that ended it (then
  * hccl_req_error says why). Either way nothing more happens to the call's buffers. */
 typedef struct hccl_completion {
@@ -335,6 +402,12 @@ const char* hccl_req_error(const hccl_req_t* req);
 
 /* Releases a request hccl_progress reported complete. NULL is ignored. */
 void hccl_req_free(hccl_req_t* req);
+
+/* MPI_Reduce_local on the engine's kernels: inout[i] = in[i] (op) inout[i] for i < count
+ * elements of dtype (op a predefined op, never HCCL_OP_USER). HCCL_ERR_UNSUPPORTED when the engine
+ * has no kernel for the pair (then nothing was written). Local, any thread, no communicator. */
+hccl_status_t hccl_reduce_local(const void* in, void* inout, size_t count, hccl_dtype_t dtype,
+                                hccl_op_t op);
 
 #ifdef __cplusplus
 }

@@ -22,7 +22,8 @@ Options:
   --json-dir DIR        write one JSON file per run there
   --timeout SEC         bound for each mpirun (default 1800)
   --dry-run             print the commands, run nothing
-Arguments after -- go to hccl_bench (e.g. -b 64K -e 64M -C allreduce).
+Arguments after -- go to hccl_bench (e.g. -b 64K -e 64M -C allreduce); without -C every
+collective coll_hccl serves is measured.
 EOF
 }
 
@@ -61,6 +62,11 @@ while (($#)); do
   esac
 done
 bench_args=("$@")
+# Every collective coll_hccl serves, unless the arguments choose (-C / --collectives).
+all_colls=allreduce,allgather,allgatherv,reduce_scatter,reduce_scatter_v,bcast,reduce,scatter,alltoall
+chosen=0
+for a in "${bench_args[@]}"; do [[ $a == -C || $a == --collectives* ]] && chosen=1; done
+((chosen)) || bench_args=(-C "$all_colls" "${bench_args[@]}")
 [[ -n $mode ]] || { usage >&2; die "say 'local' or 'cluster'"; }
 for n in $nps $servers $ppn $run_timeout; do
   [[ $n =~ ^[1-9][0-9]*$ ]] || die "'$n' is not a positive whole number"

@@ -30,6 +30,15 @@ static_assert(static_cast<int>(HCCL_OP_BXOR) == static_cast<int>(ReduceOp::BXor)
 // every rank alike (Open MPI agrees on the id and hands out the lowest free one).
 constexpr std::uint64_t kCommTags = std::uint64_t{1} << tl::ucx::kCommBits;
 
+const char* collName(hccl_coll_t c) {
+  static constexpr const char* kNames[HCCL_COLL_COUNT] = {
+      "allreduce", "allgather",  "reduce_scatter", "reduce_scatter_block",
+      "bcast",     "reduce",     "scatter",        "gather",
+      "alltoall",  "allgatherv", "gatherv",        "scatterv",
+      "alltoallv", "barrier",    "scan",           "exscan"};
+  return c >= 0 && c < HCCL_COLL_COUNT ? kNames[c] : "?";
+}
+
 }  // namespace
 
 hccl_status_t Communicator::create(EngineState& engine, const hccl_comm_params_t& params,
@@ -209,6 +218,130 @@ hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
       ci.uneven = !s.problem.blocks.isUniform();
       break;
     }
+    case HCCL_COLL_BCAST:
+    case HCCL_COLL_REDUCE:
+    case HCCL_COLL_SCATTER: {
+      if (d.root < 0 || static_cast<std::uint32_t>(d.root) >= p) {
+        why = fmt::format("root {} outside the communicator's {} ranks", d.root, p);
+        return HCCL_ERR_ARG;
+      }
+      const auto root = static_cast<std::uint32_t>(d.root);
+      ci.count = d.count * scale;
+      // Only the root may be in place, so the choice (made alike on every rank) ignores it; the
+      // rank's own schedule follows its own buffers.
+      ci.inPlace = false;
+      if (d.coll == HCCL_COLL_BCAST) {
+        ci.coll = Collective::Broadcast;
+        s.problem = algo::Problem::broadcast(p, ci.count, root);
+      } else if (d.coll == HCCL_COLL_REDUCE) {
+        ci.coll = Collective::Reduce;
+        s.problem = algo::Problem::reduce(p, ci.count, root, d.in_place != 0);
+      } else {
+        ci.coll = Collective::Scatter;
+        s.problem = algo::Problem::scatter(p, ci.count, root, d.in_place != 0);
+        ci.count = s.problem.total();  // CallInfo counts Scatter whole, as selection splits it
+      }
+      break;
+    }
+    case HCCL_COLL_ALLTOALL:
+      ci.coll = Collective::AllToAll;
+      ci.count = d.count * scale;
+      s.problem = algo::Problem::allToAll(p, ci.count, ci.inPlace);
+      ci.count = s.problem.total();  // CallInfo counts AllToAll whole, as selection splits it
+      break;
+    case HCCL_COLL_ALLGATHERV: {  // AllGather with the blocks MPI's recvcounts give ([same])
+      if (!d.recvcounts) {
+        why = "allgatherv without recvcounts";
+        return HCCL_ERR_ARG;
+      }
+      if (d.rdispls) {
+        why = "allgatherv with displacements (the adapter packs them)";
+        return HCCL_ERR_ARG;
+      }
+      std::vector<std::uint64_t> counts(p);
+      for (std::uint32_t r = 0; r < p; ++r) counts[r] = d.recvcounts[r] * scale;
+      ci.coll = Collective::AllGather;
+      s.problem = algo::Problem::allGather(p, 0, ci.inPlace);
+      s.problem.blocks = algo::Blocks::of(counts);
+      ci.count = s.problem.total() / p;
+      ci.uneven = !s.problem.blocks.isUniform();
+      break;
+    }
+    case HCCL_COLL_GATHER:
+    case HCCL_COLL_GATHERV:
+    case HCCL_COLL_SCATTERV: {
+      if (d.root < 0 || static_cast<std::uint32_t>(d.root) >= p) {
+        why = fmt::format("root {} outside the communicator's {} ranks", d.root, p);
+        return HCCL_ERR_ARG;
+      }
+      const auto root = static_cast<std::uint32_t>(d.root);
+      const auto me = static_cast<std::uint32_t>(rank_);
+      const bool gather = d.coll != HCCL_COLL_SCATTERV;
+      ci.coll = gather ? Collective::Gather : Collective::Scatter;
+      ci.inPlace = false;  // only the root can be in place (see Reduce)
+      if (d.coll == HCCL_COLL_GATHER) {
+        ci.count = d.count * scale;
+        s.problem = algo::Problem::gather(p, ci.count, root, d.in_place != 0);
+        ci.count = s.problem.total();
+        break;
+      }
+      // The V forms: the root knows every count, a non-root its own ([local]); the choice rests
+      // on what every rank knows alike, none of the counts.
+      ci.count = 0;
+      ci.uneven = true;
+      const size_t* counts = gather ? d.recvcounts : d.sendcounts;
+      if (me == root) {
+        if (!counts) {
+          why = fmt::format("{} root without counts", collName(d.coll));
+          return HCCL_ERR_ARG;
+        }
+        if ((gather && d.rdispls) || (!gather && d.sdispls)) {
+          why = fmt::format("{} with displacements (the adapter packs them)", collName(d.coll));
+          return HCCL_ERR_ARG;
+        }
+        std::vector<std::uint64_t> c(p);
+        for (std::uint32_t r = 0; r < p; ++r) c[r] = counts[r] * scale;
+        s.problem = gather ? algo::Problem::gatherV(c, root, d.in_place != 0)
+                           : algo::Problem::scatterV(c, root, d.in_place != 0);
+      } else {
+        s.problem = gather ? algo::Problem::gatherVNonRoot(p, root, me, d.count * scale)
+                           : algo::Problem::scatterVNonRoot(p, root, me, d.count * scale);
+      }
+      break;
+    }
+    case HCCL_COLL_ALLTOALLV: {
+      if (!d.recvcounts || (!d.in_place && !d.sendcounts)) {
+        why = "alltoallv without counts";
+        return HCCL_ERR_ARG;
+      }
+      if (d.sdispls || d.rdispls) {
+        why = "alltoallv with displacements (the adapter packs them)";
+        return HCCL_ERR_ARG;
+      }
+      std::vector<std::uint64_t> send(p), recv(p);
+      for (std::uint32_t r = 0; r < p; ++r) {
+        recv[r] = d.recvcounts[r] * scale;
+        send[r] = d.in_place ? recv[r] : d.sendcounts[r] * scale;
+      }
+      ci.coll = Collective::AllToAllV;
+      ci.count = 0;  // every rank knows its row and column only
+      ci.uneven = true;
+      s.problem =
+          algo::Problem::allToAllVAt(p, static_cast<std::uint32_t>(rank_), send, recv, ci.inPlace);
+      break;
+    }
+    case HCCL_COLL_BARRIER:
+      ci.coll = Collective::Barrier;
+      ci.count = 0;
+      s.problem = algo::Problem::barrier(p);
+      break;
+    case HCCL_COLL_SCAN:
+    case HCCL_COLL_EXSCAN:
+      ci.coll = d.coll == HCCL_COLL_SCAN ? Collective::Scan : Collective::Exscan;
+      ci.count = d.count * scale;
+      s.problem = d.coll == HCCL_COLL_SCAN ? algo::Problem::scan(p, ci.count, ci.inPlace)
+                                           : algo::Problem::exscan(p, ci.count, ci.inPlace);
+      break;
     default:
       why = fmt::format("unknown collective {}", static_cast<int>(d.coll));
       return HCCL_ERR_ARG;
@@ -234,9 +367,12 @@ bool Communicator::sameAsLast(const hccl_coll_desc_t& d) const {
   const hccl_coll_desc_t& l = last_.desc;
   if (last_.supported < 0 || d.coll != l.coll || d.in_place != l.in_place || d.count != l.count ||
       d.dtype != l.dtype || d.elem_size != l.elem_size || d.op != l.op ||
-      d.user_commutative != l.user_commutative)
+      d.user_commutative != l.user_commutative || d.root != l.root)
     return false;
-  if (d.coll != HCCL_COLL_REDUCE_SCATTER) return true;
+  // Per-rank count arrays beyond recvcounts: described afresh every time (plans stay cached).
+  if (d.coll == HCCL_COLL_GATHERV || d.coll == HCCL_COLL_SCATTERV || d.coll == HCCL_COLL_ALLTOALLV)
+    return false;
+  if (d.coll != HCCL_COLL_REDUCE_SCATTER && d.coll != HCCL_COLL_ALLGATHERV) return true;
   return d.recvcounts && std::equal(last_.recvcounts.begin(), last_.recvcounts.end(), d.recvcounts);
 }
 
@@ -245,7 +381,8 @@ void Communicator::remember(const hccl_coll_desc_t& d, const CallShape& s) {
   last_.desc.recvcounts = nullptr;
   last_.desc.sendbuf = nullptr;
   last_.desc.recvbuf = nullptr;
-  if (d.coll == HCCL_COLL_REDUCE_SCATTER && d.recvcounts)
+  last_.desc.sendcounts = last_.desc.sdispls = last_.desc.rdispls = nullptr;
+  if ((d.coll == HCCL_COLL_REDUCE_SCATTER || d.coll == HCCL_COLL_ALLGATHERV) && d.recvcounts)
     last_.recvcounts.assign(d.recvcounts, d.recvcounts + size_);
   else
     last_.recvcounts.clear();
@@ -270,6 +407,21 @@ int Communicator::supported(const hccl_coll_desc_t& desc, std::string& explain) 
       const algo::Decision& d = selector_->decide(s.info);
       last_.supported = d.ok() ? 1 : 0;
       last_.explain = d.ok() ? d.summary() : d.error;
+      // A decision whose schedule cannot be built (a composition the generators do not have yet)
+      // is declined here, where the previous component can still take the call, not failed at
+      // start. The plan depends on the shared arguments only, so every rank declines alike.
+      if (d.ok()) {
+        std::string err;
+        try {
+          last_.plan = planFor(last_.shape, err);
+        } catch (const std::exception& e) {
+          err = e.what();
+        }
+        if (!last_.plan) {
+          last_.supported = 0;
+          last_.explain = fmt::format("{}: no schedule: {}", d.summary(), err);
+        }
+      }
     }
   }
   explain = last_.explain;
@@ -299,7 +451,11 @@ std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::strin
   plan->algorithms = composed.algorithms;
   const std::uint64_t budget =
       std::max<std::uint64_t>(1, options_.settings.buffSizeBytes() / s.info.elemSize);
-  const std::uint64_t chunk = algo::chunkSizeFor(pb, budget, gen);
+  // Every rank must cut the same chunks. Only a rooted call's root can be in place, and the other
+  // ranks cannot know it: size the chunks on the out-of-place problem everywhere.
+  algo::Problem sizing = pb;
+  if (pb.coll == Collective::Reduce || pb.coll == Collective::Scatter) sizing.inPlace = false;
+  const std::uint64_t chunk = algo::chunkSizeFor(sizing, budget, gen);
   plan->chunks = algo::planChunks(pb, static_cast<std::uint32_t>(rank_), chunk);
   for (const algo::Chunk& c : plan->chunks) {
     const ScheduleCacheKey skey{key, c.problem};
@@ -323,30 +479,57 @@ hccl_status_t Communicator::start(const hccl_coll_desc_t& desc, std::unique_ptr<
   }
   const CallShape& s = last_.shape;
   if (!last_.plan) last_.plan = planFor(s, err);
-  std::shared_ptr<const Plan> plan = last_.plan;
-  if (!plan) return HCCL_ERR_UNSUPPORTED;
-  std::optional<Reduction> reduction;
-  if (reduces(s.info.coll)) {
-    if (s.userOp) {
-      if (!desc.user_fn) {
-        err = "user op without a function";
-        return HCCL_ERR_ARG;
-      }
-      reduction.emplace(
-          Reduction::user(desc.user_fn, desc.user_ctx, s.info.elemSize, s.info.commutative));
-    } else {
-      reduction.emplace(Reduction::predefined(*s.info.type, *s.info.op));
-    }
-  }
-  const std::uint32_t seq = seq_++;
+  if (!last_.plan) return HCCL_ERR_UNSUPPORTED;
+  const Prepared call{s,
+                      last_.plan,
+                      desc.in_place ? nullptr : desc.sendbuf,
+                      desc.recvbuf,
+                      desc.user_fn,
+                      desc.user_ctx};
   if (idle_.empty()) {
     req = std::make_unique<Request>(*this);
   } else {
     req = std::move(idle_.back());
     idle_.pop_back();
   }
-  if (!req->start(std::move(plan), desc.in_place ? nullptr : desc.sendbuf, desc.recvbuf,
-                  s.info.elemSize, std::move(reduction), seq)) {
+  return launch(call, req, err);
+}
+
+hccl_status_t Communicator::prepare(const hccl_coll_desc_t& desc, Prepared& out, std::string& err) {
+  CallShape shape;
+  if (const hccl_status_t st = describe(desc, shape, err); st != HCCL_SUCCESS) return st;
+  std::shared_ptr<const Plan> plan = planFor(shape, err);
+  if (!plan) return HCCL_ERR_UNSUPPORTED;
+  if (shape.userOp && !desc.user_fn) {
+    err = "user op without a function";
+    return HCCL_ERR_ARG;
+  }
+  out = Prepared{std::move(shape), std::move(plan), desc.in_place ? nullptr : desc.sendbuf,
+                 desc.recvbuf,     desc.user_fn,    desc.user_ctx};
+  return HCCL_SUCCESS;
+}
+
+hccl_status_t Communicator::launch(const Prepared& call, std::unique_ptr<Request>& req,
+                                   std::string& err) {
+  const CallShape& s = call.shape;
+  std::optional<Reduction> reduction;
+  if (reduces(s.info.coll)) {
+    if (s.userOp) {
+      if (!call.userFn) {
+        err = "user op without a function";
+        release(std::move(req));
+        return HCCL_ERR_ARG;
+      }
+      reduction.emplace(
+          Reduction::user(call.userFn, call.userCtx, s.info.elemSize, s.info.commutative));
+    } else {
+      reduction.emplace(Reduction::predefined(*s.info.type, *s.info.op));
+    }
+  }
+  // Every start takes the next number, persistent or not: MPI orders a communicator's
+  // collectives, started persistent ones included, alike on every rank.
+  const std::uint32_t seq = seq_++;
+  if (!req->start(call.plan, call.send, call.recv, s.info.elemSize, std::move(reduction), seq)) {
     err = req->error();
     const hccl_status_t st = req->status();
     release(std::move(req));

@@ -78,6 +78,20 @@ class Communicator {
   hccl_status_t start(const hccl_coll_desc_t& desc, std::unique_ptr<Request>& req,
                       std::string& err);
 
+  // A call prepared once and started many times (MPI's persistent collectives): its shape, its
+  // plan (chunks and schedules) and its buffers. Each start only binds and runs the plan.
+  struct Prepared {
+    CallShape shape;
+    std::shared_ptr<const Plan> plan;
+    const void* send = nullptr;
+    void* recv = nullptr;
+    hccl_user_op_fn userFn = nullptr;
+    void* userCtx = nullptr;
+  };
+  hccl_status_t prepare(const hccl_coll_desc_t& desc, Prepared& out, std::string& err);
+  // Starts a prepared call on `req` (a fresh or recycled Request of this communicator).
+  hccl_status_t launch(const Prepared& call, std::unique_ptr<Request>& req, std::string& err);
+
   int rank() const { return rank_; }
   int size() const { return size_; }
   std::uint32_t commTag() const { return commTag_; }

@@ -8,6 +8,7 @@
 
 #include "coll_hccl/engine/communicator.hpp"
 #include "coll_hccl/engine/engine_state.hpp"
+#include "coll_hccl/engine/reduce_kernels.hpp"
 #include "coll_hccl/engine/request.hpp"
 #include "coll_hccl/hccl_engine.h"
 #include "coll_hccl_version.h"
@@ -22,9 +23,16 @@ namespace tl = hccl::tl;
 struct hccl_comm {
   std::unique_ptr<Communicator> impl;
 };
+struct hccl_prepared {
+  hccl_comm_t* comm = nullptr;
+  Communicator::Prepared call;
+  std::unique_ptr<Request> spare;  // the request of the last start, back from hccl_req_free
+  bool started = false;            // a start is in flight
+};
 struct hccl_req {
   std::unique_ptr<Request> impl;
   void* owner = nullptr;
+  hccl_prepared* home = nullptr;  // started from a prepared call: the request goes back there
 };
 
 namespace {
@@ -208,6 +216,63 @@ hccl_status_t hccl_coll_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, v
   });
 }
 
+hccl_status_t hccl_coll_prepare(hccl_comm_t* comm, const hccl_coll_desc_t* desc,
+                                hccl_prepared_t** prepared, char* err, size_t errlen) {
+  if (prepared) *prepared = nullptr;
+  return guarded(err, errlen, [&] {
+    if (!comm || !desc || !prepared) return HCCL_ERR_ARG;
+    auto p = std::make_unique<hccl_prepared>();
+    p->comm = comm;
+    std::string msg;
+    const hccl_status_t st = comm->impl->prepare(*desc, p->call, msg);
+    if (st != HCCL_SUCCESS) {
+      put(err, errlen, msg);
+      return st;
+    }
+    *prepared = p.release();
+    return HCCL_SUCCESS;
+  });
+}
+
+hccl_status_t hccl_prepared_start(hccl_prepared_t* prepared, void* owner, hccl_req_t** req,
+                                  char* err, size_t errlen) {
+  if (req) *req = nullptr;
+  return guarded(err, errlen, [&] {
+    if (!prepared || !req) return HCCL_ERR_ARG;
+    if (prepared->started) {
+      put(err, errlen, "the prepared call is still running: it must complete before it restarts");
+      return HCCL_ERR_ARG;
+    }
+    Communicator& c = *prepared->comm->impl;
+    std::unique_ptr<Request> r = std::move(prepared->spare);
+    if (!r) r = std::make_unique<Request>(c);
+    std::string msg;
+    const hccl_status_t st = c.launch(prepared->call, r, msg);
+    if (st != HCCL_SUCCESS) {
+      put(err, errlen, msg);
+      return st;
+    }
+    auto handle = std::make_unique<hccl_req>();
+    handle->impl = std::move(r);
+    handle->owner = owner;
+    handle->home = prepared;
+    prepared->started = true;
+    EngineState& e = engineState();
+    e.active.push_back(handle.get());
+    e.inFlight.fetch_add(1, std::memory_order_release);
+    *req = handle.release();
+    return HCCL_SUCCESS;
+  });
+}
+
+void hccl_prepared_free(hccl_prepared_t* prepared) {
+  char ignored[8];
+  (void)guarded(ignored, sizeof ignored, [&] {
+    delete prepared;
+    return HCCL_SUCCESS;
+  });
+}
+
 const char* hccl_req_error(const hccl_req_t* req) {
   return req && req->impl ? req->impl->error().c_str() : "";
 }
@@ -215,7 +280,10 @@ const char* hccl_req_error(const hccl_req_t* req) {
 void hccl_req_free(hccl_req_t* req) {
   char ignored[8];
   (void)guarded(ignored, sizeof ignored, [&] {
-    if (req && req->impl) {
+    if (req && req->home) {
+      req->home->spare = std::move(req->impl);
+      req->home->started = false;
+    } else if (req && req->impl) {
       Communicator& c = req->impl->communicator();
       c.release(std::move(req->impl));
     }
@@ -258,6 +326,18 @@ int hccl_progress(hccl_completion_t* done, int max) {
     return HCCL_SUCCESS;
   });
   return completed;
+}
+
+hccl_status_t hccl_reduce_local(const void* in, void* inout, size_t count, hccl_dtype_t dtype,
+                                hccl_op_t op) {
+  if (dtype < 0 || dtype >= HCCL_DT_COUNT || op < HCCL_OP_SUM || op > HCCL_OP_BXOR)
+    return HCCL_ERR_UNSUPPORTED;
+  if (count > 0 && (!in || !inout)) return HCCL_ERR_ARG;
+  const hccl::engine::ReduceFn fn =
+      hccl::engine::kernel(static_cast<hccl::DataType>(dtype), static_cast<hccl::ReduceOp>(op));
+  if (!fn) return HCCL_ERR_UNSUPPORTED;
+  fn(inout, in, inout, count);  // MPI: inout = in (op) inout, `in` on the left
+  return HCCL_SUCCESS;
 }
 
 }  // extern "C"

@@ -44,6 +44,14 @@ bool servedThroughMpi(algo::OpType op) {
     case algo::OpType::AllReduce:
     case algo::OpType::AllGather:
     case algo::OpType::ReduceScatter:
+    case algo::OpType::Broadcast:
+    case algo::OpType::Reduce:
+    case algo::OpType::Scatter:
+    case algo::OpType::AllToAll:
+    case algo::OpType::Gather:
+    case algo::OpType::Barrier:
+    case algo::OpType::Scan:
+    case algo::OpType::Exscan:
       return true;
     default:
       return false;
@@ -57,7 +65,8 @@ std::vector<std::string> notesOf(const algo::Settings& s) {
     if (!s.algo.value.hasOwnEntry(op) || servedThroughMpi(op) || !algo::collective(op)) continue;
     notes.push_back(fmt::format(
         "HCCL_ALGO: the entry for op \"{}\" has no effect through MPI: coll_hccl takes over "
-        "MPI_Allreduce, MPI_Allgather and MPI_Reduce_scatter(_block) only ({})",
+        "MPI_Allreduce, MPI_Allgather(v), MPI_Reduce_scatter(_block), MPI_Bcast, MPI_Reduce, "
+        "MPI_Scatter, MPI_Gather, MPI_Alltoall, MPI_Barrier, MPI_Scan and MPI_Exscan only ({})",
         algo::name(op), s.algo.from.str()));
   }
   return notes;

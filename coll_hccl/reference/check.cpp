@@ -6,6 +6,7 @@
 #include <cmath>
 #include <complex>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 
 #include "coll_hccl/engine/local_cluster.hpp"
@@ -34,20 +35,24 @@ std::vector<RankMemory> place(const Problem& pb, std::size_t es,
       m.input = mine;
       continue;
     }
-    // In place (and Broadcast): the data starts in Output, at the rank's block for AllGather.
-    const std::uint64_t at = pb.coll == Collective::AllGather ? pb.blocks.offset(r) : 0;
+    // In place (and Broadcast): the data starts in Output, at the rank's block for AllGather
+    // and Gather.
+    const bool atBlock = pb.coll == Collective::AllGather || pb.coll == Collective::Gather;
+    const std::uint64_t at = atBlock ? pb.blocks.offset(r) : 0;
     std::copy(mine.begin(), mine.end(), m.output.begin() + static_cast<std::ptrdiff_t>(at * es));
   }
   return mem;
 }
 
 // Where rank r's result elements come from: a copy of element `from` of rank `src`'s
-// contribution, or (src < 0) the rank-order reduction of element `from` of every contribution.
+// contribution, or (src < 0) the rank-order reduction of element `from` of the contributions of
+// ranks [0, upTo) (every rank unless a prefix: Scan, Exscan).
 struct Segment {
   std::uint64_t out;
   std::uint64_t count;
   int src;
   std::uint64_t from;
+  std::uint32_t upTo = 0xffffffffu;
 };
 
 std::vector<Segment> expected(const Problem& pb, std::uint32_t r) {
@@ -80,6 +85,26 @@ std::vector<Segment> expected(const Problem& pb, std::uint32_t r) {
     case Collective::AllToAll:
       for (std::uint32_t i = 0; i < pb.ranks; ++i)
         v.push_back({bl.offset(i), bl.count(i), static_cast<int>(i), bl.offset(r)});
+      break;
+    case Collective::Gather:
+      if (r == pb.root)
+        for (std::uint32_t i = 0; i < pb.ranks; ++i)
+          v.push_back({bl.offset(i), bl.count(i), static_cast<int>(i), 0});
+      break;
+    case Collective::AllToAllV: {
+      const algo::Blocks col = pb.pairs.recvBlocks(r);
+      for (std::uint32_t i = 0; i < pb.ranks; ++i)
+        v.push_back(
+            {col.offset(i), col.count(i), static_cast<int>(i), pb.pairs.sendBlocks(i).offset(r)});
+      break;
+    }
+    case Collective::Barrier:
+      break;
+    case Collective::Scan:
+      v.push_back({0, pb.total(), -1, 0, r + 1});
+      break;
+    case Collective::Exscan:
+      if (r > 0) v.push_back({0, pb.total(), -1, 0, r});
       break;
   }
   return v;
@@ -232,10 +257,23 @@ Report checkSemantics(const Problem& pb, const std::vector<Bytes>& outputs,
                       const std::vector<Bytes>& contributions, const SemanticsOptions& o) {
   Report rep;
   const std::uint64_t reducedCount = reduces(pb.coll) ? pb.total() : 0;
-  const RankOrder ro(contributions, reducedCount, o.es, o.op, o.tolerant, o.type, o.rop);
+  // The rank-order folds, one per prefix length a segment asks for (all ranks: one).
+  std::map<std::uint32_t, RankOrder> folds;
+  const auto foldOf = [&](std::uint32_t upTo) -> const RankOrder& {
+    const std::uint32_t k = std::min(upTo, pb.ranks);
+    auto it = folds.find(k);
+    if (it == folds.end()) {
+      const std::vector<Bytes> first(contributions.begin(),
+                                     contributions.begin() + static_cast<std::ptrdiff_t>(k));
+      it = folds.emplace(k, RankOrder(first, reducedCount, o.es, o.op, o.tolerant, o.type, o.rop))
+               .first;
+    }
+    return it->second;
+  };
   const long double factor = toleranceFactor(pb.ranks, o.type, o.rop);
   for (std::uint32_t r = 0; r < pb.ranks; ++r) {
     for (const Segment& seg : expected(pb, r)) {
+      const RankOrder* ro = seg.src < 0 ? &foldOf(seg.upTo) : nullptr;
       for (std::uint64_t j = 0; j < seg.count; ++j) {
         const std::uint64_t at = seg.out + j, from = seg.from + j;
         if ((at + 1) * o.es > outputs[r].size()) {
@@ -244,12 +282,12 @@ Report checkSemantics(const Problem& pb, const std::vector<Bytes>& outputs,
         }
         const std::byte* got = outputs[r].data() + at * o.es;
         if (seg.src < 0 && o.tolerant) {
-          const std::string bad = toleranceCheck(o.type, o.rop, factor, ro.floats[from], got);
+          const std::string bad = toleranceCheck(o.type, o.rop, factor, ro->floats[from], got);
           if (!bad.empty()) rep.add(fmt::format("rank {} out[{}] = {}", r, at, bad));
           continue;
         }
         const std::byte* want =
-            seg.src < 0 ? ro.bits.data() + from * o.es
+            seg.src < 0 ? ro->bits.data() + from * o.es
                         : contributions[static_cast<std::size_t>(seg.src)].data() + from * o.es;
         if (std::memcmp(got, want, o.significant) != 0)
           rep.add(fmt::format("rank {} out[{}] = {}, {} {}", r, at, hex(got, o.significant),
@@ -292,6 +330,12 @@ std::uint64_t contributionCount(const Problem& pb, std::uint32_t r) {
     case Collective::Broadcast:
     case Collective::Scatter:
       return r == pb.root ? pb.total() : 0;
+    case Collective::Gather:
+      return pb.blocks.count(r);
+    case Collective::AllToAllV:
+      return pb.pairs.sendBlocks(r).total();
+    case Collective::Barrier:
+      return 0;
     default:
       return pb.total();
   }

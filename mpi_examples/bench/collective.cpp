@@ -17,8 +17,9 @@ char* at(void* base, std::size_t elements, std::size_t typeSize) {
 
 }  // namespace
 
-constexpr Coll kAll[] = {Coll::Allreduce, Coll::Allgather, Coll::ReduceScatter,
-                         Coll::ReduceScatterV, Coll::Bcast};
+constexpr Coll kAll[] = {Coll::Allreduce,      Coll::Allgather, Coll::ReduceScatter,
+                         Coll::ReduceScatterV, Coll::Bcast,     Coll::Reduce,
+                         Coll::Scatter,        Coll::Alltoall,  Coll::AllgatherV};
 
 std::string_view name(Coll c) {
   switch (c) {
@@ -32,6 +33,14 @@ std::string_view name(Coll c) {
       return "reduce_scatter_v";
     case Coll::Bcast:
       return "bcast";
+    case Coll::Reduce:
+      return "reduce";
+    case Coll::Scatter:
+      return "scatter";
+    case Coll::Alltoall:
+      return "alltoall";
+    case Coll::AllgatherV:
+      return "allgatherv";
   }
   return "?";
 }
@@ -49,6 +58,11 @@ std::vector<std::string> collNames() {
   return out;
 }
 
+bool reduces(Coll c) {
+  return c == Coll::Allreduce || c == Coll::ReduceScatter || c == Coll::ReduceScatterV ||
+         c == Coll::Reduce;
+}
+
 std::optional<Shape> shapeFor(Coll c, std::size_t sizeBytes, std::size_t typeSize, int nranks) {
   const auto n = static_cast<std::size_t>(nranks);
   const double ranks = static_cast<double>(nranks);
@@ -61,8 +75,27 @@ std::optional<Shape> shapeFor(Coll c, std::size_t sizeBytes, std::size_t typeSiz
       s.busFactor = 2.0 * (ranks - 1.0) / ranks;
       break;
     case Coll::Allgather:
+    case Coll::AllgatherV:
       s.block = sizeBytes / typeSize / n;
       s.sendCount = s.block;
+      s.recvCount = s.block * n;
+      s.busFactor = (ranks - 1.0) / ranks;
+      break;
+    case Coll::Reduce:
+      s.block = sizeBytes / typeSize;
+      s.sendCount = s.block;
+      s.recvCount = s.block;
+      s.busFactor = 1.0;
+      break;
+    case Coll::Scatter:
+      s.block = sizeBytes / typeSize / n;
+      s.sendCount = s.block * n;
+      s.recvCount = s.block;
+      s.busFactor = (ranks - 1.0) / ranks;
+      break;
+    case Coll::Alltoall:
+      s.block = sizeBytes / typeSize / n;
+      s.sendCount = s.block * n;
       s.recvCount = s.block * n;
       s.busFactor = (ranks - 1.0) / ranks;
       break;
@@ -81,7 +114,7 @@ std::optional<Shape> shapeFor(Coll c, std::size_t sizeBytes, std::size_t typeSiz
       break;
   }
   if (s.block == 0) return std::nullopt;
-  const bool whole = c == Coll::Allreduce || c == Coll::Bcast;
+  const bool whole = c == Coll::Allreduce || c == Coll::Bcast || c == Coll::Reduce;
   s.bytes = (whole ? s.block : s.block * n) * typeSize;
   return s;
 }
@@ -111,6 +144,31 @@ void Call::run(MPI_Comm comm) const {
       // One buffer: the root's input is its output (--in-place changes nothing).
       MPI_Bcast(recv, asCount(shape.block), type->handle, 0, comm);
       break;
+    case Coll::Reduce:
+      MPI_Reduce(sbuf, recv, asCount(shape.block), type->handle, op->handle(), 0, comm);
+      break;
+    case Coll::Scatter: {
+      // In place only at the root: its block stays in the send buffer.
+      int rank = 0;
+      MPI_Comm_rank(comm, &rank);
+      MPI_Scatter(send, asCount(shape.block), type->handle,
+                  inPlace && rank == 0 ? MPI_IN_PLACE : recv, asCount(shape.block), type->handle, 0,
+                  comm);
+      break;
+    }
+    case Coll::Alltoall:
+      MPI_Alltoall(sbuf, asCount(shape.block), type->handle, recv, asCount(shape.block),
+                   type->handle, comm);
+      break;
+    case Coll::AllgatherV: {
+      int n = 0;
+      MPI_Comm_size(comm, &n);
+      std::vector<int> counts(static_cast<std::size_t>(n), asCount(shape.block)), displs(counts);
+      for (int r = 0; r < n; ++r) displs[static_cast<std::size_t>(r)] = r * asCount(shape.block);
+      MPI_Allgatherv(sbuf, asCount(shape.block), type->handle, recv, counts.data(), displs.data(),
+                     type->handle, comm);
+      break;
+    }
   }
 }
 
@@ -138,6 +196,24 @@ void Call::prepare(int rank, int nranks) const {
     case Coll::Bcast:
       if (rank == 0) type->fill(recv, shape.block, p, 0, 0);
       break;
+    case Coll::Reduce:
+      // In place only at the root: its input is in recv.
+      type->fill(inPlace && rank == 0 ? recv : send, shape.block, p, rank, 0);
+      break;
+    case Coll::Scatter:
+      if (rank == 0) type->fill(send, shape.sendCount, p, 0, 0);
+      break;
+    case Coll::Alltoall:
+      type->fill(inPlace ? recv : send, shape.sendCount, p, rank, 0);
+      break;
+    case Coll::AllgatherV:
+      if (inPlace) {
+        type->fill(at(recv, static_cast<std::size_t>(rank) * shape.block, ts), shape.block, p, rank,
+                   0);
+      } else {
+        type->fill(send, shape.block, p, rank, 0);
+      }
+      break;
   }
 }
 
@@ -161,6 +237,29 @@ std::size_t Call::countWrong(int rank, int nranks) const {
                                      static_cast<std::size_t>(rank) * shape.block);
     case Coll::Bcast:
       return type->countWrongValues(recv, shape.block, p, 0, 0);
+    case Coll::Reduce:
+      return rank == 0 ? type->countWrongReduced(recv, shape.block, p, 0) : 0;
+    case Coll::Scatter:
+      if (inPlace && rank == 0) return 0;  // nothing is written at an in-place root
+      return type->countWrongValues(recv, shape.block, p, 0,
+                                    static_cast<std::size_t>(rank) * shape.block);
+    case Coll::Alltoall: {
+      std::size_t wrong = 0;
+      for (int r = 0; r < nranks; ++r) {  // block r came from rank r, its block `rank`
+        wrong +=
+            type->countWrongValues(at(recv, static_cast<std::size_t>(r) * shape.block, ts),
+                                   shape.block, p, r, static_cast<std::size_t>(rank) * shape.block);
+      }
+      return wrong;
+    }
+    case Coll::AllgatherV: {
+      std::size_t wrong = 0;
+      for (int r = 0; r < nranks; ++r) {
+        wrong += type->countWrongValues(at(recv, static_cast<std::size_t>(r) * shape.block, ts),
+                                        shape.block, p, r, 0);
+      }
+      return wrong;
+    }
   }
   return 0;
 }

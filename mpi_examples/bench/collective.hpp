@@ -15,25 +15,39 @@
 namespace bench {
 
 // ReduceScatter is MPI_Reduce_scatter_block (as nccl-tests measures it); ReduceScatterV is
-// MPI_Reduce_scatter with equal counts, the call osu_reduce_scatter times. Bcast (root 0) is
-// what coll_hccl does not take over: both sides run Open MPI's own, an A/A control in every run.
-enum class Coll { Allreduce, Allgather, ReduceScatter, ReduceScatterV, Bcast };
+// MPI_Reduce_scatter with equal counts, the call osu_reduce_scatter times; AllgatherV is
+// MPI_Allgatherv with equal counts (osu_allgatherv). Bcast, Reduce and Scatter use root 0.
+enum class Coll {
+  Allreduce,
+  Allgather,
+  ReduceScatter,
+  ReduceScatterV,
+  Bcast,
+  Reduce,
+  Scatter,
+  Alltoall,
+  AllgatherV
+};
 
 std::string_view name(Coll c);
 std::optional<Coll> parseColl(std::string_view s);
 std::vector<std::string> collNames();
+// True for the collectives that combine data with the reduction op.
+bool reduces(Coll c);
 
-// Sizes follow nccl-tests: `bytes` is the whole per-rank output for allreduce, allgather and
-// bcast and the whole per-rank input for reduce_scatter (n blocks); `block` is the element count
-// per rank (allgather send count, reduce_scatter receive count; for allreduce and bcast the whole
-// count). OSU labels allgather by the per-rank send size: its row S is this benchmark's n x S.
+// Sizes follow nccl-tests: `bytes` is the whole per-rank output for allreduce, allgather(v),
+// bcast and reduce, and the whole per-rank input for reduce_scatter, scatter (the root's) and
+// alltoall (n blocks); `block` is the element count per rank (allgather send count,
+// reduce_scatter and scatter receive count, alltoall count per pair; for allreduce, bcast and
+// reduce the whole count). OSU labels allgather by the per-rank send size: its row S is this
+// benchmark's n x S.
 struct Shape {
   std::size_t block = 0;
   std::size_t sendCount = 0;  // elements in the send buffer (out of place)
   std::size_t recvCount = 0;  // elements in the receive buffer
   std::size_t bytes = 0;
-  // nccl-tests busbw = algbw x factor: 2(n-1)/n for allreduce, 1 for bcast, (n-1)/n for the
-  // others.
+  // nccl-tests busbw = algbw x factor: 2(n-1)/n for allreduce, 1 for bcast and reduce, (n-1)/n
+  // for the others.
   double busFactor = 0.0;
 };
 

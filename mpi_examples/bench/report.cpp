@@ -38,7 +38,7 @@ std::string infoText(const std::vector<std::pair<std::string, std::string>>& key
 }
 
 std::string redopText(Coll c, const Options& o) {
-  return c == Coll::Allgather || c == Coll::Bcast ? "none" : std::string(o.op->name);
+  return reduces(c) ? std::string(o.op->name) : "none";
 }
 
 // C, D, ... for Options::also[k].

@@ -106,9 +106,13 @@ TEST(Chunking, ChunkSizeKeepsScratchWithinBudget) {
     for (std::uint32_t p : {2u, 5u, 8u}) {
       Problem pb{spec.coll, p, 0, false, Blocks::uniform(1000, p)};
       if (spec.coll == Collective::AllReduce || spec.coll == Collective::Broadcast ||
-          spec.coll == Collective::Reduce)
+          spec.coll == Collective::Reduce || spec.coll == Collective::Scan ||
+          spec.coll == Collective::Exscan)
         pb.blocks = Blocks::even(1000, p);
       if (spec.coll == Collective::Broadcast) pb.inPlace = true;
+      // AllToAllV and Barrier run unchunked; out of place they need no scratch at all.
+      if (spec.coll == Collective::AllToAllV || spec.coll == Collective::Barrier)
+        pb = Problem::fromMpiCount(spec.coll, p, 1000, false);
       const std::uint64_t budget = 300;
       const std::uint64_t c = chunkSizeFor(pb, budget, spec.generate);
       for (const Chunk& ch : planChunks(pb, 0, c))
@@ -123,6 +127,51 @@ TEST(Chunking, NoChunkingWhenScratchIsNotNeeded) {
   // Out-of-place ring allreduce works in the output buffer alone.
   EXPECT_EQ(chunkSizeFor(Problem::allReduce(4, 1 << 20), 16, ringAllReduce), 0u);
   EXPECT_GT(chunkSizeFor(Problem::allReduce(4, 1 << 20, true), 1024, ringAllReduce), 0u);
+}
+
+}  // namespace
+}  // namespace hccl::algo
+
+namespace hccl::algo {
+namespace {
+
+// Scatter, Gather and AllToAll chunk block by block: chunk j of every block, bound to the
+// block's place in user memory.
+TEST(Chunking, RootedAndAllToAllChunkPerBlock) {
+  const Problem sc = Problem::scatter(3, 10, 1);
+  const std::vector<Chunk> root = planChunks(sc, 1, 4);
+  ASSERT_EQ(root.size(), 3u);
+  EXPECT_EQ(root[1].problem, Problem::scatter(3, 4, 1));
+  EXPECT_EQ(root[1].input, (BufferMap{{0, 4, 4}, {4, 14, 4}, {8, 24, 4}}));
+  EXPECT_EQ(root[1].output, (BufferMap{{0, 4, 4}}));
+  EXPECT_EQ(root[2].problem, Problem::scatter(3, 2, 1));
+  const std::vector<Chunk> leaf = planChunks(sc, 0, 4);
+  EXPECT_TRUE(leaf[2].input.empty());
+  EXPECT_EQ(leaf[2].output, (BufferMap{{0, 8, 2}}));
+
+  const Problem g = Problem::gather(3, 10, 0, true);
+  const std::vector<Chunk> groot = planChunks(g, 0, 4);
+  EXPECT_TRUE(groot[1].input.empty());  // in place: the root's block is already in Output
+  EXPECT_EQ(groot[1].output, (BufferMap{{0, 4, 4}, {4, 14, 4}, {8, 24, 4}}));
+  EXPECT_TRUE(planChunks(g, 2, 4)[1].output.empty());  // non-roots have no Output
+
+  const Problem a = Problem::allToAll(2, 6);
+  const std::vector<Chunk> ac = planChunks(a, 1, 4);
+  ASSERT_EQ(ac.size(), 2u);
+  EXPECT_EQ(ac[1].input, (BufferMap{{0, 4, 2}, {2, 10, 2}}));
+  EXPECT_EQ(ac[1].output, ac[1].input);
+}
+
+// Rank-local problems cannot agree on chunk counts across ranks: one chunk, always.
+TEST(Chunking, RankLocalProblemsRunWhole) {
+  const Problem v = Problem::gatherVNonRoot(4, 0, 2, 1000);
+  EXPECT_EQ(chunkSizeFor(v, 1, meshGather), 0u);
+  const std::vector<Chunk> c = planChunks(v, 2, 10);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].input, (BufferMap{{0, 0, 1000}}));
+  EXPECT_TRUE(c[0].output.empty());
+  const std::vector<std::uint64_t> m(9, 5);
+  EXPECT_EQ(planChunks(Problem::allToAllV(3, m), 0, 2).size(), 1u);
 }
 
 }  // namespace

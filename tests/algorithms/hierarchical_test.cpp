@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "algorithms/metrics.hpp"
+#include "algorithms/plan.hpp"
 #include "algorithms/verifier.hpp"
 #include "algorithms/write_contract.hpp"
 #include "tests/algorithms/problems.hpp"
@@ -93,6 +96,94 @@ TEST(Hierarchical, InterleavedRankOrder) {
     const Layout lay = Layout::uneven(sizes, true);
     EXPECT_FALSE(lay.blockOrder());
     for (std::size_t k = 0; k < kCombos; ++k) sweepLayout(lay, combo(k), false);
+  }
+}
+
+// Scatter (outer level first) and Gather (its reverse) over levels: every root, in and out of
+// place, equal and uneven blocks, with algorithms that have both at every level.
+TEST(Hierarchical, ScatterAndGatherOverLevels) {
+  const std::vector<LevelAlgorithms> algSets = {
+      {Algorithm::Ring, Algorithm::NHR, Algorithm::NB},
+      {Algorithm::Mesh, Algorithm::Ring, Algorithm::NHR},
+      {Algorithm::NB, Algorithm::NB, Algorithm::Ring},
+      {Algorithm::Mesh, Algorithm::Mesh, Algorithm::Mesh}};
+  std::vector<Layout> layouts;
+  for (std::uint32_t servers = 1; servers <= 5; ++servers)
+    for (std::uint32_t perServer = 1; perServer <= 4; ++perServer)
+      layouts.push_back(Layout::servers(servers, perServer));
+  layouts.push_back(Layout::pods(2, 2, 2));
+  layouts.push_back(Layout::pods(2, 3, 2));
+  layouts.push_back(Layout::pods(3, 2, 1));
+  layouts.push_back(Layout::uneven({3, 3}, true));  // interleaved: runs flat
+  std::mt19937 rng(5);
+  std::size_t k = 0;
+  for (const Layout& lay : layouts) {
+    const std::uint32_t p = lay.ranks();
+    for (Collective c : {Collective::Scatter, Collective::Gather}) {
+      for (std::uint32_t root = 0; root < p; ++root, ++k) {
+        const LevelAlgorithms& algs = algSets[k % algSets.size()];
+        for (bool inPlace : {false, true}) {
+          expectClean(lay, algs, test::problemFor(c, p, root % 3 == 0 ? 0 : 5, inPlace, root));
+          Problem v = test::problemFor(c, p, 0, inPlace, root);
+          std::vector<std::uint64_t> counts(p);
+          for (auto& n : counts) n = rng() % 3 == 0 ? 0 : rng() % 9;
+          v.blocks = Blocks::of(counts);
+          expectClean(lay, algs, v);
+          if (HasFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+// Phases: the Scatter runs at every level, outer first; a carrier receives its unit once.
+TEST(Hierarchical, ScatterPhasesAndVolumes) {
+  const Layout lay = Layout::servers(4, 2);
+  const LevelAlgorithms algs{Algorithm::Mesh, Algorithm::Ring, Algorithm::Ring};
+  const Problem pb = Problem::scatter(8, 10, 3);
+  const Schedule s = composeAll(lay, algs, pb);
+  // Rank 3 (server 1, local 1) sends the other servers' units (20 elements each) to their
+  // ranks of local index 1 over level1 links, then its server peer's block over level0.
+  std::uint64_t level1 = 0, level0 = 0;
+  for (const Step& st : s.ranks[3].steps)
+    for (const Transfer& t : st.xfers) {
+      EXPECT_EQ(t.dir, Dir::Send);
+      (t.level == 1 ? level1 : level0) += t.slice.count;
+    }
+  EXPECT_EQ(level1, 60u);
+  EXPECT_EQ(level0, 10u);
+  // Rank 5 (server 2, local 1) receives its server's unit and hands its peer rank 4 its block.
+  for (const Step& st : s.ranks[4].steps)
+    for (const Transfer& t : st.xfers) {
+      EXPECT_EQ(t.peer, 5u);
+      EXPECT_EQ(t.level, 0);
+    }
+}
+
+// The collectives not split by level run flat with the outermost level's algorithm.
+TEST(Hierarchical, OtherCollectivesRunFlatOnTheOuterLevel) {
+  for (const Layout& lay : {Layout::servers(3, 2), Layout::pods(2, 2, 2)}) {
+    const std::uint32_t p = lay.ranks();
+    const int top = lay.shape().levels.back().level;
+    for (const GeneratorSpec& spec : generatorSpecs()) {
+      const Collective c = spec.coll;
+      if (c == Collective::AllReduce || c == Collective::ReduceScatter ||
+          c == Collective::AllGather || c == Collective::Scatter || c == Collective::Gather)
+        continue;
+      LevelAlgorithms algs{Algorithm::Ring, Algorithm::Ring, Algorithm::Ring};
+      algs[static_cast<std::size_t>(top)] = spec.algorithm;
+      if (planOwning(spec.algorithm)) continue;
+      for (bool inPlace : {false, true}) {
+        if (inPlace && !test::hasInPlaceVariant(c)) continue;
+        const Problem pb = test::problemFor(c, p, 7, inPlace, p - 1);
+        expectClean(lay, algs, pb);
+        for (std::uint32_t r = 0; r < p; ++r)
+          EXPECT_EQ(composeHierarchical(lay, algs, pb, r),
+                    composeFlat(lay, spec.algorithm, top, pb, r))
+              << test::specName(spec) << " rank " << r;
+        if (HasFailure()) return;
+      }
+    }
   }
 }
 

@@ -171,7 +171,8 @@ void expectMetricsAt(Algorithm a, Collective c, std::uint32_t p, std::uint32_t r
   const GeneratorSpec* spec = findGenerator(a, c);
   ASSERT_NE(spec, nullptr) << hcclName(a) << " " << name(c);
   const bool perRank = c == Collective::ReduceScatter || c == Collective::AllGather ||
-                       c == Collective::Scatter || c == Collective::AllToAll;
+                       c == Collective::Scatter || c == Collective::Gather ||
+                       c == Collective::AllToAll || c == Collective::AllToAllV;
   const Problem pb = test::problemFor(c, p, perRank ? kCount / p : kCount, false, root);
   const Metrics m = criticalPath(buildSchedule(spec->generate, pb), kElem);
   SCOPED_TRACE(::testing::Message()
@@ -190,8 +191,11 @@ void expectLogRows(Algorithm a) {
     expectMetricsAt(a, Collective::AllReduce, p, 0, {2 * k, 2 * frac(p), frac(p)});
     for (std::uint32_t root = 0; root < p; ++root) {
       expectMetricsAt(a, Collective::Scatter, p, root, {k, frac(p), 0});
+      expectMetricsAt(a, Collective::Gather, p, root, {k, frac(p), 0});  // Scatter's row
       expectMetricsAt(a, Collective::Broadcast, p, root, {2 * k, 2 * frac(p), 0});
     }
+    // Dissemination barrier: ceil(log2 p) steps of nothing.
+    expectMetricsAt(a, Collective::Barrier, p, 0, {k, 0, 0});
   }
 }
 
@@ -204,8 +208,40 @@ TEST(Metrics, NB) {
 }
 
 TEST(Metrics, Pairwise) {
-  for (std::uint32_t p = 2; p <= 16; ++p)
+  for (std::uint32_t p = 2; p <= 16; ++p) {
     expectMetricsAt(Algorithm::Pairwise, Collective::AllToAll, p, 0, {p - 1, frac(p), 0});
+    expectMetricsAt(Algorithm::Pairwise, Collective::AllToAllV, p, 0, {p - 1, frac(p), 0});
+  }
+}
+
+// Ring Scatter and Gather: (p-1)a + ((p-1)/p)n b, the reference's Ring row, for every root.
+TEST(Metrics, RingRooted) {
+  for (std::uint32_t p = 2; p <= 16; ++p)
+    for (std::uint32_t root : {0u, p / 2, p - 1}) {
+      expectMetricsAt(Algorithm::Ring, Collective::Scatter, p, root, {p - 1, frac(p), 0});
+      expectMetricsAt(Algorithm::Ring, Collective::Gather, p, root, {p - 1, frac(p), 0});
+    }
+}
+
+// Fullmesh: Scatter = Gather = AllToAll = a + (1/p)n b (the reference's Mesh row, every link at
+// once); Barrier one step of nothing; Scan one step of whole vectors, the last rank folding p-1.
+TEST(Metrics, MeshRootedAndAllToAll) {
+  for (std::uint32_t p = 2; p <= 16; ++p) {
+    expectMetricsAt(Algorithm::Mesh, Collective::Scatter, p, p - 1, {1, 1.0 / p, 0});
+    expectMetricsAt(Algorithm::Mesh, Collective::Gather, p, 0, {1, 1.0 / p, 0});
+    expectMetricsAt(Algorithm::Mesh, Collective::AllToAll, p, 0, {1, 1.0 / p, 0});
+    expectMetricsAt(Algorithm::Mesh, Collective::AllToAllV, p, 0, {1, 1.0 / p, 0});
+    expectMetricsAt(Algorithm::Mesh, Collective::Barrier, p, 0, {1, 0, 0});
+    expectMetricsAt(Algorithm::Mesh, Collective::Scan, p, 0, {1, 1.0, double(p - 1)});
+  }
+}
+
+// Recursive-doubling Scan: ceil(log2 p)(a + n b + n g) (no reference row: HCCL has no scan).
+TEST(Metrics, RhdScan) {
+  for (std::uint32_t p = 2; p <= 16; ++p) {
+    const auto k = static_cast<double>(ceilLog(p));
+    expectMetricsAt(Algorithm::Rhd, Collective::Scan, p, 0, {ceilLog(p), k, k});
+  }
 }
 
 // In place moves the same bytes in the same steps.

@@ -8,16 +8,16 @@
 
 namespace hccl::algo::test {
 
-// The MPI-level count: elements per rank for ReduceScatter/AllGather/Scatter, per pair for
-// AllToAll, the whole vector otherwise.
+// The MPI-level count: elements per rank for ReduceScatter/AllGather/Scatter/Gather, per pair
+// for AllToAll(V), the whole vector otherwise.
 inline Problem problemFor(Collective c, std::uint32_t p, std::uint64_t count, bool inPlace,
                           std::uint32_t root = 0) {
   return Problem::fromMpiCount(c, p, count, inPlace, root);
 }
 
-// In place is meaningless for Broadcast (one buffer).
+// In place is meaningless for Broadcast (one buffer) and Barrier (none).
 inline bool hasInPlaceVariant(Collective c) {
-  return c != Collective::Broadcast;
+  return c != Collective::Broadcast && c != Collective::Barrier;
 }
 
 // Test names use the internal name (rhd_allreduce), which is also the file's and the functions'.

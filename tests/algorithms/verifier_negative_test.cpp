@@ -216,3 +216,73 @@ TEST(VerifierNegative, WrongRankCount) {
 
 }  // namespace
 }  // namespace hccl::algo
+
+namespace hccl::algo {
+namespace {
+
+// ---- the collectives beyond the reducing three ----------------------------------------------
+
+// A barrier in which rank 2 of 3 only signals rank 0 and leaves: rank 2 has heard from nobody.
+TEST(VerifierCollectives, BarrierRankLeavingEarly) {
+  Schedule s = buildSchedule(nbBarrier, Problem::barrier(3));
+  EXPECT_TRUE(verify(s).empty()) << describe(verify(s));
+  // Rank 0 now listens only to rank 2 and rank 2 only talks: neither hears of rank 1.
+  Schedule broken{Problem::barrier(3), {}};
+  broken.ranks.resize(3);
+  sendSignal(broken.ranks[1].newStep(), 0);
+  Step& s0 = broken.ranks[0].newStep();
+  recvSignal(s0, 1);
+  sendSignal(broken.ranks[2].newStep(), 0);
+  recvSignal(broken.ranks[0].newStep(), 2);
+  const auto issues = verify(broken);
+  ASSERT_TRUE(has(issues, Kind::MissingContribution)) << describe(issues);
+  EXPECT_NE(describe(issues).find("rank 1 leaves the barrier having heard only of ranks"),
+            std::string::npos)
+      << describe(issues);
+}
+
+// Scan with the received prefix on the right: wrong for non-commutative ops, and the verifier
+// checks Scan's order even when not asked to.
+TEST(VerifierCollectives, ScanOutOfRankOrder) {
+  Schedule s{Problem::scan(2, 4), {}};
+  s.ranks.resize(2);
+  copy(s.ranks[0].newStep(), out(0, 4), in(0, 4));
+  send(s.ranks[0].steps[0], 1, in(0, 4));
+  Step& st = s.ranks[1].newStep();
+  recv(st, 0, scratch(0, 4));
+  reduce(st, out(0, 4), in(0, 4), scratch(0, 4));  // own on the left
+  expectIssue(s, Kind::RankOrder, 1, "puts ranks 1 left of ranks 0");
+  std::swap(s.ranks[1].steps[0].ops[0].a, s.ranks[1].steps[0].ops[0].b);
+  EXPECT_TRUE(verify(s).empty()) << describe(verify(s));
+}
+
+// Exscan's rank 0 must not write its output; a Scan result there is outside its result.
+TEST(VerifierCollectives, ExscanRankZeroWrites) {
+  Schedule s = buildSchedule(rhdExscan, Problem::exscan(3, 5));
+  EXPECT_TRUE(verify(s).empty()) << describe(verify(s));
+  copy(s.ranks[0].lastStep(), out(0, 5), in(0, 5));
+  expectIssue(s, Kind::OutsideResult, 0, "outside its result (none)");
+}
+
+// An in-place Gather root rewriting its own block breaks the write contract.
+TEST(VerifierCollectives, InPlaceGatherRootOwnBlock) {
+  Schedule s = buildSchedule(meshGather, Problem::gather(3, 2, 1, true));
+  EXPECT_TRUE(verify(s).empty()) << describe(verify(s));
+  copy(s.ranks[1].lastStep(), scratch(0, 2), out(2, 2));
+  copy(s.ranks[1].lastStep(), out(2, 2), scratch(0, 2));
+  expectIssue(s, Kind::OutsideResult, 1, "outside its result out[0+2], out[4+2]");
+}
+
+// An AllToAllV block landing at the wrong offset of the receiver's column.
+TEST(VerifierCollectives, AllToAllVWrongOffset) {
+  const std::vector<std::uint64_t> m{1, 2, 3, 4};  // count(0,1) = 2, count(1,0) = 3
+  Schedule s = buildSchedule(pairwiseAllToAllV, Problem::allToAllV(2, m));
+  EXPECT_TRUE(verify(s).empty()) << describe(verify(s));
+  for (Step& st : s.ranks[1].steps)
+    for (Transfer& t : st.xfers)
+      if (t.dir == Dir::Recv) t.slice.offset += 1;  // column 1 is [2 from 0][4 own]
+  EXPECT_FALSE(verify(s).empty());
+}
+
+}  // namespace
+}  // namespace hccl::algo

@@ -45,9 +45,7 @@ TEST_P(EveryGenerator, AllRankCountsAndCounts) {
 
 TEST_P(EveryGenerator, EveryRoot) {
   const GeneratorSpec& spec = GetParam();
-  if (spec.coll != Collective::Broadcast && spec.coll != Collective::Reduce &&
-      spec.coll != Collective::Scatter)
-    GTEST_SKIP();
+  if (!rooted(spec.coll)) GTEST_SKIP();
   for (std::uint32_t p : {2u, 3u, 5u, 6u, 7u, 8u, 12u, 13u}) {
     for (std::uint32_t root = 0; root < p; ++root) {
       for (bool inPlace : {false, true}) {
@@ -64,7 +62,7 @@ TEST_P(EveryGenerator, EveryRoot) {
 TEST_P(EveryGenerator, UnevenBlocks) {
   const GeneratorSpec& spec = GetParam();
   if (spec.coll != Collective::ReduceScatter && spec.coll != Collective::AllGather &&
-      spec.coll != Collective::Scatter)
+      spec.coll != Collective::Scatter && spec.coll != Collective::Gather)
     GTEST_SKIP();
   if (!spec.unevenBlocks) GTEST_SKIP();
   std::mt19937 rng(42);
@@ -80,6 +78,63 @@ TEST_P(EveryGenerator, UnevenBlocks) {
           pb.resultInBlock = true;
           expectClean(pb);
         }
+        if (HasFailure()) return;
+      }
+    }
+  }
+}
+
+// A random per-pair count matrix (symmetric for in place), some pairs empty.
+std::vector<std::uint64_t> randomPairs(std::mt19937& rng, std::uint32_t p, bool symmetric) {
+  std::vector<std::uint64_t> m(std::size_t{p} * p);
+  for (std::uint32_t i = 0; i < p; ++i)
+    for (std::uint32_t j = symmetric ? i : 0; j < p; ++j) {
+      const std::uint64_t c = rng() % 4 == 0 ? 0 : rng() % 40;
+      m[i * p + j] = c;
+      if (symmetric) m[j * p + i] = c;
+    }
+  return m;
+}
+
+// MPI_Alltoallv: every pair its own count.
+TEST_P(EveryGenerator, UnevenPairs) {
+  const GeneratorSpec& spec = GetParam();
+  if (spec.coll != Collective::AllToAllV) GTEST_SKIP();
+  std::mt19937 rng(11);
+  for (std::uint32_t p = 1; p <= 24; ++p)
+    for (int trial = 0; trial < 3; ++trial)
+      for (bool inPlace : {false, true}) {
+        expectClean(Problem::allToAllV(p, randomPairs(rng, p, inPlace), inPlace));
+        if (HasFailure()) return;
+      }
+}
+
+// What each rank knows (DESIGN-collectives.md): a generator that claims rank-local problems
+// builds, from the rank's view alone, exactly the schedule it builds from the whole problem.
+TEST_P(EveryGenerator, RankLocalViewGivesTheSameSchedule) {
+  const GeneratorSpec& spec = GetParam();
+  if (!spec.rankLocal) GTEST_SKIP();
+  std::mt19937 rng(7);
+  for (std::uint32_t p = 1; p <= 24; ++p) {
+    for (int trial = 0; trial < 3; ++trial) {
+      std::vector<std::uint64_t> counts(p);
+      for (auto& c : counts) c = rng() % 4 == 0 ? 0 : rng() % 50;
+      for (bool inPlace : {false, true}) {
+        Problem pb = problemFor(spec.coll, p, 0, inPlace, static_cast<std::uint32_t>(trial) % p);
+        if (spec.coll == Collective::AllToAllV)
+          pb = Problem::allToAllV(p, randomPairs(rng, p, inPlace), inPlace);
+        else
+          pb.blocks = Blocks::of(counts);
+        const bool everyRank = spec.coll == Collective::AllToAllV;
+        for (std::uint32_t r = 0; r < p; ++r) {
+          const Problem view = pb.localView(r);
+          EXPECT_EQ(view.rankLocal(), (everyRank || r != pb.root) && p > 1)
+              << toString(pb) << " rank " << r;
+          RankSchedule fromView;
+          EXPECT_NO_THROW(fromView = spec.generate(view, r)) << toString(view) << " rank " << r;
+          EXPECT_EQ(fromView, spec.generate(pb, r)) << toString(view) << " rank " << r;
+        }
+        expectClean(pb);
         if (HasFailure()) return;
       }
     }

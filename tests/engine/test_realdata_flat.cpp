@@ -13,7 +13,7 @@
 //   - every defined (type, op) pair for reducing generators, every type for copying ones, with
 //     p, count and placement rotating (p up to 17), so pairs land on different p for different
 //     generators; at 32 and 64 ranks six pairs chosen to expose order and rounding problems;
-//   - every root at p = 5 and 8 for Broadcast, Reduce and Scatter;
+//   - every root at p = 5 and 8 for Broadcast, Reduce, Scatter and Gather;
 //   - uneven blocks (some empty) for the generators that claim them.
 #include <gtest/gtest.h>
 
@@ -69,7 +69,7 @@ class RealData : public ::testing::TestWithParam<GeneratorSpec> {
 // threads, so 32 and 64 ranks get a few runs each: one count per type, small blocks.
 bool perBlock(Collective c) {
   return c == Collective::ReduceScatter || c == Collective::AllGather || c == Collective::Scatter ||
-         c == Collective::AllToAll;
+         c == Collective::Gather || c == Collective::AllToAll || c == Collective::AllToAllV;
 }
 constexpr std::uint32_t kLarge = 32;
 
@@ -150,9 +150,7 @@ TEST_P(RealData, LargeRankCounts) {
 
 TEST_P(RealData, EveryRoot) {
   const GeneratorSpec& spec = GetParam();
-  if (spec.coll != Collective::Broadcast && spec.coll != Collective::Reduce &&
-      spec.coll != Collective::Scatter)
-    GTEST_SKIP() << "not rooted";
+  if (!rooted(spec.coll)) GTEST_SKIP() << "not rooted";
   for (std::uint32_t p : {5u, 8u})
     for (std::uint32_t root = 0; root < p; ++root) {
       const Problem pb = problemFor(spec.coll, p, 2 * p + 3, false, root);
@@ -164,7 +162,7 @@ TEST_P(RealData, EveryRoot) {
 TEST_P(RealData, UnevenBlocks) {
   const GeneratorSpec& spec = GetParam();
   if (spec.coll != Collective::ReduceScatter && spec.coll != Collective::AllGather &&
-      spec.coll != Collective::Scatter)
+      spec.coll != Collective::Scatter && spec.coll != Collective::Gather)
     GTEST_SKIP() << "blocks are the problem's own";
   if (!spec.unevenBlocks) GTEST_SKIP() << "does not claim uneven blocks";
   std::mt19937 rng(7);

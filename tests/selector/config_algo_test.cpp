@@ -18,11 +18,12 @@ namespace {
 
 using Levels = std::array<std::optional<Algorithm>, 4>;
 
-constexpr std::array<OpType, 15> kAllOps = {
-    OpType::AllReduce,      OpType::AllGather, OpType::ReduceScatter, OpType::Broadcast,
-    OpType::Reduce,         OpType::Scatter,   OpType::AllToAll,      OpType::Gather,
-    OpType::Send,           OpType::Receive,   OpType::SendRecv,      OpType::AllGatherV,
-    OpType::ReduceScatterV, OpType::AllToAllV, OpType::AllToAllVC,
+constexpr std::array<OpType, 18> kAllOps = {
+    OpType::AllReduce, OpType::AllGather,  OpType::ReduceScatter, OpType::Broadcast,
+    OpType::Reduce,    OpType::Scatter,    OpType::AllToAll,      OpType::Gather,
+    OpType::Send,      OpType::Receive,    OpType::SendRecv,      OpType::Barrier,
+    OpType::Scan,      OpType::Exscan,     OpType::AllGatherV,    OpType::ReduceScatterV,
+    OpType::AllToAllV, OpType::AllToAllVC,
 };
 
 // The grammar's op keys and every op type each one configures, as HCCL documents them.
@@ -38,6 +39,9 @@ const std::vector<std::pair<std::string, std::vector<OpType>>> kKeys = {
     {"send", {OpType::Send}},
     {"receive", {OpType::Receive}},
     {"sendrecv", {OpType::SendRecv}},
+    {"barrier", {OpType::Barrier}},
+    {"scan", {OpType::Scan}},
+    {"exscan", {OpType::Exscan}},
 };
 
 const std::vector<std::pair<std::string, std::optional<Algorithm>>> kWords = {
@@ -198,11 +202,17 @@ TEST(HcclAlgo, CollectiveQueriesMatchTheirOpType) {
       {Collective::Reduce, OpType::Reduce},
       {Collective::Scatter, OpType::Scatter},
       {Collective::AllToAll, OpType::AllToAll},
+      {Collective::Gather, OpType::Gather},
+      {Collective::AllToAllV, OpType::AllToAllV},
+      {Collective::Barrier, OpType::Barrier},
+      {Collective::Scan, OpType::Scan},
+      {Collective::Exscan, OpType::Exscan},
   };
   ASSERT_EQ(pairs.size(), static_cast<std::size_t>(kNumCollectives));
   const AlgoConfig c = parsed(
       "allreduce=level1:ring/reducescatter=level1:NHR/allgather=level1:NB/broadcast=level1:H-D_R/"
-      "reduce=level1:NHR_V1/scatter=level1:fullmesh/alltoall=level1:pairwise");
+      "reduce=level1:NHR_V1/scatter=level1:fullmesh/alltoall=level1:pairwise/gather=level1:ring/"
+      "barrier=level1:NHR/scan=level1:H-D_R/exscan=level1:ring");
   for (const auto& [coll, op] : pairs) {
     EXPECT_EQ(opType(coll), op);
     EXPECT_EQ(name(op), name(coll));  // the grammar's keys are the Collective names
@@ -257,15 +267,15 @@ TEST(HcclAlgo, NotesWhatHasNoEffect) {
   EXPECT_TRUE(parsed("level0:NA;level3:NA").notes().empty());
   EXPECT_TRUE(parsed("level0:NA;level3:null").notes().empty());
 
-  const AlgoConfig perOp = parsed("allreduce=level1:NHR;level3:NB/gather=level1:ring");
+  const AlgoConfig perOp = parsed("allreduce=level1:NHR;level3:NB/send=level1:ring");
   ASSERT_EQ(perOp.notes().size(), 2u);
   EXPECT_EQ(perOp.notes()[0],
             "HCCL_ALGO: level3:NB at position 22 has no effect: level3 is reserved (no hierarchy "
             "has a fourth level; level0 is inside a server, level1 between servers, level2 "
             "between supernodes) (op allreduce)");
   EXPECT_EQ(perOp.notes()[1],
-            "HCCL_ALGO: the entry for op \"gather\" at position 32 has no effect: coll_hccl has "
-            "no gather collective (HCCL accepts the key; it configures nothing here)");
+            "HCCL_ALGO: the entry for op \"send\" at position 32 has no effect: coll_hccl has "
+            "no send collective (HCCL accepts the key; it configures nothing here)");
   for (const char* key : {"send", "receive", "sendrecv"}) {
     const AlgoConfig c = parsed(std::string(key) + "=level1:ring");
     ASSERT_EQ(c.notes().size(), 1u) << key;
@@ -284,12 +294,16 @@ TEST(HcclAlgo, CollectiveOfEachOpType) {
   EXPECT_EQ(collective(OpType::AllReduce), Collective::AllReduce);
   EXPECT_EQ(collective(OpType::AllGatherV), Collective::AllGather);
   EXPECT_EQ(collective(OpType::ReduceScatterV), Collective::ReduceScatter);
-  EXPECT_EQ(collective(OpType::AllToAllVC), Collective::AllToAll);
-  for (OpType op : {OpType::Gather, OpType::Send, OpType::Receive, OpType::SendRecv})
+  EXPECT_EQ(collective(OpType::AllToAllVC), Collective::AllToAllV);
+  EXPECT_EQ(collective(OpType::AllToAll), Collective::AllToAll);
+  EXPECT_EQ(collective(OpType::AllToAllV), Collective::AllToAllV);
+  EXPECT_EQ(collective(OpType::Gather), Collective::Gather);
+  for (OpType op : {OpType::Send, OpType::Receive, OpType::SendRecv})
     EXPECT_EQ(collective(op), std::nullopt) << name(op);
-  for (Collective c :
-       {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather,
-        Collective::Broadcast, Collective::Reduce, Collective::Scatter, Collective::AllToAll})
+  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather,
+                       Collective::Broadcast, Collective::Reduce, Collective::Scatter,
+                       Collective::AllToAll, Collective::Gather, Collective::AllToAllV,
+                       Collective::Barrier, Collective::Scan, Collective::Exscan})
     EXPECT_EQ(collective(opType(c)), c);
 }
 
@@ -299,7 +313,7 @@ const std::string kAlgos =
     "ring, H-D_R, NHR, NHR_V1, NB, AHC, AHC_BROKE, pipeline, pairwise, fullmesh, NA, null";
 const std::string kOps =
     "allreduce, allgather, reducescatter, broadcast, reduce, scatter, alltoall, gather, send, "
-    "receive, sendrecv, others";
+    "receive, sendrecv, barrier, scan, exscan, others";
 const std::string kLevelsList = "level0, level1, level2, level3";
 const std::string kLevelShape = "levelN:<algo> entries separated by \";\"";
 const std::string kOpShape = "<op>=levelN:<algo>;... entries separated by \"/\"";

@@ -1,0 +1,84 @@
+/*
+ * coll_hccl_alltoall.c - MPI_Alltoall and MPI_Ialltoall.
+ *
+ * The engine moves bytes, block r of the send side to rank r. The byte count per pair is equal on
+ * every rank (MPI requires matching type signatures), so it alone decides; each rank stages its
+ * own layouts when they are not contiguous.
+ */
+#include "coll_hccl.h"
+
+#include <string.h>
+
+static const char* describe_alltoall(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t* call,
+                                     const void* sbuf, int scount, ompi_datatype_t* sdtype,
+                                     void* rbuf, int rcount, ompi_datatype_t* rdtype) {
+  size_t p = (size_t)ompi_comm_size(m->comm);
+  size_t per_pair = mca_coll_hccl_bytes(rdtype, (size_t)rcount);
+  hccl_coll_desc_t* d = &call->desc;
+  call->dtype = rdtype;
+  call->bytes = p * per_pair;
+  d->coll = HCCL_COLL_ALLTOALL;
+  d->in_place = MPI_IN_PLACE == sbuf ? 1 : 0;
+  d->dtype = HCCL_DT_BYTE;
+  d->elem_size = 1;
+  d->count = per_pair;
+  d->op = HCCL_OP_NONE;
+  if (0 == per_pair) return "nothing to move";
+  if (!d->in_place) {
+    if (mca_coll_hccl_bytes(sdtype, (size_t)scount) != per_pair)
+      return "send and receive sizes differ";
+    d->sendbuf = mca_coll_hccl_side(&call->send, sbuf, p * (size_t)scount, sdtype, true, false);
+  }
+  /* in place: the receive buffer holds the input, read before it is overwritten */
+  d->recvbuf =
+      mca_coll_hccl_side(&call->recv, rbuf, p * (size_t)rcount, rdtype, d->in_place != 0, true);
+  return NULL;
+}
+
+static bool alltoall(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf, int rcount,
+                     ompi_datatype_t* rdtype, mca_coll_hccl_module_t* m, ompi_request_t** request,
+                     bool persistent, int* rc) {
+  mca_coll_hccl_call_t call;
+  memset(&call, 0, sizeof call);
+  call.mpi_name = persistent        ? "MPIX_Alltoall_init"
+                  : NULL != request ? "MPI_Ialltoall"
+                                    : "MPI_Alltoall";
+  call.persistent = persistent;
+  call.desc.nonblocking = NULL != request ? 1 : 0;
+  const char* why = describe_alltoall(m, &call, sbuf, scount, sdtype, rbuf, rcount, rdtype);
+  if (!mca_coll_hccl_decide(m, &call, why)) return false;
+  *rc = mca_coll_hccl_run(m, &call, request);
+  return true;
+}
+
+int mca_coll_hccl_alltoall(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                           int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                           mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, NULL, false, &rc)) return rc;
+  return m->prev_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                          m->prev_alltoall_module);
+}
+
+int mca_coll_hccl_ialltoall(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                            int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                            ompi_request_t** request, mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, request, false, &rc)) return rc;
+  return m->prev_ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                           m->prev_ialltoall_module);
+}
+
+/* Persistent (MPIX_Alltoall_init): decided and planned once, run by every MPI_Start. */
+int mca_coll_hccl_alltoall_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                                int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                                struct ompi_info_t* info, ompi_request_t** request,
+                                mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, request, true, &rc)) return rc;
+  return m->prev_alltoall_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request,
+                               m->prev_alltoall_init_module);
+}

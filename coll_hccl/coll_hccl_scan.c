@@ -1,0 +1,168 @@
+/*
+ * coll_hccl_scan.c - MPI_Scan, MPI_Exscan and MPI_Barrier (blocking, nonblocking, persistent).
+ *
+ * Scan and Exscan are rank-order prefix reductions: count, datatype and op are equal on every
+ * rank and decide; any op on any datatype reaches the engine as Reduce does (kernels, else one
+ * extent per element through Open MPI's op). Exscan writes nothing on rank 0. Barrier moves no
+ * data and is decided on the communicator alone.
+ */
+#include "coll_hccl.h"
+
+#include <string.h>
+
+static bool run(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t* call, const char* why,
+                ompi_request_t** request, int* rc) {
+  call->desc.nonblocking = NULL != request ? 1 : 0;
+  if (!mca_coll_hccl_decide(m, call, why)) return false;
+  *rc = mca_coll_hccl_run(m, call, request);
+  return true;
+}
+
+static const char* describe_scan(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t* call,
+                                 bool exclusive, const void* sbuf, void* rbuf, int count,
+                                 ompi_datatype_t* dtype, ompi_op_t* op) {
+  hccl_coll_desc_t* d = &call->desc;
+  call->op = op;
+  call->dtype = dtype;
+  call->bytes = mca_coll_hccl_bytes(dtype, (size_t)count);
+  d->coll = exclusive ? HCCL_COLL_EXSCAN : HCCL_COLL_SCAN;
+  d->in_place = MPI_IN_PLACE == sbuf ? 1 : 0;
+  d->count = (size_t)count;
+  mca_coll_hccl_reduction_t red;
+  const char* why = NULL;
+  if (!mca_coll_hccl_map_any_reduction(dtype, op, &red, &why)) return why;
+  call->true_lb = red.elem.true_lb;
+  d->dtype = red.elem.dtype;
+  d->elem_size = red.elem.elem_size;
+  d->op = red.elem.op;
+  d->user_commutative = red.elem.user_commutative;
+  if (0 == count) return "nothing to move";
+  bool writes = !(exclusive && 0 == ompi_comm_rank(m->comm)); /* Exscan: nothing on rank 0 */
+  if (!red.staged) {
+    d->sendbuf = d->in_place ? NULL : (const char*)sbuf + red.elem.true_lb;
+    d->recvbuf = (char*)rbuf + red.elem.true_lb;
+    return NULL;
+  }
+  size_t bytes = (size_t)count * red.extent;
+  mca_coll_hccl_region_t in = {d->in_place ? rbuf : sbuf, (size_t)count, dtype, 0};
+  mca_coll_hccl_region_t out = {rbuf, (size_t)count, dtype, 0};
+  if (!d->in_place) {
+    call->send.kind = MCA_COLL_HCCL_EXTENT;
+    call->send.bytes = bytes;
+    call->send.in = in;
+  }
+  call->recv.kind = MCA_COLL_HCCL_EXTENT;
+  call->recv.bytes = bytes;
+  if (d->in_place) call->recv.in = in;
+  if (writes) call->recv.out = out;
+  return NULL;
+}
+
+static bool scan(bool exclusive, const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                 ompi_op_t* op, mca_coll_hccl_module_t* m, ompi_request_t** request,
+                 bool persistent, int* rc) {
+  mca_coll_hccl_call_t call;
+  memset(&call, 0, sizeof call);
+  call.mpi_name = exclusive ? (persistent        ? "MPIX_Exscan_init"
+                               : NULL != request ? "MPI_Iexscan"
+                                                 : "MPI_Exscan")
+                            : (persistent        ? "MPIX_Scan_init"
+                               : NULL != request ? "MPI_Iscan"
+                                                 : "MPI_Scan");
+  call.persistent = persistent;
+  const char* why = describe_scan(m, &call, exclusive, sbuf, rbuf, count, dtype, op);
+  return run(m, &call, why, request, rc);
+}
+
+int mca_coll_hccl_scan(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                       ompi_op_t* op, ompi_communicator_t* comm, mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (scan(false, sbuf, rbuf, count, dtype, op, m, NULL, false, &rc)) return rc;
+  return m->prev_scan(sbuf, rbuf, count, dtype, op, comm, m->prev_scan_module);
+}
+
+int mca_coll_hccl_iscan(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                        ompi_op_t* op, ompi_communicator_t* comm, ompi_request_t** request,
+                        mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (scan(false, sbuf, rbuf, count, dtype, op, m, request, false, &rc)) return rc;
+  return m->prev_iscan(sbuf, rbuf, count, dtype, op, comm, request, m->prev_iscan_module);
+}
+
+int mca_coll_hccl_scan_init(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                            ompi_op_t* op, ompi_communicator_t* comm, struct ompi_info_t* info,
+                            ompi_request_t** request, mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (scan(false, sbuf, rbuf, count, dtype, op, m, request, true, &rc)) return rc;
+  return m->prev_scan_init(sbuf, rbuf, count, dtype, op, comm, info, request,
+                           m->prev_scan_init_module);
+}
+
+int mca_coll_hccl_exscan(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                         ompi_op_t* op, ompi_communicator_t* comm, mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (scan(true, sbuf, rbuf, count, dtype, op, m, NULL, false, &rc)) return rc;
+  return m->prev_exscan(sbuf, rbuf, count, dtype, op, comm, m->prev_exscan_module);
+}
+
+int mca_coll_hccl_iexscan(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                          ompi_op_t* op, ompi_communicator_t* comm, ompi_request_t** request,
+                          mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (scan(true, sbuf, rbuf, count, dtype, op, m, request, false, &rc)) return rc;
+  return m->prev_iexscan(sbuf, rbuf, count, dtype, op, comm, request, m->prev_iexscan_module);
+}
+
+int mca_coll_hccl_exscan_init(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                              ompi_op_t* op, ompi_communicator_t* comm, struct ompi_info_t* info,
+                              ompi_request_t** request, mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (scan(true, sbuf, rbuf, count, dtype, op, m, request, true, &rc)) return rc;
+  return m->prev_exscan_init(sbuf, rbuf, count, dtype, op, comm, info, request,
+                             m->prev_exscan_init_module);
+}
+
+/* ---- Barrier -------------------------------------------------------------------------------- */
+
+static bool barrier(mca_coll_hccl_module_t* m, ompi_request_t** request, bool persistent, int* rc) {
+  mca_coll_hccl_call_t call;
+  memset(&call, 0, sizeof call);
+  call.mpi_name = persistent        ? "MPIX_Barrier_init"
+                  : NULL != request ? "MPI_Ibarrier"
+                                    : "MPI_Barrier";
+  call.persistent = persistent;
+  call.desc.coll = HCCL_COLL_BARRIER;
+  call.desc.dtype = HCCL_DT_BYTE;
+  call.desc.elem_size = 1;
+  call.desc.op = HCCL_OP_NONE;
+  return run(m, &call, NULL, request, rc);
+}
+
+int mca_coll_hccl_barrier(ompi_communicator_t* comm, mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (barrier(m, NULL, false, &rc)) return rc;
+  return m->prev_barrier(comm, m->prev_barrier_module);
+}
+
+int mca_coll_hccl_ibarrier(ompi_communicator_t* comm, ompi_request_t** request,
+                           mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (barrier(m, request, false, &rc)) return rc;
+  return m->prev_ibarrier(comm, request, m->prev_ibarrier_module);
+}
+
+int mca_coll_hccl_barrier_init(ompi_communicator_t* comm, struct ompi_info_t* info,
+                               ompi_request_t** request, mca_coll_base_module_t* module) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  int rc = OMPI_SUCCESS;
+  if (barrier(m, request, true, &rc)) return rc;
+  return m->prev_barrier_init(comm, info, request, m->prev_barrier_init_module);
+}
