@@ -141,6 +141,12 @@ typedef struct mca_coll_hccl_call_t {
   size_t own_block_offset;
 } mca_coll_hccl_call_t;
 
+/* Errors (coll_hccl_errors.c): the MPI error code, of the registered class for `st`, whose
+ * MPI_Error_string is `message` (cut to MPI_MAX_ERROR_STRING at a word); MPI_ERR_INTERN when MPI
+ * refuses to register it. Any thread, any time after MPI_Init returned. */
+int mca_coll_hccl_error_code(hccl_status_t st, const char* message);
+void mca_coll_hccl_errors_finalize(void);
+
 /* Requests (coll_hccl_request.c) */
 typedef struct mca_coll_hccl_request_t {
   ompi_coll_base_nbc_request_t super; /* must come first: the MPI layer casts to it */

@@ -94,6 +94,7 @@ static int hccl_close(void) {
     hccl_engine_finalize();
     c->engine_ready = false;
   }
+  mca_coll_hccl_errors_finalize();
   if (c->output >= 0) {
     opal_output_close(c->output);
     c->output = -1;

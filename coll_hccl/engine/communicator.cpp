@@ -328,6 +328,11 @@ std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::strin
 
 hccl_status_t Communicator::start(const hccl_coll_desc_t& desc, std::unique_ptr<Request>& req,
                                   std::string& err) {
+  if (broken_) {
+    err = fmt::format("communicator {} broken since call {}: {}", label_, broken_->seq + 1,
+                      broken_->message);
+    return broken_->status;
+  }
   if (!sameAsLast(desc)) {
     CallShape fresh;
     if (const hccl_status_t st = describe(desc, fresh, err); st != HCCL_SUCCESS) return st;
@@ -366,6 +371,10 @@ hccl_status_t Communicator::start(const hccl_coll_desc_t& desc, std::unique_ptr<
     return st;
   }
   return HCCL_SUCCESS;
+}
+
+void Communicator::markBroken(std::uint32_t seq, hccl_status_t status, const std::string& message) {
+  if (!broken_) broken_ = Broken{seq, status, message};
 }
 
 void Communicator::release(std::unique_ptr<Request> r) {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,12 @@ class Communicator {
   // Finished requests come back here to serve later calls.
   void release(std::unique_ptr<Request> r);
 
+  // A failed call leaves the ranks out of step (some moved data, some did not): the
+  // communicator is unusable from then on, and every later start() says so with the first
+  // failure. `seq` is the failed call's sequence number.
+  void markBroken(std::uint32_t seq, hccl_status_t status, const std::string& message);
+  bool broken() const { return broken_.has_value(); }
+
  private:
   Communicator() = default;
   // The set-up stages (setup.hpp) of MPI_COMM_WORLD and of every other communicator; they set
@@ -122,6 +129,12 @@ class Communicator {
   std::vector<Scratch> scratch_;
   LastCall last_;
   std::vector<std::unique_ptr<Request>> idle_;
+  struct Broken {
+    std::uint32_t seq = 0;
+    hccl_status_t status = HCCL_SUCCESS;
+    std::string message;
+  };
+  std::optional<Broken> broken_;
 };
 
 }  // namespace hccl::engine

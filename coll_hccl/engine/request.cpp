@@ -67,6 +67,7 @@ void Request::finish(FailKind kind, std::string error) {
   finished_ = true;
   failKind_ = kind;
   error_ = std::move(error);
+  if (kind != FailKind::None) comm_.markBroken(seq_, status(), error_);
   if (scratch_) {  // the executor is not running any more: the scratch can serve another call
     comm_.returnScratch(scratch_);
     scratch_ = nullptr;
