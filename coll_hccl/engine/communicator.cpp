@@ -106,6 +106,24 @@ setup::Failure Communicator::joinWorld(const hccl_comm_params_t& params, setup::
       setup::agreeOnWorld(exchange, params.world_rank, params.world_size, local, cfg.fingerprint,
                           declared ? &*declared : nullptr, record, view);
   if (agreed.failed()) return agreed;
+  std::vector<PeerProcess> processes;
+  std::unique_ptr<ProgressBoard> board;
+  try {
+    processes = setup::peerProcesses(view, params.world_rank);
+    std::string why;
+    board = setup::openProgressBoard(processes, params.world_rank, why);
+    if (!board)
+      engine.log(1, fmt::format("no progress board, so faults name fewer culprits: {}", why));
+  } catch (const std::exception& e) {
+    return {HCCL_ERR_INTERNAL, fmt::format("local set-up failed: {}", e.what())};
+  }
+  // Every rank of the host has opened the board once the transport's exchange is over.
+  struct Unlink {
+    ProgressBoard* b;
+    ~Unlink() {
+      if (b) b->unlink();
+    }
+  } unlink{board.get()};
   try {
     // Equal inputs on every rank from here: the outcome is the same everywhere.
     topo::Hierarchy world =
@@ -113,7 +131,8 @@ setup::Failure Communicator::joinWorld(const hccl_comm_params_t& params, setup::
     transport_ = setup::openWorldTransport(exchange, params.world_rank, world, cfg.options,
                                            engine.yieldWhenIdle);
     hierarchy_ = std::make_unique<topo::Hierarchy>(world);
-    engine.world.emplace(EngineState::World{std::move(world), transport_});
+    engine.world.emplace(
+        EngineState::World{std::move(world), transport_, std::move(processes), std::move(board)});
   } catch (const topo::TopologyError& e) {
     return {HCCL_ERR_CONFIG, e.what()};
   } catch (const tl::UcxError& e) {
@@ -122,6 +141,8 @@ setup::Failure Communicator::joinWorld(const hccl_comm_params_t& params, setup::
     return {HCCL_ERR_INTERNAL, fmt::format("transport set-up failed: {}", e.what())};
   }
   linkLayer_ = transport_;
+  members_.resize(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) members_[static_cast<std::size_t>(r)] = r;
   return {};
 }
 
@@ -138,6 +159,7 @@ setup::Failure Communicator::joinMembers(const hccl_comm_params_t& params,
             "the communicator includes processes outside this MPI_COMM_WORLD (spawned or "
             "connected jobs)"};
   std::vector<int> members(params.world_ranks, params.world_ranks + size_);
+  members_ = members;
   try {
     hierarchy_ =
         std::make_unique<topo::Hierarchy>(setup::memberHierarchy(engine.world->hierarchy, members));
@@ -150,6 +172,15 @@ setup::Failure Communicator::joinMembers(const hccl_comm_params_t& params,
 }
 
 Communicator::~Communicator() = default;
+
+std::span<const PeerProcess> Communicator::worldProcesses() const {
+  if (!engine_->world) return {};
+  return engine_->world->processes;
+}
+
+ProgressBoard* Communicator::board() const {
+  return engine_->world ? engine_->world->board.get() : nullptr;
+}
 
 hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
                                      std::string& why) const {
@@ -364,7 +395,7 @@ hccl_status_t Communicator::start(const hccl_coll_desc_t& desc, std::unique_ptr<
     idle_.pop_back();
   }
   if (!req->start(std::move(plan), desc.in_place ? nullptr : desc.sendbuf, desc.recvbuf,
-                  s.info.elemSize, std::move(reduction), seq)) {
+                  s.info.elemSize, std::move(reduction), seq, s.info.coll, s.info.bytes())) {
     err = req->error();
     const hccl_status_t st = req->status();
     release(std::move(req));

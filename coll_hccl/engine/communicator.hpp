@@ -11,12 +11,14 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "algorithms/chunking.hpp"
 #include "algorithms/hierarchical.hpp"
 #include "algorithms/selector.hpp"
+#include "coll_hccl/engine/diagnosis.hpp"
 #include "coll_hccl/engine/reduction.hpp"
 #include "coll_hccl/engine/settings_bridge.hpp"
 #include "coll_hccl/engine/setup.hpp"
@@ -72,6 +74,11 @@ class Communicator {
   // once however many calls use it.
   tl::Transport& linkLayer() { return *linkLayer_; }
   const std::string& label() const { return label_; }
+  // For fault diagnosis: communicator rank -> world rank, what MPI_COMM_WORLD's set-up learnt of
+  // every process, and this host's progress board (null when shared memory was unavailable).
+  std::span<const int> members() const { return members_; }
+  std::span<const PeerProcess> worldProcesses() const;
+  ProgressBoard* board() const;
 
   // Scratch buffers: a request borrows one while it runs (concurrent calls each need their own).
   std::byte* borrowScratch(std::size_t bytes);
@@ -112,6 +119,7 @@ class Communicator {
   int rank_ = 0, size_ = 0;
   std::uint32_t commTag_ = 0;
   std::uint32_t seq_ = 0;
+  std::vector<int> members_;  // world rank of each communicator rank
   std::string label_;
   EngineOptions options_;
   std::unique_ptr<topo::Hierarchy> hierarchy_;

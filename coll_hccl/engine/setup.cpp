@@ -38,10 +38,12 @@ struct Hello {
   std::int32_t pad;
   std::uint64_t config;     // hash of everything the ranks must agree on to decide alike
   std::uint64_t hierarchy;  // hash of the rank table's or spec's hierarchy; 0 for discovery
+  std::int64_t pid;         // this rank's process, for fault diagnosis
+  std::uint64_t startTime;
   std::byte record[topo::RankRecord::kSize];
   char error[256];  // why this rank's set-up failed, so every rank can say it
 };
-constexpr char kMagic[4] = {'H', 'C', 'E', '3'};
+constexpr char kMagic[4] = {'H', 'C', 'E', '4'};
 
 std::string rankList(const std::vector<std::uint32_t>& ranks) {
   return topo::formatRankList(ranks);
@@ -73,6 +75,9 @@ Failure agreeOnWorld(const Exchange& exchange, int worldRank, int worldSize, con
   mine.worldRank = worldRank;
   mine.config = fnv(fingerprint);
   mine.hierarchy = declaredHierarchy ? fnv(declaredHierarchy->describe()) : 0;
+  const tl::ucx::ProcessId self = tl::ucx::thisProcess();
+  mine.pid = self.pid;
+  mine.startTime = self.startTime;
   std::memcpy(mine.record, record.data(), std::min(record.size(), sizeof mine.record));
   std::snprintf(mine.error, sizeof mine.error, "%s", local.message.c_str());
 
@@ -115,7 +120,26 @@ Failure agreeOnWorld(const Exchange& exchange, int worldRank, int worldSize, con
   } catch (const topo::TopologyError& e) {
     return {HCCL_ERR_BOOTSTRAP, e.what()};
   }
+  out.processes.clear();
+  for (const Hello& h : all) out.processes.push_back({h.pid, h.startTime});
   return {};
+}
+
+std::vector<PeerProcess> peerProcesses(const WorldView& world, int worldRank) {
+  std::vector<PeerProcess> out;
+  const topo::RankRecord& me = world.records.at(static_cast<std::size_t>(worldRank));
+  for (std::size_t r = 0; r < world.records.size(); ++r)
+    out.push_back(
+        {world.records[r].hostname, world.processes.at(r), world.records[r].sameHost(me)});
+  return out;
+}
+
+std::unique_ptr<ProgressBoard> openProgressBoard(const std::vector<PeerProcess>& world,
+                                                 int worldRank, std::string& why) {
+  const PeerProcess& first = world.at(0);
+  const std::string name = fmt::format("/coll_hccl.{}.{}.{:x}", first.process.pid,
+                                       first.process.startTime, fnv(first.host));
+  return ProgressBoard::open(name, static_cast<int>(world.size()), worldRank, why);
 }
 
 std::optional<topo::Hierarchy> declaredWorldHierarchy(const topo::TopologySource& source,
