@@ -77,19 +77,22 @@ void awaitExit(const DiagnosisInput& in) {
 Culprit findCulprit(const DiagnosisInput& in) {
   const int n = static_cast<int>(in.members.size());
   awaitExit(in);
-  // 1 and 2: the kernel's view of the host's processes.
-  for (const char* kind : {"exited", "stopped"}) {
-    for (int r = 0; r < n; ++r) {
-      const PeerProcess* p = processOf(in, r);
-      if (r == in.rank || !p || !p->sameHost || p->process.startTime == 0) continue;
-      const char state = tl::ucx::processState(p->process);
-      const bool gone = exited(state);
-      const bool stopped = state == 'T' || state == 't';
-      if (kind[0] == 'e' && gone)
-        return {r, fmt::format("{} has exited ({})", describeRank(in, r), activity(in, r))};
-      if (kind[0] == 's' && stopped)
-        return {r, fmt::format("{} is stopped (process state {}: SIGSTOP or a debugger), {}",
-                               describeRank(in, r), state, activity(in, r))};
+  // 1 and 2: the kernel's view of the host's processes. A rank that failed a call first and
+  // then exited or stopped is a consequence: ranks whose record does not say Failed come first.
+  for (const bool consequence : {false, true}) {
+    for (const char* kind : {"exited", "stopped"}) {
+      for (int r = 0; r < n; ++r) {
+        const PeerProcess* p = processOf(in, r);
+        if (r == in.rank || !p || !p->sameHost || p->process.startTime == 0) continue;
+        const std::optional<CallProgress> rec = recordOf(in, r);
+        if ((rec && rec->state == CallProgress::State::Failed) != consequence) continue;
+        const char state = tl::ucx::processState(p->process);
+        if (kind[0] == 'e' && exited(state))
+          return {r, fmt::format("{} has exited ({})", describeRank(in, r), activity(in, r))};
+        if (kind[0] == 's' && (state == 'T' || state == 't'))
+          return {r, fmt::format("{} is stopped (process state {}: SIGSTOP or a debugger), {}",
+                                 describeRank(in, r), state, activity(in, r))};
+      }
     }
   }
   if (!in.board) return {};

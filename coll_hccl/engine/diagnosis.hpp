@@ -8,6 +8,8 @@
 // the first of, in this order (the lowest communicator rank within each rule):
 //   1. a rank whose process has exited (killed, crashed);
 //   2. a rank whose process is stopped (SIGSTOP, a debugger);
+//      (for 1 and 2, ranks that failed a call themselves before come after all others: their
+//      exit is a consequence of the fault, not its cause)
 //   3. a rank that has not entered this call (its last call on the communicator is an earlier
 //      one, or it never ran one): it is busy elsewhere;
 //   4. the end of the wait-for chain from this rank: follow "waits for" through the records to a
