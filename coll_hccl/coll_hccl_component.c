@@ -127,7 +127,7 @@ static int hccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
   if (HCCL_SUCCESS != rc) {
     opal_output_verbose(HCCL_ERR_UNSUPPORTED == rc ? 1 : 0, c->output,
                         "engine start-up failed (%s): %s; coll_hccl is disabled for this job",
-                        hccl_status_string(rc), err);
+                        hccl_status_string(rc), hccl_last_error());
     hccl_engine_finalize();
     return OMPI_ERR_NOT_AVAILABLE;
   }

@@ -96,7 +96,7 @@ static int start(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
     r->call.desc.user_ctx = r;
   }
 
-  char err[256] = ""; /* only for failures outside the communicator (see below) */
+  char err[1] = ""; /* hccl_last_error() has the whole message */
   int rc = pack_inputs(r);
   hccl_status_t st = HCCL_SUCCESS;
   /* Retained before the engine may complete the call: the progress loop releases it. */
@@ -107,8 +107,7 @@ static int start(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
   }
   if (OMPI_SUCCESS != rc || HCCL_SUCCESS != st) {
     /* The engine's whole message: err only holds what fits. */
-    const char* why = hccl_comm_last_error(m->engine_comm);
-    if ('\0' == *why) why = err;
+    const char* why = hccl_last_error();
     opal_output(mca_coll_hccl_component.output, "%s on %s: could not start: %s", call->mpi_name,
                 MCA_COLL_HCCL_NAME(m->comm),
                 OMPI_SUCCESS != rc ? "out of memory or packing failed" : why);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -124,13 +125,14 @@ Culprit findCulprit(const DiagnosisInput& in) {
                               in.rank, describeRank(in, at), activity(in, at))};
     }
     const int next = rec->wait;
-    for (int seen : chain) {
-      if (seen != next) continue;
+    if (const auto loop = std::find(chain.begin(), chain.end(), next); loop != chain.end()) {
+      // No rank of a cycle is behind the others: name its lowest, as every member would.
       std::string cycle;
-      for (int c : chain) cycle += fmt::format("{} -> ", c);
-      return {next, fmt::format("ranks {}{} wait for each other (the ranks' calls do not "
-                                "match?); {} is {}",
-                                cycle, next, describeRank(in, next), activity(in, next))};
+      for (auto c = loop; c != chain.end(); ++c) cycle += fmt::format("{} -> ", *c);
+      const int lowest = *std::min_element(loop, chain.end());
+      return {lowest, fmt::format("ranks {}{} wait for each other (the ranks' calls do not "
+                                  "match?), the lowest being {}",
+                                  cycle, next, describeRank(in, lowest))};
     }
     chain.push_back(next);
     at = next;

@@ -14,7 +14,7 @@
 //      one, or it never ran one): it is busy elsewhere;
 //   4. the end of the wait-for chain from this rank: follow "waits for" through the records to a
 //      rank that waits for nobody, to a rank on another host (whose record this host cannot read),
-//      or round a cycle (the ranks' calls do not match).
+//      or round a cycle (the ranks' calls do not match; its lowest rank is named).
 // The first three depend only on the culprit's state, which every survivor of the host sees
 // alike, so they all name the same rank. Ranks of other hosts are named by what the failing rank
 // knows of them (host, pid from MPI_COMM_WORLD's set-up) but cannot be inspected.

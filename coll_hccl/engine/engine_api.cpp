@@ -21,7 +21,6 @@ namespace tl = hccl::tl;
 
 struct hccl_comm {
   std::unique_ptr<Communicator> impl;
-  std::string lastError;  // of the last failed hccl_coll_start
 };
 struct hccl_req {
   std::unique_ptr<Request> impl;
@@ -30,7 +29,15 @@ struct hccl_req {
 
 namespace {
 
+// hccl_last_error's text.
+thread_local std::string lastMessage;
+
 void put(char* buf, std::size_t len, const std::string& msg) {
+  try {
+    lastMessage = msg;
+  } catch (...) {
+    lastMessage.clear();  // out of memory: the buffer still gets what fits
+  }
   if (!buf || len == 0) return;
   const std::size_t n = std::min(len - 1, msg.size());
   std::memcpy(buf, msg.data(), n);
@@ -160,7 +167,7 @@ hccl_status_t hccl_comm_create(const hccl_comm_params_t* params, hccl_comm_t** c
       put(err, errlen, msg);
       return st;
     }
-    *comm = new hccl_comm{std::move(c), {}};
+    *comm = new hccl_comm{std::move(c)};
     return HCCL_SUCCESS;
   });
 }
@@ -189,7 +196,6 @@ int hccl_coll_supported(hccl_comm_t* comm, const hccl_coll_desc_t* desc, char* e
 hccl_status_t hccl_coll_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, void* owner,
                               hccl_req_t** req, char* err, size_t errlen) {
   if (req) *req = nullptr;
-  if (comm) comm->lastError.clear();
   return guarded(err, errlen, [&] {
     if (!comm || !desc || !req) return HCCL_ERR_ARG;
     std::unique_ptr<Request> r;
@@ -197,7 +203,6 @@ hccl_status_t hccl_coll_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, v
     const hccl_status_t st = comm->impl->start(*desc, r, msg);
     if (st != HCCL_SUCCESS) {
       put(err, errlen, msg);
-      comm->lastError = std::move(msg);
       return st;
     }
     auto handle = std::make_unique<hccl_req>();
@@ -211,8 +216,8 @@ hccl_status_t hccl_coll_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, v
   });
 }
 
-const char* hccl_comm_last_error(const hccl_comm_t* comm) {
-  return comm ? comm->lastError.c_str() : "";
+const char* hccl_last_error(void) {
+  return lastMessage.c_str();
 }
 
 const char* hccl_req_error(const hccl_req_t* req) {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -41,7 +41,7 @@ struct Hello {
   std::int64_t pid;         // this rank's process, for fault diagnosis
   std::uint64_t startTime;
   std::byte record[topo::RankRecord::kSize];
-  char error[256];  // why this rank's set-up failed, so every rank can say it
+  std::uint64_t errorBytes;  // length of why this rank's set-up failed (sent in a second round)
 };
 constexpr char kMagic[4] = {'H', 'C', 'E', '4'};
 
@@ -79,22 +79,40 @@ Failure agreeOnWorld(const Exchange& exchange, int worldRank, int worldSize, con
   mine.pid = self.pid;
   mine.startTime = self.startTime;
   std::memcpy(mine.record, record.data(), std::min(record.size(), sizeof mine.record));
-  std::snprintf(mine.error, sizeof mine.error, "%s", local.message.c_str());
+  mine.errorBytes = local.failed() ? local.message.size() : 0;
 
   std::vector<Hello> all(static_cast<std::size_t>(worldSize));
   if (!exchange(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all))))
     return {HCCL_ERR_BOOTSTRAP, "the bootstrap all-gather over MPI_COMM_WORLD failed"};
 
+  for (std::uint32_t r = 0; r < all.size(); ++r)
+    if (std::memcmp(all[r].magic, kMagic, sizeof kMagic) != 0)
+      return {HCCL_ERR_BOOTSTRAP,
+              fmt::format("rank {} runs a different coll_hccl engine version", r)};
+  // A failure's reason travels whole in a second round, which every rank runs alike: they all
+  // see the same hellos. Each sends the longest reason's length (its own padded with zeros).
+  std::size_t longest = 0;
+  for (const Hello& h : all)
+    if (h.status != HCCL_SUCCESS)
+      longest = std::max(longest, static_cast<std::size_t>(std::min<std::uint64_t>(
+                                      h.errorBytes, std::uint64_t{1} << 20)));
+  std::vector<char> reasons;
+  if (longest > 0) {
+    std::vector<char> own(longest, '\0');
+    if (local.failed())
+      std::memcpy(own.data(), local.message.data(), std::min(longest, local.message.size()));
+    reasons.resize(longest * all.size());
+    if (!exchange(std::as_bytes(std::span(own)), std::as_writable_bytes(std::span(reasons))))
+      return {HCCL_ERR_BOOTSTRAP, "the bootstrap all-gather over MPI_COMM_WORLD failed"};
+  }
   std::vector<std::uint32_t> configDiffers, hierarchyDiffers;
   for (std::uint32_t r = 0; r < all.size(); ++r) {
     const Hello& h = all[r];
-    if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
-      return {HCCL_ERR_BOOTSTRAP,
-              fmt::format("rank {} runs a different coll_hccl engine version", r)};
-    if (h.status != HCCL_SUCCESS)  // the first failing rank's reason, on every rank
-      return {
-          static_cast<hccl_status_t>(h.status),
-          fmt::format("rank {}: {}", r, std::string(h.error, strnlen(h.error, sizeof h.error)))};
+    if (h.status != HCCL_SUCCESS) {  // the first failing rank's reason, on every rank
+      const char* why = reasons.data() + r * longest;
+      return {static_cast<hccl_status_t>(h.status),
+              fmt::format("rank {}: {}", r, std::string(why, strnlen(why, longest)))};
+    }
     if (h.config != all[0].config) configDiffers.push_back(r);
     if (h.hierarchy != all[0].hierarchy) hierarchyDiffers.push_back(r);
   }
