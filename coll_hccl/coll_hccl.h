@@ -219,6 +219,11 @@ typedef struct mca_coll_hccl_reduction_t {
 } mca_coll_hccl_reduction_t;
 bool mca_coll_hccl_map_any_reduction(ompi_datatype_t* dtype, ompi_op_t* op,
                                      mca_coll_hccl_reduction_t* out, const char** why);
+/* Errors (coll_hccl_errors.c): the MPI error code, of the registered class for `st`, whose
+ * MPI_Error_string is `message` (cut to MPI_MAX_ERROR_STRING at a word); MPI_ERR_INTERN when MPI
+ * refuses to register it. Any thread, any time after MPI_Init returned. */
+int mca_coll_hccl_error_code(hccl_status_t st, const char* message);
+void mca_coll_hccl_errors_finalize(void);
 
 /* Requests (coll_hccl_request.c) */
 typedef struct mca_coll_hccl_request_t {

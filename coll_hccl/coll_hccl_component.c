@@ -96,6 +96,7 @@ static int hccl_close(void) {
     hccl_engine_finalize();
     c->engine_ready = false;
   }
+  mca_coll_hccl_errors_finalize();
   if (c->output >= 0) {
     opal_output_close(c->output);
     c->output = -1;
@@ -128,7 +129,7 @@ static int hccl_init_query(bool enable_progress_threads, bool enable_mpi_threads
   if (HCCL_SUCCESS != rc) {
     opal_output_verbose(HCCL_ERR_UNSUPPORTED == rc ? 1 : 0, c->output,
                         "engine start-up failed (%s): %s; coll_hccl is disabled for this job",
-                        hccl_status_string(rc), err);
+                        hccl_status_string(rc), hccl_last_error());
     hccl_engine_finalize();
     return OMPI_ERR_NOT_AVAILABLE;
   }

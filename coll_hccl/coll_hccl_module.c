@@ -158,8 +158,10 @@ static int create_engine_comm(mca_coll_hccl_module_t* m, ompi_communicator_t* co
   memcpy(params.settings, settings.layers, sizeof params.settings);
   mca_coll_hccl_log_settings(&settings, label);
 
-  char err[1024] = "";
-  hccl_status_t st = hccl_comm_create(&params, &m->engine_comm, err, sizeof err);
+  char err_prefix[1] = "";
+  hccl_status_t st = hccl_comm_create(&params, &m->engine_comm, err_prefix, sizeof err_prefix);
+  /* The whole message (agree() below calls into Open MPI, which may call the engine). */
+  char* err = strdup(HCCL_SUCCESS == st ? "" : hccl_last_error());
   mca_coll_hccl_free_settings(&settings);
   free(world_ranks);
 
@@ -169,6 +171,7 @@ static int create_engine_comm(mca_coll_hccl_module_t* m, ompi_communicator_t* co
   if (OMPI_SUCCESS == rc && 0 == failed) {
     opal_output_verbose(0 == rank ? 1 : 2, c->output, "enabled on %s, %d ranks (%s)", label,
                         params.size, hccl_engine_version());
+    free(err);
     return OMPI_SUCCESS;
   }
   hccl_comm_destroy(m->engine_comm);
@@ -176,6 +179,7 @@ static int create_engine_comm(mca_coll_hccl_module_t* m, ompi_communicator_t* co
   if (OMPI_SUCCESS != rc) {
     opal_output(c->output, "%s: could not agree on the engine set-up; using other components",
                 label);
+    free(err);
     return OMPI_ERROR;
   }
   /* One rank tells the user; "not for this communicator" is not an error. */
@@ -185,18 +189,20 @@ static int create_engine_comm(mca_coll_hccl_module_t* m, ompi_communicator_t* co
     opal_output_verbose(level, c->output,
                         "%s: engine set-up failed: %s: %s; this communicator uses the other coll "
                         "components",
-                        label, hccl_status_string(st), err);
+                        label, hccl_status_string(st), NULL != err ? err : "out of memory");
   } else if (HCCL_SUCCESS != st) {
     int level = 2;
     if (rank == first_failed) level = HCCL_ERR_UNSUPPORTED == st ? 1 : 0;
     opal_output_verbose(level, c->output,
                         "%s: engine set-up failed on rank %d (%d of %d ranks failed): %s: %s; "
                         "this communicator uses the other coll components",
-                        label, rank, failed, params.size, hccl_status_string(st), err);
+                        label, rank, failed, params.size, hccl_status_string(st),
+                        NULL != err ? err : "out of memory");
   } else {
     opal_output_verbose(2, c->output, "%s: disabled because %d rank(s) failed, first rank %d",
                         label, failed, first_failed);
   }
+  free(err);
   return OMPI_ERROR;
 }
 

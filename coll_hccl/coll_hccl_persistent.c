@@ -39,9 +39,10 @@ static void persistent_complete(mca_coll_hccl_request_t* r, hccl_status_t st) {
   ompi_request_t* req = &r->super.super;
   int mpi_rc = MPI_SUCCESS;
   if (HCCL_SUCCESS != st) {
+    const char* why = hccl_req_error(r->engine_req);
     opal_output(mca_coll_hccl_component.output, "%s on %s failed (%s): %s", r->call.mpi_name,
-                MCA_COLL_HCCL_NAME(r->comm), hccl_status_string(st), hccl_req_error(r->engine_req));
-    mpi_rc = MPI_ERR_INTERN;
+                MCA_COLL_HCCL_NAME(r->comm), hccl_status_string(st), why);
+    mpi_rc = mca_coll_hccl_error_code(st, why);
   } else {
     mpi_rc = mca_coll_hccl_stage_out(&r->call, r->tmp_recv);
   }
@@ -58,16 +59,18 @@ static int start_one(mca_coll_hccl_request_t* r) {
   req->req_status.MPI_ERROR = MPI_SUCCESS;
   req->req_state = OMPI_REQUEST_ACTIVE;
   req->req_complete = REQUEST_PENDING;
-  char err[512] = "";
+  char err[1] = ""; /* hccl_last_error() has the whole message */
   hccl_status_t st = OMPI_SUCCESS == rc
                          ? hccl_prepared_start(r->prepared, r, &r->engine_req, err, sizeof err)
                          : HCCL_ERR_NO_MEMORY;
   if (HCCL_SUCCESS == st) return OMPI_SUCCESS;
+  const char* why = OMPI_SUCCESS != rc ? "staging the inputs failed" : hccl_last_error();
   opal_output(mca_coll_hccl_component.output, "%s on %s: could not start: %s", r->call.mpi_name,
-              MCA_COLL_HCCL_NAME(r->comm), OMPI_SUCCESS != rc ? "staging the inputs failed" : err);
-  req->req_status.MPI_ERROR = MPI_ERR_INTERN;
+              MCA_COLL_HCCL_NAME(r->comm), why);
+  const int code = mca_coll_hccl_error_code(st, why);
+  req->req_status.MPI_ERROR = code;
   ompi_request_complete(req, true);
-  return MPI_ERR_INTERN;
+  return code;
 }
 
 static int persistent_start(size_t count, ompi_request_t** requests) {
@@ -100,7 +103,7 @@ int mca_coll_hccl_persistent_init(mca_coll_hccl_module_t* m, const mca_coll_hccl
     r->call.desc.user_fn = mca_coll_hccl_reduce_with_ompi;
     r->call.desc.user_ctx = r;
   }
-  char err[1024] = "";
+  char err[1] = ""; /* hccl_last_error() has the whole message */
   int rc = mca_coll_hccl_stage_in(&r->call, &r->tmp_send, &r->tmp_recv);
   hccl_status_t st = HCCL_ERR_NO_MEMORY;
   if (OMPI_SUCCESS == rc) {
@@ -108,10 +111,11 @@ int mca_coll_hccl_persistent_init(mca_coll_hccl_module_t* m, const mca_coll_hccl
   }
   r->call.desc.recvcounts = NULL; /* the engine copied what it keeps */
   if (HCCL_SUCCESS != st) {
+    const char* why = OMPI_SUCCESS != rc ? "staging failed" : hccl_last_error();
     opal_output(mca_coll_hccl_component.output, "%s on %s: could not prepare: %s", call->mpi_name,
-                MCA_COLL_HCCL_NAME(m->comm), OMPI_SUCCESS != rc ? "staging failed" : err);
+                MCA_COLL_HCCL_NAME(m->comm), why);
     persistent_free(&req);
-    return OMPI_SUCCESS != rc ? rc : OMPI_ERROR;
+    return OMPI_SUCCESS != rc ? rc : mca_coll_hccl_error_code(st, why);
   }
   OBJ_RETAIN(m->comm);
   r->comm = m->comm;

@@ -74,7 +74,7 @@ static int start(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
     r->call.desc.user_ctx = r;
   }
 
-  char err[1024] = "";
+  char err[1] = ""; /* hccl_last_error() has the whole message */
   int rc = pack_inputs(r);
   hccl_status_t st = HCCL_SUCCESS;
   /* Retained before the engine may complete the call: the progress loop releases it. */
@@ -84,15 +84,17 @@ static int start(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
     st = hccl_coll_start(m->engine_comm, &r->call.desc, r, &r->engine_req, err, sizeof err);
   }
   if (OMPI_SUCCESS != rc || HCCL_SUCCESS != st) {
+    /* The engine's whole message: err only holds what fits. */
+    const char* why = hccl_last_error();
     opal_output(mca_coll_hccl_component.output, "%s on %s: could not start: %s", call->mpi_name,
                 MCA_COLL_HCCL_NAME(m->comm),
-                OMPI_SUCCESS != rc ? "out of memory or packing failed" : err);
+                OMPI_SUCCESS != rc ? "out of memory or packing failed" : why);
     release_buffers(r);
     r->comm = NULL;
     OBJ_RELEASE(m->comm);
     req->req_complete = REQUEST_COMPLETED;
     request_free(&req);
-    return OMPI_SUCCESS != rc ? rc : OMPI_ERROR;
+    return OMPI_SUCCESS != rc ? rc : mca_coll_hccl_error_code(st, why);
   }
   r->call.desc.recvcounts = NULL;
   *request = req;
@@ -123,9 +125,10 @@ static void finish(mca_coll_hccl_request_t* r, hccl_status_t st) {
   ompi_request_t* req = &r->super.super;
   int mpi_rc = MPI_SUCCESS;
   if (HCCL_SUCCESS != st) {
+    const char* why = hccl_req_error(r->engine_req);
     opal_output(mca_coll_hccl_component.output, "%s on %s failed (%s): %s", call->mpi_name,
-                MCA_COLL_HCCL_NAME(r->comm), hccl_status_string(st), hccl_req_error(r->engine_req));
-    mpi_rc = MPI_ERR_INTERN;
+                MCA_COLL_HCCL_NAME(r->comm), hccl_status_string(st), why);
+    mpi_rc = mca_coll_hccl_error_code(st, why);
   } else {
     mpi_rc = mca_coll_hccl_stage_out(call, r->tmp_recv);
   }

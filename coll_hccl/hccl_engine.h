@@ -381,6 +381,14 @@ hccl_status_t hccl_coll_prepare(hccl_comm_t* comm, const hccl_coll_desc_t* desc,
 hccl_status_t hccl_prepared_start(hccl_prepared_t* prepared, void* owner, hccl_req_t** req,
                                   char* err, size_t errlen);
 void hccl_prepared_free(hccl_prepared_t* prepared);
+/* A communicator whose call failed once is broken: every later start fails with the first
+ * failure's status and "communicator '<name>' (cid N) broken since call K: <first failure>"
+ * (calls count from 1). */
+
+/* The whole text of the last message an engine function wrote into an err or explain buffer on
+ * this thread (the buffer holds at most its length - 1 bytes of it); valid until the next engine
+ * call on this thread. */
+const char* hccl_last_error(void);
 
 /* A finished call: HCCL_SUCCESS (results are in recvbuf) or the error that ended it (then
  * hccl_req_error says why). Either way nothing more happens to the call's buffers. */

@@ -57,7 +57,8 @@ struct Op {
   ucp_tag_recv_info_t info{};
   std::string failReason;  // why we made UCX give it up, if we did
   Fault failFault = Fault::None;
-  std::size_t slot = 0;  // index in TransportState::pending while posted
+  Clock::time_point givenUp{};  // when we asked UCX to give it up (epoch: not yet)
+  std::size_t slot = 0;         // index in TransportState::pending while posted
 };
 
 struct TransportState {
@@ -94,6 +95,10 @@ struct TransportState {
   void handleBrokenLinks();
   void reapClosing();
   void scanTimeouts(Clock::time_point now);
+  // Fails the records of transfers UCX has not released kReleaseBound after being asked to, and
+  // leaves their requests to UCX (orphans): see ucx_transfers.cpp.
+  void releaseHeld(Clock::time_point now);
+  std::size_t orphans() const;
   void checkLiveness();
   void post(int peer, std::span<const IoVec> iov, Tag tag, Completion* done, bool isSend);
   void cancel(Completion* done);

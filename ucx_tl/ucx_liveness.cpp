@@ -41,8 +41,13 @@ ProcessId thisProcess() {
 }
 
 bool isRunning(const ProcessId& p) {
+  const char state = processState(p);
+  return state != '\0' && state != 'Z' && state != 'X';
+}
+
+char processState(const ProcessId& p) {
   const ProcStat s = readStat(p.pid);
-  return s.found && s.startTime == p.startTime && s.state != 'Z' && s.state != 'X';
+  return s.found && s.startTime == p.startTime ? s.state : '\0';
 }
 
 }  // namespace hccl::tl::ucx

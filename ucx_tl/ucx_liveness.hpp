@@ -21,5 +21,8 @@ ProcessId thisProcess();
 // False once the process has exited (including while it is an unreaped zombie) or its pid
 // belongs to another process.
 bool isRunning(const ProcessId& p);
+// The process's state letter from /proc/<pid>/stat ('R' running, 'S' sleeping, 'T' stopped by a
+// signal, 't' by a debugger, 'Z' zombie, ...), or '\0' when it is gone or the pid was reused.
+char processState(const ProcessId& p);
 
 }  // namespace hccl::tl::ucx

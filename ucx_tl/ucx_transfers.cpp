@@ -16,6 +16,22 @@ namespace hccl::tl::ucx {
 
 namespace {
 
+// UCX 1.13 cannot withdraw a receive whose message it has begun to assemble (a multi-fragment
+// eager or rendezvous message from a peer that then stopped): neither ucp_request_cancel nor
+// force-closing the endpoint releases it, so waiting for its callback would hang the call for as
+// long as the peer is stopped. After this long the record fails anyway and the request is left to
+// UCX (an orphan, freed when UCX lets go or at shutdown). Its buffer could still be written if the
+// stopped peer resumed and UCX accepted the rest of the message for the closed endpoint; the
+// engine treats the communicator as broken from then on.
+constexpr auto kReleaseBound = std::chrono::milliseconds(500);
+
+std::string heldNote() {
+  return fmt::format(
+      " (UCX still held the transfer {} ms after being asked to give it up: a message it had "
+      "begun to receive cannot be withdrawn)",
+      std::chrono::duration_cast<std::chrono::milliseconds>(kReleaseBound).count());
+}
+
 void onSendDone(void* /*request*/, ucs_status_t status, void* user) {
   auto* op = static_cast<Op*>(user);
   op->status = status;
@@ -224,6 +240,7 @@ void TransportState::scanTimeouts(Clock::time_point now) {
   }
   // Each expired transfer reports its own timeout, even if closing a link fails it first.
   for (Op* op : expired) {
+    if (op->givenUp == Clock::time_point{}) op->givenUp = now;
     op->failFault = Fault::Timeout;
     op->failReason = fmt::format("no progress on this link for {} ms (the transport's timeout)",
                                  timeout.count());
@@ -240,6 +257,25 @@ void TransportState::scanTimeouts(Clock::time_point now) {
                             describe(*op)));
     }
   }
+}
+
+void TransportState::releaseHeld(Clock::time_point now) {
+  for (Op* op : pending) {
+    if (op->fired || op->done == nullptr || op->givenUp == Clock::time_point{}) continue;
+    if (now - op->givenUp < kReleaseBound) continue;
+    Completion& done = *op->done;
+    done.state = Completion::State::Failed;
+    done.fault = op->failFault == Fault::None ? Fault::Transport : op->failFault;
+    done.error =
+        fmt::format("{}: {}{}", describe(*op),
+                    op->failReason.empty() ? op->link->failure : op->failReason, heldNote());
+    op->done = nullptr;  // an orphan: UCX's callback will only free it
+  }
+}
+
+std::size_t TransportState::orphans() const {
+  return static_cast<std::size_t>(
+      std::count_if(pending.begin(), pending.end(), [](const Op* op) { return !op->done; }));
 }
 
 void TransportState::checkLiveness() {
@@ -360,13 +396,17 @@ void TransportState::cancel(Completion* done) {
                 fmt::format("the link was closed to cancel a transfer on it ({})", describe(*op)));
     }
     // Forcing the endpoint closed fails its requests at once; progress covers any straggler.
-    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    const auto start = Clock::now();
+    if (op->givenUp == Clock::time_point{}) op->givenUp = start;
+    const auto deadline = std::max(op->givenUp + kReleaseBound, start);
     while (!op->fired && Clock::now() < deadline) op->link->worker->progress();
     if (!op->fired) {
-      throw std::runtime_error(fmt::format(
-          "UcxTransport: UCX did not release a cancelled transfer ({}) within 10 s; its "
-          "buffer must stay valid",
-          describe(*op)));
+      Completion& record = *op->done;
+      record.state = Completion::State::Failed;
+      record.fault = Fault::Cancelled;
+      record.error = fmt::format("{}: cancelled by the caller{}", describe(*op), heldNote());
+      op->done = nullptr;  // an orphan (see kReleaseBound)
+      return;
     }
   }
   // Deliver this record only; other completions wait for progress(). The caller gave up on it,

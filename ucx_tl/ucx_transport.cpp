@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <ucs/config/global_opts.h>
+
 #include "ucx_tl/ucx_bootstrap.hpp"
 #include "ucx_tl/ucx_impl.hpp"
 #include "ucx_tl/ucx_tag.hpp"
@@ -166,6 +168,7 @@ int UcxTransport::progress() {
   }
   if (s.options.timeout.count() > 0 && now >= s.nextTimeoutScan) {
     s.scanTimeouts(now);
+    s.releaseHeld(now);
     s.nextTimeoutScan =
         now + std::min<Clock::duration>(s.options.timeout / 8, std::chrono::milliseconds(100));
   }
@@ -262,8 +265,18 @@ void TransportState::shutdown() {
   freeOps.clear();
   ops.clear();
   fired.clear();
+  // After a peer died or stopped, UCX still holds what it had in flight with it (orphaned
+  // receives, fragments of messages that never completed) and reports every such object as
+  // "not returned to mpool" when the worker goes, some sixty lines per rank that say nothing
+  // the failed call did not say already. Only errors are shown while the workers are destroyed.
+  const bool faulted =
+      std::any_of(links.begin(), links.end(), [](const Link& l) { return !l.failure.empty(); });
+  const ucs_log_level_t level = ucs_global_opts.log_component.log_level;
+  if (faulted && level > UCS_LOG_LEVEL_ERROR)
+    ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_ERROR;
   hccs.reset();
   roce.reset();
+  ucs_global_opts.log_component.log_level = level;
 }
 
 }  // namespace ucx

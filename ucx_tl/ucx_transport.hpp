@@ -146,7 +146,8 @@ class UcxTransport final : public Transport {
   // transfer on it, and later transfers to that peer fail at once. The peer is not told: its
   // own transfers with this rank fail by its own means (timeout, or this process ending). Only
   // cancel when the whole exchange with the peer is abandoned (the engine fails the collective).
-  // Throws std::runtime_error in the unexpected case that UCX keeps the buffer for 10 s more.
+  // A transfer UCX still holds 500 ms after being asked to give it up (a receive it had begun to
+  // assemble from a peer that stopped) fails anyway and is left to UCX (see ucx_transfers.cpp).
   void cancel(Completion* done) override;
 
   // Creates the endpoints to `peer` / to every peer now; errors land in linkReport().error.

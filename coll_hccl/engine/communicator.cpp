@@ -115,6 +115,24 @@ setup::Failure Communicator::joinWorld(const hccl_comm_params_t& params, setup::
       setup::agreeOnWorld(exchange, params.world_rank, params.world_size, local, cfg.fingerprint,
                           declared ? &*declared : nullptr, record, view);
   if (agreed.failed()) return agreed;
+  std::vector<PeerProcess> processes;
+  std::unique_ptr<ProgressBoard> board;
+  try {
+    processes = setup::peerProcesses(view, params.world_rank);
+    std::string why;
+    board = setup::openProgressBoard(processes, params.world_rank, why);
+    if (!board)
+      engine.log(1, fmt::format("no progress board, so faults name fewer culprits: {}", why));
+  } catch (const std::exception& e) {
+    return {HCCL_ERR_INTERNAL, fmt::format("local set-up failed: {}", e.what())};
+  }
+  // Every rank of the host has opened the board once the transport's exchange is over.
+  struct Unlink {
+    ProgressBoard* b;
+    ~Unlink() {
+      if (b) b->unlink();
+    }
+  } unlink{board.get()};
   try {
     // Equal inputs on every rank from here: the outcome is the same everywhere.
     topo::Hierarchy world =
@@ -122,7 +140,8 @@ setup::Failure Communicator::joinWorld(const hccl_comm_params_t& params, setup::
     transport_ = setup::openWorldTransport(exchange, params.world_rank, world, cfg.options,
                                            engine.yieldWhenIdle);
     hierarchy_ = std::make_unique<topo::Hierarchy>(world);
-    engine.world.emplace(EngineState::World{std::move(world), transport_});
+    engine.world.emplace(
+        EngineState::World{std::move(world), transport_, std::move(processes), std::move(board)});
   } catch (const topo::TopologyError& e) {
     return {HCCL_ERR_CONFIG, e.what()};
   } catch (const tl::UcxError& e) {
@@ -131,6 +150,8 @@ setup::Failure Communicator::joinWorld(const hccl_comm_params_t& params, setup::
     return {HCCL_ERR_INTERNAL, fmt::format("transport set-up failed: {}", e.what())};
   }
   linkLayer_ = transport_;
+  members_.resize(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) members_[static_cast<std::size_t>(r)] = r;
   return {};
 }
 
@@ -147,6 +168,7 @@ setup::Failure Communicator::joinMembers(const hccl_comm_params_t& params,
             "the communicator includes processes outside this MPI_COMM_WORLD (spawned or "
             "connected jobs)"};
   std::vector<int> members(params.world_ranks, params.world_ranks + size_);
+  members_ = members;
   try {
     hierarchy_ =
         std::make_unique<topo::Hierarchy>(setup::memberHierarchy(engine.world->hierarchy, members));
@@ -159,6 +181,15 @@ setup::Failure Communicator::joinMembers(const hccl_comm_params_t& params,
 }
 
 Communicator::~Communicator() = default;
+
+std::span<const PeerProcess> Communicator::worldProcesses() const {
+  if (!engine_->world) return {};
+  return engine_->world->processes;
+}
+
+ProgressBoard* Communicator::board() const {
+  return engine_->world ? engine_->world->board.get() : nullptr;
+}
 
 hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
                                      std::string& why) const {
@@ -471,6 +502,7 @@ std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::strin
 
 hccl_status_t Communicator::start(const hccl_coll_desc_t& desc, std::unique_ptr<Request>& req,
                                   std::string& err) {
+  if (broken_) return brokenError(err);
   if (!sameAsLast(desc)) {
     CallShape fresh;
     if (const hccl_status_t st = describe(desc, fresh, err); st != HCCL_SUCCESS) return st;
@@ -509,8 +541,18 @@ hccl_status_t Communicator::prepare(const hccl_coll_desc_t& desc, Prepared& out,
   return HCCL_SUCCESS;
 }
 
+hccl_status_t Communicator::brokenError(std::string& err) const {
+  err = fmt::format("communicator {} broken since call {}: {}", label_, broken_->seq + 1,
+                    broken_->message);
+  return broken_->status;
+}
+
 hccl_status_t Communicator::launch(const Prepared& call, std::unique_ptr<Request>& req,
                                    std::string& err) {
+  if (broken_) {  // a persistent start arrives here directly
+    release(std::move(req));
+    return brokenError(err);
+  }
   const CallShape& s = call.shape;
   std::optional<Reduction> reduction;
   if (reduces(s.info.coll)) {
@@ -529,13 +571,18 @@ hccl_status_t Communicator::launch(const Prepared& call, std::unique_ptr<Request
   // Every start takes the next number, persistent or not: MPI orders a communicator's
   // collectives, started persistent ones included, alike on every rank.
   const std::uint32_t seq = seq_++;
-  if (!req->start(call.plan, call.send, call.recv, s.info.elemSize, std::move(reduction), seq)) {
+  if (!req->start(call.plan, call.send, call.recv, s.info.elemSize, std::move(reduction), seq,
+                  s.info.coll, s.info.bytes())) {
     err = req->error();
     const hccl_status_t st = req->status();
     release(std::move(req));
     return st;
   }
   return HCCL_SUCCESS;
+}
+
+void Communicator::markBroken(std::uint32_t seq, hccl_status_t status, const std::string& message) {
+  if (!broken_) broken_ = Broken{seq, status, message};
 }
 
 void Communicator::release(std::unique_ptr<Request> r) {

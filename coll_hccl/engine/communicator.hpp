@@ -10,12 +10,15 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "algorithms/chunking.hpp"
 #include "algorithms/hierarchical.hpp"
 #include "algorithms/selector.hpp"
+#include "coll_hccl/engine/diagnosis.hpp"
 #include "coll_hccl/engine/reduction.hpp"
 #include "coll_hccl/engine/settings_bridge.hpp"
 #include "coll_hccl/engine/setup.hpp"
@@ -100,12 +103,23 @@ class Communicator {
   // once however many calls use it.
   tl::Transport& linkLayer() { return *linkLayer_; }
   const std::string& label() const { return label_; }
+  // For fault diagnosis: communicator rank -> world rank, what MPI_COMM_WORLD's set-up learnt of
+  // every process, and this host's progress board (null when shared memory was unavailable).
+  std::span<const int> members() const { return members_; }
+  std::span<const PeerProcess> worldProcesses() const;
+  ProgressBoard* board() const;
 
   // Scratch buffers: a request borrows one while it runs (concurrent calls each need their own).
   std::byte* borrowScratch(std::size_t bytes);
   void returnScratch(std::byte* p);
   // Finished requests come back here to serve later calls.
   void release(std::unique_ptr<Request> r);
+
+  // A failed call leaves the ranks out of step (some moved data, some did not): the
+  // communicator is unusable from then on, and every later start() says so with the first
+  // failure. `seq` is the failed call's sequence number.
+  void markBroken(std::uint32_t seq, hccl_status_t status, const std::string& message);
+  bool broken() const { return broken_.has_value(); }
 
  private:
   Communicator() = default;
@@ -134,6 +148,7 @@ class Communicator {
   int rank_ = 0, size_ = 0;
   std::uint32_t commTag_ = 0;
   std::uint32_t seq_ = 0;
+  std::vector<int> members_;  // world rank of each communicator rank
   std::string label_;
   EngineOptions options_;
   std::unique_ptr<topo::Hierarchy> hierarchy_;
@@ -152,6 +167,14 @@ class Communicator {
   std::vector<Scratch> scratch_;
   LastCall last_;
   std::vector<std::unique_ptr<Request>> idle_;
+  struct Broken {
+    std::uint32_t seq = 0;
+    hccl_status_t status = HCCL_SUCCESS;
+    std::string message;
+  };
+  std::optional<Broken> broken_;
+  // "communicator X broken since call N: <first failure>" in err, and the first failure's status.
+  hccl_status_t brokenError(std::string& err) const;
 };
 
 }  // namespace hccl::engine

@@ -37,7 +37,15 @@ struct hccl_req {
 
 namespace {
 
+// hccl_last_error's text.
+thread_local std::string lastMessage;
+
 void put(char* buf, std::size_t len, const std::string& msg) {
+  try {
+    lastMessage = msg;
+  } catch (...) {
+    lastMessage.clear();  // out of memory: the buffer still gets what fits
+  }
   if (!buf || len == 0) return;
   const std::size_t n = std::min(len - 1, msg.size());
   std::memcpy(buf, msg.data(), n);
@@ -271,6 +279,10 @@ void hccl_prepared_free(hccl_prepared_t* prepared) {
     delete prepared;
     return HCCL_SUCCESS;
   });
+}
+
+const char* hccl_last_error(void) {
+  return lastMessage.c_str();
 }
 
 const char* hccl_req_error(const hccl_req_t* req) {

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "algorithms/cost_model.hpp"
+#include "coll_hccl/engine/diagnosis.hpp"
+#include "coll_hccl/engine/progress_board.hpp"
 #include "coll_hccl/hccl_engine.h"
 #include "topology/hierarchy.hpp"
 #include "ucx_tl/transport.hpp"
@@ -37,6 +39,8 @@ class EngineState {
   struct World {
     topo::Hierarchy hierarchy;
     std::shared_ptr<tl::Transport> transport;
+    std::vector<PeerProcess> processes;    // by world rank, for fault diagnosis
+    std::unique_ptr<ProgressBoard> board;  // this host's; null without shared memory
   };
   std::optional<World> world;
 

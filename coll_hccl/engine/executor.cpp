@@ -123,6 +123,8 @@ bool Executor::start(const algo::RankSchedule& schedule, const Bindings& binding
   failKind_ = FailKind::None;
   stats_ = {};
   step_ = 0;
+  failedPeer_ = -1;
+  failedRecv_ = false;
   posted_ = false;
   postedCount_ = 0;
   state_ = State::Running;
@@ -295,6 +297,9 @@ bool Executor::advance() {
     for (std::size_t i = 0; i < postedCount_; ++i) {
       const tl::Completion& c = completions_[i];
       if (c.state == tl::Completion::State::Failed) {
+        const algo::Transfer& x = schedule_->steps[step_].xfers[i];
+        failedPeer_ = static_cast<int>(x.peer);
+        failedRecv_ = x.dir == algo::Dir::Recv;
         fail(kindOf(c.fault), fmt::format("{}: {}", whereTransfer(step_, i), c.error));
         return true;
       }
@@ -360,6 +365,19 @@ void Executor::runOp(std::size_t index, const algo::LocalOp& op) {
     a.advance(n);
     left -= n;
   }
+}
+
+int Executor::waitingFor(bool& recv) const {
+  recv = failedRecv_;
+  if (state_ == State::Failed) return failedPeer_;
+  if (state_ != State::Running || !posted_) return -1;
+  const algo::Step& st = schedule_->steps[step_];
+  for (std::size_t i = 0; i < postedCount_; ++i) {
+    if (!completions_[i].pending()) continue;
+    recv = st.xfers[i].dir == algo::Dir::Recv;
+    return static_cast<int>(st.xfers[i].peer);
+  }
+  return -1;
 }
 
 bool Executor::progress() noexcept {

@@ -104,6 +104,12 @@ class Executor {
   FailKind failKind() const { return failKind_; }
   const ExecStats& stats() const { return stats_; }
   std::size_t elemSize() const { return elemSize_; }
+  // Where the run is, for the progress board: the current step (steps() once done) and the peer
+  // (transport rank) of its first transfer still pending, -1 if none; after a failure, the peer
+  // of the transfer that failed. `recv` tells whether that transfer is a receive.
+  std::size_t step() const { return step_; }
+  std::size_t steps() const { return schedule_ ? schedule_->steps.size() : 0; }
+  int waitingFor(bool& recv) const;
 
  private:
   struct PlannedTransfer {
@@ -150,6 +156,8 @@ class Executor {
   std::vector<tl::Completion> completions_;  // one per transfer of the current step
 
   std::size_t step_ = 0;
+  int failedPeer_ = -1;
+  bool failedRecv_ = false;
   bool posted_ = false;
   std::size_t postedCount_ = 0;
 };

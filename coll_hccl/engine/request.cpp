@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "coll_hccl/engine/diagnosis.hpp"
+
 namespace hccl::engine {
 
 Request::~Request() {
@@ -16,8 +18,12 @@ void Request::bind(const algo::BufferMap& map, const std::byte* base, Binding& i
 }
 
 bool Request::start(std::shared_ptr<const Plan> plan, const void* send, void* recv,
-                    std::size_t elemSize, std::optional<Reduction> reduction, std::uint32_t seq) {
+                    std::size_t elemSize, std::optional<Reduction> reduction, std::uint32_t seq,
+                    Collective coll, std::uint64_t callBytes) {
   plan_ = std::move(plan);
+  coll_ = coll;
+  bytes_ = callBytes;
+  published_.state = CallProgress::State{};  // matches no real record: the first one is written
   send_ = static_cast<const std::byte*>(send);
   recv_ = static_cast<std::byte*>(recv);
   reduction_ = std::move(reduction);
@@ -63,10 +69,56 @@ hccl_status_t Request::status() const {
   return HCCL_ERR_INTERNAL;
 }
 
+CallProgress Request::progressNow(CallProgress::State state) const {
+  CallProgress p;
+  p.comm = comm_.commTag();
+  p.seq = seq_;
+  p.coll = static_cast<std::uint8_t>(coll_);
+  p.state = state;
+  p.bytes = bytes_;
+  p.chunks = static_cast<std::uint32_t>(plan_ ? plan_->chunks.size() : 0);
+  p.chunk = static_cast<std::uint32_t>(chunk_);
+  if (executor_) {
+    p.step = static_cast<std::uint32_t>(executor_->step());
+    p.steps = static_cast<std::uint32_t>(executor_->steps());
+    p.wait = executor_->waitingFor(p.waitRecv);
+  }
+  return p;
+}
+
+void Request::publish(CallProgress::State state) {
+  ProgressBoard* board = comm_.board();
+  if (!board) return;
+  const CallProgress p = progressNow(state);
+  const CallProgress& l = published_;
+  if (p.seq == l.seq && p.state == l.state && p.chunk == l.chunk && p.step == l.step &&
+      p.wait == l.wait && p.waitRecv == l.waitRecv && p.comm == l.comm)
+    return;
+  published_ = p;
+  board->publish(p);
+}
+
+std::string Request::diagnose(FailKind kind, const std::string& error) const {
+  if (kind != FailKind::Timeout && kind != FailKind::PeerLost) return error;
+  DiagnosisInput in;
+  in.board = comm_.board();
+  in.world = comm_.worldProcesses();
+  in.members = comm_.members();
+  in.rank = comm_.rank();
+  in.failed = progressNow(CallProgress::State::Failed);
+  in.peerLost = kind == FailKind::PeerLost;
+  const Culprit c = findCulprit(in);
+  if (c.rank < 0) return error;
+  return fmt::format("{} failed: {}. Here, {} in {}: {}", describeCall(in.failed), c.reason,
+                     describeRank(in, in.rank), describeStep(in.failed), error);
+}
+
 void Request::finish(FailKind kind, std::string error) {
   finished_ = true;
   failKind_ = kind;
-  error_ = std::move(error);
+  error_ = kind == FailKind::None ? std::move(error) : diagnose(kind, error);
+  publish(kind == FailKind::None ? CallProgress::State::Done : CallProgress::State::Failed);
+  if (kind != FailKind::None) comm_.markBroken(seq_, status(), error_);
   if (scratch_) {  // the executor is not running any more: the scratch can serve another call
     comm_.returnScratch(scratch_);
     scratch_ = nullptr;
@@ -81,12 +133,16 @@ bool Request::startChunk() {
     finish(executor_->failKind(), executor_->error());
     return false;
   }
+  publish(CallProgress::State::Running);
   return true;
 }
 
 bool Request::progress(bool drive) {
   while (!finished_) {
-    if (!(drive ? executor_->progress() : executor_->poll())) return false;
+    if (!(drive ? executor_->progress() : executor_->poll())) {
+      publish(CallProgress::State::Running);
+      return false;
+    }
     if (executor_->failed()) {
       finish(executor_->failKind(), executor_->error());
       break;

@@ -11,6 +11,7 @@
 #include "coll_hccl/engine/binding.hpp"
 #include "coll_hccl/engine/communicator.hpp"
 #include "coll_hccl/engine/executor.hpp"
+#include "coll_hccl/engine/progress_board.hpp"
 #include "coll_hccl/engine/reduction.hpp"
 
 namespace hccl::engine {
@@ -24,8 +25,10 @@ class Request {
 
   // Sets up a new call and starts its first chunk; false when it failed at once (error() says
   // why, and the request is finished).
+  // `coll` and `bytes` only describe the call on the progress board and in error messages.
   bool start(std::shared_ptr<const Plan> plan, const void* send, void* recv, std::size_t elemSize,
-             std::optional<Reduction> reduction, std::uint32_t seq);
+             std::optional<Reduction> reduction, std::uint32_t seq, Collective coll,
+             std::uint64_t bytes);
   // Advances without blocking; true once finished (check failed()). With drive = false the
   // transport is not progressed (the caller does that once for every request sharing it).
   bool progress(bool drive = true);
@@ -40,6 +43,11 @@ class Request {
   bool startChunk();
   void finish(FailKind kind = FailKind::None, std::string error = {});
   void bind(const algo::BufferMap& map, const std::byte* base, Binding& into) const;
+  // Writes where the call is to the progress board, when that changed.
+  void publish(CallProgress::State state);
+  CallProgress progressNow(CallProgress::State state) const;
+  // A timeout or a lost peer: the message names the rank behind it (diagnosis.hpp).
+  std::string diagnose(FailKind kind, const std::string& error) const;
 
   Communicator& comm_;
   std::shared_ptr<const Plan> plan_;
@@ -48,6 +56,9 @@ class Request {
   std::size_t elemSize_ = 0;
   std::optional<Reduction> reduction_;
   std::uint32_t seq_ = 0;
+  Collective coll_ = Collective::AllReduce;
+  std::uint64_t bytes_ = 0;
+  CallProgress published_;
   std::byte* scratch_ = nullptr;
   MessageCounters counters_;
   std::unique_ptr<Executor> executor_;  // reset before the scratch it may use goes back

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -38,10 +38,12 @@ struct Hello {
   std::int32_t pad;
   std::uint64_t config;     // hash of everything the ranks must agree on to decide alike
   std::uint64_t hierarchy;  // hash of the rank table's or spec's hierarchy; 0 for discovery
+  std::int64_t pid;         // this rank's process, for fault diagnosis
+  std::uint64_t startTime;
   std::byte record[topo::RankRecord::kSize];
-  char error[256];  // why this rank's set-up failed, so every rank can say it
+  std::uint64_t errorBytes;  // length of why this rank's set-up failed (sent in a second round)
 };
-constexpr char kMagic[4] = {'H', 'C', 'E', '3'};
+constexpr char kMagic[4] = {'H', 'C', 'E', '4'};
 
 std::string rankList(const std::vector<std::uint32_t>& ranks) {
   return topo::formatRankList(ranks);
@@ -73,23 +75,44 @@ Failure agreeOnWorld(const Exchange& exchange, int worldRank, int worldSize, con
   mine.worldRank = worldRank;
   mine.config = fnv(fingerprint);
   mine.hierarchy = declaredHierarchy ? fnv(declaredHierarchy->describe()) : 0;
+  const tl::ucx::ProcessId self = tl::ucx::thisProcess();
+  mine.pid = self.pid;
+  mine.startTime = self.startTime;
   std::memcpy(mine.record, record.data(), std::min(record.size(), sizeof mine.record));
-  std::snprintf(mine.error, sizeof mine.error, "%s", local.message.c_str());
+  mine.errorBytes = local.failed() ? local.message.size() : 0;
 
   std::vector<Hello> all(static_cast<std::size_t>(worldSize));
   if (!exchange(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all))))
     return {HCCL_ERR_BOOTSTRAP, "the bootstrap all-gather over MPI_COMM_WORLD failed"};
 
+  for (std::uint32_t r = 0; r < all.size(); ++r)
+    if (std::memcmp(all[r].magic, kMagic, sizeof kMagic) != 0)
+      return {HCCL_ERR_BOOTSTRAP,
+              fmt::format("rank {} runs a different coll_hccl engine version", r)};
+  // A failure's reason travels whole in a second round, which every rank runs alike: they all
+  // see the same hellos. Each sends the longest reason's length (its own padded with zeros).
+  std::size_t longest = 0;
+  for (const Hello& h : all)
+    if (h.status != HCCL_SUCCESS)
+      longest = std::max(longest, static_cast<std::size_t>(std::min<std::uint64_t>(
+                                      h.errorBytes, std::uint64_t{1} << 20)));
+  std::vector<char> reasons;
+  if (longest > 0) {
+    std::vector<char> own(longest, '\0');
+    if (local.failed())
+      std::memcpy(own.data(), local.message.data(), std::min(longest, local.message.size()));
+    reasons.resize(longest * all.size());
+    if (!exchange(std::as_bytes(std::span(own)), std::as_writable_bytes(std::span(reasons))))
+      return {HCCL_ERR_BOOTSTRAP, "the bootstrap all-gather over MPI_COMM_WORLD failed"};
+  }
   std::vector<std::uint32_t> configDiffers, hierarchyDiffers;
   for (std::uint32_t r = 0; r < all.size(); ++r) {
     const Hello& h = all[r];
-    if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
-      return {HCCL_ERR_BOOTSTRAP,
-              fmt::format("rank {} runs a different coll_hccl engine version", r)};
-    if (h.status != HCCL_SUCCESS)  // the first failing rank's reason, on every rank
-      return {
-          static_cast<hccl_status_t>(h.status),
-          fmt::format("rank {}: {}", r, std::string(h.error, strnlen(h.error, sizeof h.error)))};
+    if (h.status != HCCL_SUCCESS) {  // the first failing rank's reason, on every rank
+      const char* why = reasons.data() + r * longest;
+      return {static_cast<hccl_status_t>(h.status),
+              fmt::format("rank {}: {}", r, std::string(why, strnlen(why, longest)))};
+    }
     if (h.config != all[0].config) configDiffers.push_back(r);
     if (h.hierarchy != all[0].hierarchy) hierarchyDiffers.push_back(r);
   }
@@ -115,7 +138,26 @@ Failure agreeOnWorld(const Exchange& exchange, int worldRank, int worldSize, con
   } catch (const topo::TopologyError& e) {
     return {HCCL_ERR_BOOTSTRAP, e.what()};
   }
+  out.processes.clear();
+  for (const Hello& h : all) out.processes.push_back({h.pid, h.startTime});
   return {};
+}
+
+std::vector<PeerProcess> peerProcesses(const WorldView& world, int worldRank) {
+  std::vector<PeerProcess> out;
+  const topo::RankRecord& me = world.records.at(static_cast<std::size_t>(worldRank));
+  for (std::size_t r = 0; r < world.records.size(); ++r)
+    out.push_back(
+        {world.records[r].hostname, world.processes.at(r), world.records[r].sameHost(me)});
+  return out;
+}
+
+std::unique_ptr<ProgressBoard> openProgressBoard(const std::vector<PeerProcess>& world,
+                                                 int worldRank, std::string& why) {
+  const PeerProcess& first = world.at(0);
+  const std::string name = fmt::format("/coll_hccl.{}.{}.{:x}", first.process.pid,
+                                       first.process.startTime, fnv(first.host));
+  return ProgressBoard::open(name, static_cast<int>(world.size()), worldRank, why);
 }
 
 std::optional<topo::Hierarchy> declaredWorldHierarchy(const topo::TopologySource& source,

@@ -26,6 +26,8 @@
 #include <vector>
 
 #include "algorithms/cost_model.hpp"
+#include "coll_hccl/engine/diagnosis.hpp"
+#include "coll_hccl/engine/progress_board.hpp"
 #include "coll_hccl/engine/settings_bridge.hpp"
 #include "coll_hccl/hccl_engine.h"
 #include "topology/hierarchy.hpp"
@@ -60,7 +62,8 @@ Failure configure(
 
 // ---- 2. agreeOnWorld ----------------------------------------------------------------------------
 struct WorldView {
-  std::vector<topo::RankRecord> records;  // by world rank
+  std::vector<topo::RankRecord> records;      // by world rank
+  std::vector<tl::ucx::ProcessId> processes;  // by world rank
 };
 // `local` is this rank's outcome of the stages before; `declaredHierarchy` the hierarchy a rank
 // table or spec gave it (nullptr for discovery). Every rank takes part even when `local` failed,
@@ -68,6 +71,12 @@ struct WorldView {
 Failure agreeOnWorld(const Exchange& exchange, int worldRank, int worldSize, const Failure& local,
                      const std::string& fingerprint, const topo::Hierarchy* declaredHierarchy,
                      std::span<const std::byte> record, WorldView& out);
+
+// For fault diagnosis: every rank's host and process, and this host's progress board, which every
+// rank of the host opens under the same name (null with `why` set when it cannot).
+std::vector<PeerProcess> peerProcesses(const WorldView& world, int worldRank);
+std::unique_ptr<ProgressBoard> openProgressBoard(const std::vector<PeerProcess>& world,
+                                                 int worldRank, std::string& why);
 
 // ---- 3. the hierarchy ---------------------------------------------------------------------------
 // MPI_COMM_WORLD's hierarchy from a rank table or an emulation spec, before any exchange (nullopt

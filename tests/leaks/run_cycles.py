@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Heap growth per communicator cycle, with coll_hccl and without it, in one run.
+
+Runs comm_cycles.c under mpirun twice: with coll_hccl (it takes every MPI_Comm_dup and the
+allreduce on it) and with `--mca coll ^hccl` (stock Open MPI), and prints every rank's growth.
+Each rank measures several windows of cycles; a leak grows the heap in every window, a pool that
+grows once (Open MPI's free lists grow in chunks) in one, so a rank's growth is its smallest
+window's. Fails when any rank with coll_hccl grows by more than --max-per-cycle bytes per cycle
+(stock Open MPI is flat too; a leak of one small object per cycle exceeds the bound), or when a
+result was wrong. Exit codes follow `meson test`.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+
+def run(args, extra):
+    cmd = ["timeout", "-k", "5", str(args.job_timeout), "mpirun", "--allow-run-as-root",
+           "--oversubscribe", "-np", str(args.np),
+           "--mca", "mca_base_component_path", "SYS_DEFAULT:" + args.component_dir,
+           "--mca", "pml", "ob1"] + extra + [os.path.abspath(args.program), "--cycles",
+                                             str(args.cycles), "--warmup", str(args.warmup),
+                                             "--windows", str(args.windows)]
+    print("$ " + " ".join(cmd), flush=True)
+    out = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    text = out.stdout + out.stderr
+    print(text, end="")
+    windows = {}  # rank -> [(growth, per cycle, wrong)] per window
+    for m in re.finditer(r"CYCLES rank (\d+) window \d+ cycles \d+ growth_bytes (-?\d+) "
+                         r"per_cycle (-?[\d.]+) wrong (\d+)", text):
+        windows.setdefault(int(m.group(1)), []).append(
+            (int(m.group(2)), float(m.group(3)), int(m.group(4))))
+    rows = []
+    for r, ws in windows.items():
+        g, p, _ = min(ws, key=lambda w: w[1])
+        rows.append((r, g, p, max(w[2] for w in ws)))
+    return out.returncode, rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--component-dir", required=True)
+    ap.add_argument("--program", required=True)
+    ap.add_argument("--np", type=int, default=4)
+    ap.add_argument("--cycles", type=int, default=700, help="cycles per window")
+    ap.add_argument("--windows", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=300)
+    ap.add_argument("--max-per-cycle", type=float, default=1.0)
+    ap.add_argument("--job-timeout", type=int, default=200)
+    args = ap.parse_args()
+    failures = []
+    results = {}
+    for label, extra in (("coll_hccl", ["--mca", "coll_hccl_verbose", "1"]),
+                         ("stock", ["--mca", "coll", "^hccl"])):
+        rc, rows = run(args, extra)
+        results[label] = rows
+        if rc != 0:
+            failures.append(f"{label}: mpirun exited {rc}")
+        if len(rows) != args.np:
+            failures.append(f"{label}: {len(rows)} of {args.np} ranks reported")
+        if any(w for _, _, _, w in rows):
+            failures.append(f"{label}: wrong results")
+        print(f"{label}: bytes per cycle by rank: "
+              + ", ".join(f"{r}: {p:.2f}" for r, _, p, _ in sorted(rows)))
+    worst = max((p for _, _, p, _ in results.get("coll_hccl", [])), default=0.0)
+    if worst > args.max_per_cycle:
+        failures.append(f"coll_hccl grows {worst:.2f} bytes per cycle (limit "
+                        f"{args.max_per_cycle})")
+    for f in failures:
+        print("FAIL: " + f)
+    if not failures:
+        print(f"PASS: at most {worst:.2f} bytes per cycle with coll_hccl (smallest of "
+              f"{args.windows} windows of {args.cycles} cycles) at np={args.np}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
