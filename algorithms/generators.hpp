@@ -39,6 +39,7 @@ RankSchedule rhdExscan(const Problem& pb, std::uint32_t rank);
 RankSchedule meshAllReduce(const Problem& pb, std::uint32_t rank);
 RankSchedule meshReduceScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule meshAllGather(const Problem& pb, std::uint32_t rank);
+RankSchedule meshBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule meshScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule meshGather(const Problem& pb, std::uint32_t rank);
 RankSchedule meshBarrier(const Problem& pb, std::uint32_t rank);

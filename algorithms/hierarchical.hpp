@@ -13,8 +13,11 @@
 //   Scatter        top Sc -> ... -> L0 Sc: the root scatters server-sized units between servers,
 //                  each receiving rank (same local index as the root) within its server.
 //   Gather         the Scatter composition run backwards (reverse.hpp).
-//   Others (Broadcast, Reduce, AllToAll(V), Barrier, Scan, Exscan): not split by level yet;
-//                  the outermost level's algorithm over every rank.
+//   Broadcast      two levels: L0 Broadcast on the root's server, L1 Broadcast of one piece per
+//                  server rank, L0 AllGather on the other servers (HCCL's intra Scatter, inter
+//                  Broadcast, intra AllGather, with the root receiving nothing).
+//   Others (Reduce, AllToAll(V), Barrier, Scan, Exscan; Broadcast on three levels): not split by
+//                  level yet; the outermost level's algorithm over every rank.
 //
 // Data is laid out server by server. When servers do not hold consecutive rank ranges (MPI rank
 // order is arbitrary) ReduceScatter first copies its input blocks into that order in scratch and

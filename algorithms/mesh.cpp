@@ -18,6 +18,10 @@
 //   root at once; serves GatherV's rank-local problems.
 //   cost a + (1/p)n b
 //
+// Broadcast = Scatter + AllGather, 2 steps: the root sends block i to rank i; then every
+//   non-root sends its block to every other non-root while the root sends its own block to
+//   all. The root receives nothing (its buffer is not the call's output).
+//   cost 2a + (2/p)n b (the reference's Mesh row)
 // AllToAll (and AllToAllV), 1 step: rank r sends its block j to every j and receives every
 //   peer's block for it; in place the receives land in Scratch (the blocks they replace are still
 //   being sent) and are copied into place at the end of the step. AllToAllV uses only the rank's
@@ -236,6 +240,31 @@ RankSchedule meshScan(const Problem& pb, std::uint32_t r) {
 
 RankSchedule meshExscan(const Problem& pb, std::uint32_t r) {
   return meshPrefix(pb, r, true);
+}
+
+RankSchedule meshBroadcast(const Problem& pb, std::uint32_t r) {
+  RankSchedule out;
+  const std::uint32_t p = pb.ranks;
+  const Blocks& bl = pb.blocks;
+  out.steps.resize(2);
+  Step& scatterStep = out.steps[0];
+  Step& gatherStep = out.steps[1];
+  if (r == pb.root) {
+    for (std::uint32_t i = 1; i < p; ++i) {
+      const std::uint32_t j = (r + i) % p;
+      send(scatterStep, j, bl.block(Buf::Output, j));
+      send(gatherStep, j, bl.block(Buf::Output, r));
+    }
+  } else {
+    recv(scatterStep, pb.root, bl.block(Buf::Output, r));
+    for (std::uint32_t i = 1; i < p; ++i) {
+      const std::uint32_t j = (r + i) % p;
+      if (j != pb.root) send(gatherStep, j, bl.block(Buf::Output, r));
+      recv(gatherStep, j, bl.block(Buf::Output, j));
+    }
+  }
+  prune(out);
+  return out;
 }
 
 }  // namespace hccl::algo

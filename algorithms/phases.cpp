@@ -80,6 +80,16 @@ std::vector<std::vector<Phase>> phasesPerLevel(Collective c, const CommShape& sh
       }
       break;
     }
+    case Collective::Broadcast:
+      if (k != 2) {  // not split over three levels yet
+        out[k - 1] = {{c, count}};
+        break;
+      }
+      // The root's server: Broadcast of the whole vector; the others: AllGather of the pieces;
+      // between servers: a Broadcast of one piece per server rank.
+      out[0] = {{Collective::Broadcast, count}, {Collective::AllGather, count}};
+      out[1] = {{Collective::Broadcast, (count + shape.levels[0].size - 1) / shape.levels[0].size}};
+      break;
     default:  // the other collectives run flat on the top level until composed
       out[k - 1] = {{c, count}};
       break;
@@ -88,9 +98,11 @@ std::vector<std::vector<Phase>> phasesPerLevel(Collective c, const CommShape& sh
 }
 
 Problem phaseProblem(const Phase& ph, std::uint32_t size, bool inPlace) {
-  if (ph.coll == Collective::AllToAllV)  // costed as equal pairs, like AllToAll
-    return Problem::allToAllV(
-        size, std::vector<std::uint64_t>(std::size_t{size} * size, ph.total / size), inPlace);
+  // AllToAll(V): the phase's count is per pair, as MPI's (AllToAllV costed as equal pairs).
+  if (ph.coll == Collective::AllToAll) return Problem::allToAll(size, ph.total, inPlace);
+  if (ph.coll == Collective::AllToAllV)
+    return Problem::allToAllV(size, std::vector<std::uint64_t>(std::size_t{size} * size, ph.total),
+                              inPlace);
   if (ph.coll == Collective::Barrier) return Problem::barrier(size);
   Problem pb{ph.coll, size, 0, inPlace, Blocks::even(ph.total, size)};
   if (ph.coll == Collective::Broadcast) pb.inPlace = true;

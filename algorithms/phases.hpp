@@ -5,6 +5,8 @@
 //   AllGather      L0 AG -> ... -> top AG        (inner first, for the same reason)
 //   Scatter        top Sc -> ... -> L0 Sc        (HCCL: inter Scatter, then intra Scatter)
 //   Gather         L0 Ga -> ... -> top Ga        (the Scatter reversed)
+//   Broadcast      two levels: L0 Bc (root's server) -> L1 Bc (one piece per server rank) ->
+//                  L0 AG (the other servers); three levels: flat
 //   others         the whole collective flat over every rank on the outermost level
 // With one level in use this is just the collective itself.
 #pragma once
@@ -43,7 +45,8 @@ struct CommShape {
 
 struct Phase {
   Collective coll;
-  std::uint64_t total;  // elements the phase's collective covers (its Problem's total)
+  std::uint64_t total;  // elements the phase's collective covers (its Problem's total); per
+                        // pair for AllToAll(V), as MPI counts them
 };
 
 // The phases run at shape.levels[i], for each i, for an MPI-level call of `count` elements

@@ -40,6 +40,7 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::Mesh, C::AllReduce, meshAllReduce, true, true, false},
     GeneratorSpec{A::Mesh, C::ReduceScatter, meshReduceScatter, true, true, false},
     GeneratorSpec{A::Mesh, C::AllGather, meshAllGather, true, true, false},
+    GeneratorSpec{A::Mesh, C::Broadcast, meshBroadcast, true, true, false},
     GeneratorSpec{A::Mesh, C::Scatter, meshScatter, true, true, true},
     GeneratorSpec{A::Mesh, C::Gather, meshGather, true, true, true},
     GeneratorSpec{A::Mesh, C::Barrier, meshBarrier, true, true, false},

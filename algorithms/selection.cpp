@@ -152,20 +152,37 @@ double Selection::predict(const CallInfo& call, const Layout& layout,
 
 std::vector<Candidate> Selection::candidates(const CallInfo& call, std::size_t levelIndex,
                                              const std::vector<Phase>& phases) const {
-  std::vector<Candidate> out;
   const int level = shape_.levels[levelIndex].level;
-  for (const AlgorithmInfo& ai : algorithmCatalog()) {
-    // Automatic choice stays within HCCL's documented levels (a full mesh between servers would
-    // look free to the model but means p-1 flows into every NIC); forcing may go further.
-    Candidate c{ai.id, false,
-                ai.hcclLevels[static_cast<std::size_t>(level)]
-                    ? incapable(ai.id, call, phases)
-                    : fmt::format("{} is not a level{} algorithm in HCCL", hcclName(ai.id), level),
-                0};
-    c.capable = c.whyNot.empty();
-    if (c.capable) c.predicted = predictLevel(ai.id, call, levelIndex, phases);
-    out.push_back(std::move(c));
-  }
+  const auto list = [&](bool anyLevel) {
+    std::vector<Candidate> out;
+    for (const AlgorithmInfo& ai : algorithmCatalog()) {
+      // Automatic choice stays within HCCL's documented levels (a full mesh between servers
+      // would look free to the model but means p-1 flows into every NIC); forcing may go
+      // further.
+      Candidate c{
+          ai.id, false,
+          anyLevel || ai.hcclLevels[static_cast<std::size_t>(level)]
+              ? incapable(ai.id, call, phases)
+              : fmt::format("{} is not a level{} algorithm in HCCL", hcclName(ai.id), level),
+          0};
+      c.capable = c.whyNot.empty();
+      if (c.capable) c.predicted = predictLevel(ai.id, call, levelIndex, phases);
+      out.push_back(std::move(c));
+    }
+    return out;
+  };
+  std::vector<Candidate> out = list(false);
+  // Where none of the algorithms HCCL lists for the level can serve the call (a rank-local
+  // GatherV between servers: only the direct one can; an AllToAll between pods: HCCL's pairwise
+  // is a level1 algorithm), every algorithm may, rather than leave the call unserved.
+  // AllReduce, ReduceScatter and AllGather keep HCCL's level lists: there an incapable level
+  // (non-commutative ReduceScatter between servers) declines rather than run a full mesh.
+  const bool hcclListed = call.coll == Collective::AllReduce ||
+                          call.coll == Collective::ReduceScatter ||
+                          call.coll == Collective::AllGather;
+  if (!hcclListed &&
+      std::none_of(out.begin(), out.end(), [](const Candidate& c) { return c.capable; }))
+    out = list(true);
   return out;
 }
 

@@ -9,6 +9,9 @@
 //   4. automatic: `hccl_rules` = HCCL's documented default for the level; `model` (or a default
 //      that cannot serve) = argmin of the alpha-beta-gamma prediction computed from each
 //      candidate's schedule, ties going to the earlier algorithm (ring, H-D_R, fullmesh, NHR, ...).
+//      Candidates are the algorithms HCCL documents for the level, or, when none of them can
+//      serve the call (rank-local GatherV between servers, AllToAll between pods), all of them
+//      (not for AllReduce, ReduceScatter, AllGather: those decline instead).
 // "Can serve" is the capability filter: a generator for every phase collective, rank-order
 // reduction when the op is not commutative or HCCL_DETERMINISTIC=strict, uneven blocks when the
 // call has them. An algorithm that only a whole plan runs (pipeline, AHC) cannot serve one level.

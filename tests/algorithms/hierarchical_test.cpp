@@ -136,6 +136,34 @@ TEST(Hierarchical, ScatterAndGatherOverLevels) {
   }
 }
 
+// Broadcast on two levels: every root, algorithms with Broadcast and AllGather at level0.
+TEST(Hierarchical, BroadcastOnTwoLevels) {
+  const std::vector<LevelAlgorithms> algSets = {{Algorithm::Ring, Algorithm::NHR, Algorithm::Ring},
+                                                {Algorithm::Mesh, Algorithm::Rhd, Algorithm::Ring},
+                                                {Algorithm::NB, Algorithm::Ring, Algorithm::Ring},
+                                                {Algorithm::Mesh, Algorithm::NB, Algorithm::Ring}};
+  std::size_t k = 0;
+  for (std::uint32_t servers = 2; servers <= 5; ++servers)
+    for (std::uint32_t perServer = 2; perServer <= 4; ++perServer) {
+      const Layout lay = Layout::servers(servers, perServer);
+      for (std::uint32_t root = 0; root < lay.ranks(); ++root, ++k)
+        for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{perServer + 1},
+                                std::uint64_t{1000}}) {
+          expectClean(lay, algSets[k % algSets.size()], Problem::broadcast(lay.ranks(), n, root));
+          if (HasFailure()) return;
+        }
+    }
+  // Each piece crosses the server links once: the level1 bytes are n per receiving server.
+  const Layout lay = Layout::servers(3, 4);
+  const Schedule s = composeAll(lay, algSets[1], Problem::broadcast(12, 1200, 5));
+  std::uint64_t level1 = 0;
+  for (const RankSchedule& rs : s.ranks)
+    for (const Step& st : rs.steps)
+      for (const Transfer& t : st.xfers)
+        if (t.level == 1 && t.dir == Dir::Recv) level1 += t.slice.count;
+  EXPECT_EQ(level1, 2u * 1200);
+}
+
 // Phases: the Scatter runs at every level, outer first; a carrier receives its unit once.
 TEST(Hierarchical, ScatterPhasesAndVolumes) {
   const Layout lay = Layout::servers(4, 2);
@@ -170,6 +198,7 @@ TEST(Hierarchical, OtherCollectivesRunFlatOnTheOuterLevel) {
       if (c == Collective::AllReduce || c == Collective::ReduceScatter ||
           c == Collective::AllGather || c == Collective::Scatter || c == Collective::Gather)
         continue;
+      if (c == Collective::Broadcast && lay.shape().levels.size() == 2) continue;
       LevelAlgorithms algs{Algorithm::Ring, Algorithm::Ring, Algorithm::Ring};
       algs[static_cast<std::size_t>(top)] = spec.algorithm;
       if (planOwning(spec.algorithm)) continue;

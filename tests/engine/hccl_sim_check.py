@@ -112,7 +112,8 @@ rc, out, err = run("--ranks", "64", "-a", "H-D_R", "--dtype", "int8", "--op", "b
 if check(rc == 0, f"64 ranks exit {rc}: {err}{out[-2000:]}"):
     _, rows = table(out)
     all_pass(rows, "64 ranks")
-    check(len(rows) == 5 and all(r[2] == "64" for r in rows), f"64 ranks rows: {rows}")
+    # H-D_R's collectives: allreduce, reducescatter, allgather, broadcast, reduce, scan, exscan.
+    check(len(rows) == 7 and all(r[2] == "64" for r in rows), f"64 ranks rows: {rows}")
 
 # 5. A corrupted result fails its row and the exit status.
 rc, out, err = run("--ranks", "4", "-a", "ring", "-c", "allreduce", "--corrupt")

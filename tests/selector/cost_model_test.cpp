@@ -66,7 +66,7 @@ TEST(CostModel, UnknownNamesAreWarningsNotErrors) {
   std::vector<std::string> warnings;
   auto r = tune(R"({"levels": {"level7": {}}, "gamma": {"fp8": {"sum": 1}, "fp32": {"avg": 1}},
                      "rules": [{"collective": "allreduce", "algorithm": "SuperRing"},
-                               {"collective": "gather", "algorithm": "ring"},
+                               {"collective": "gatherw", "algorithm": "ring"},
                                {"collective": "allreduce", "algorithm": "ring", "max_bytes": 99}],
                      "colour": "blue"})",
                 warnings);
@@ -75,7 +75,7 @@ TEST(CostModel, UnknownNamesAreWarningsNotErrors) {
   EXPECT_EQ(r.value().rules[0].algorithm, Algorithm::Ring);
   std::string all;
   for (const auto& w : warnings) all += w + "\n";
-  for (const char* needle : {"level7", "fp8", "avg", "SuperRing", "gather", "colour"})
+  for (const char* needle : {"level7", "fp8", "avg", "SuperRing", "gatherw", "colour"})
     EXPECT_NE(all.find(needle), std::string::npos) << needle << " not in:\n" << all;
 }
 

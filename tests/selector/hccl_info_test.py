@@ -33,6 +33,27 @@ for r in rows:
 small = [r for r in rows if r["collective"] == "allreduce"][0]
 check(small["levels"][1]["algorithm"] in ("H-D_R", "NHR", "NB"), f"small allreduce: {small}")
 
+# Every other collective on 4 servers x 8 ranks: decided at every level, the forced per-op keys
+# honoured, pipeline for alltoall falling back to pairwise in HCCL's order.
+others = "broadcast,reduce,scatter,gather,alltoall,alltoallv,barrier,scan,exscan"
+rows = json.loads(run("table", "--shape", "4x8", "--json", "--coll", others).stdout)
+check(len(rows) == 9 * 13, f"expected 117 rows (9 collectives x 13 sizes), got {len(rows)}")
+for r in rows:
+    check(r["error"] == "", f"declined: {r}")
+    check([lv["level"] for lv in r["levels"]] == [0, 1], f"levels of {r['collective']}: {r['levels']}")
+rows = json.loads(run("table", "--shape", "4x1", "--json", "--coll", "alltoall,gather,scan",
+                      extra_env={"HCCL_ALGO": "alltoall=level1:pipeline/gather=level1:NB/"
+                                              "scan=level1:H-D_R"}).stdout)
+by = {}
+for r in rows:
+    by.setdefault(r["collective"], []).append(r["levels"][0])
+check(all(lv["algorithm"] == "pairwise" and lv["reason"] == "fallback" for lv in by["alltoall"]),
+      f"alltoall pipeline -> pairwise: {by['alltoall'][0]}")
+check(all(lv["algorithm"] == "NB" and lv["reason"] == "forced" for lv in by["gather"]),
+      f"gather forced NB: {by['gather'][0]}")
+check(all(lv["algorithm"] == "H-D_R" and lv["reason"] == "forced" for lv in by["scan"]),
+      f"scan forced H-D_R: {by['scan'][0]}")
+
 # The 3-level rank table: level0, level1 and level2 all present.
 text = run("table", "--rank-table", rank_table).stdout
 check("2 supernodes x 2 servers x 8 ranks" in text, "rank table layout named:\n" + text)

@@ -171,7 +171,7 @@ TEST(HcclRules, UnknownNamesSkipTheRowWithAWarning) {
   auto r = applyTuning(defaultCostModel(),
                        R"({"hccl_rules": [{"level": 1, "algorithm": "SuperRing"},
                                           {"level": 1, "algorithm": "ring",
-                                           "collectives": ["gather"]},
+                                           "collectives": ["gatherw"]},
                                           {"level": 1, "algorithm": "NHR", "colour": "blue"}]})",
                        "t.json", warnings);
   ASSERT_TRUE(r.ok()) << r.error().message;
@@ -179,7 +179,7 @@ TEST(HcclRules, UnknownNamesSkipTheRowWithAWarning) {
   EXPECT_EQ(r.value().hcclRules[0].algorithm, Algorithm::NHR);
   std::string all;
   for (const auto& w : warnings) all += w + "\n";
-  for (const char* needle : {"SuperRing", "gather", "colour"})
+  for (const char* needle : {"SuperRing", "gatherw", "colour"})
     EXPECT_NE(all.find(needle), std::string::npos) << needle << " not in:\n" << all;
 }
 

@@ -1,0 +1,125 @@
+// Every collective is decided on every shape, forced or automatic, and the decision composes into
+// a schedule the verifier accepts; rank-local calls are decided without their counts.
+#include <gtest/gtest.h>
+
+#include "algorithms/hierarchical.hpp"
+#include "algorithms/layout.hpp"
+#include "algorithms/plan.hpp"
+#include "algorithms/selector.hpp"
+#include "algorithms/verifier.hpp"
+#include "algorithms/write_contract.hpp"
+
+namespace hccl::algo {
+namespace {
+
+Settings settingsWith(std::map<std::string, std::string, std::less<>> env) {
+  auto r = resolveSettings({{}, {}, mapLookup(std::move(env))});
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.value();
+}
+
+CallInfo callOf(Collective c, std::uint64_t count) {
+  CallInfo call;
+  call.coll = c;
+  call.count = count;
+  call.elemSize = 4;
+  call.type = DataType::Int32;
+  if (reduces(c)) call.op = ReduceOp::Sum;
+  return call;
+}
+
+void expectComposes(const Layout& lay, const Decision& d, const Problem& pb,
+                    const std::string& what) {
+  Schedule s{pb, {}};
+  const RankGenerator gen = [&](const Problem& q, std::uint32_t r) {
+    return compose(lay, d, q, r);
+  };
+  for (std::uint32_t r = 0; r < pb.ranks; ++r) s.ranks.push_back(withPrivateInput(pb, r, gen));
+  const auto issues = verify(s);
+  EXPECT_TRUE(issues.empty()) << what << " " << d.summary() << "\n" << describe(issues);
+}
+
+TEST(EveryCollective, DecidedAndComposedOnEveryShape) {
+  for (const Layout& lay : {Layout::servers(1, 5), Layout::servers(4, 1), Layout::servers(3, 2),
+                            Layout::pods(2, 2, 2), Layout::uneven({3, 5}, false)}) {
+    for (const char* algo : {"", "level0:NA;level1:ring", "level0:NA;level1:NHR",
+                             "level0:NA;level1:pipeline", "others=level0:NA;level1:H-D_R"}) {
+      Selector sel(lay.shape(), settingsWith({{"HCCL_ALGO", algo}}), defaultCostModel());
+      for (int i = 0; i < kNumCollectives; ++i) {
+        const auto c = static_cast<Collective>(i);
+        const Decision& d = sel.decide(callOf(c, 6));
+        const std::string what = lay.describe() + " HCCL_ALGO=" + algo + " " + std::string(name(c));
+        ASSERT_TRUE(d.ok()) << what << ": " << d.error;
+        expectComposes(lay, d, Problem::fromMpiCount(c, lay.ranks(), 6, false, lay.ranks() - 1),
+                       what);
+      }
+    }
+  }
+}
+
+TEST(EveryCollective, PerOpKeysForceEachCollective) {
+  const Layout lay = Layout::servers(4, 1);
+  Selector sel(lay.shape(),
+               settingsWith({{"HCCL_ALGO",
+                              "broadcast=level1:H-D_R/reduce=level1:ring/scatter=level1:NB/"
+                              "gather=level1:ring/alltoall=level1:pairwise/barrier=level1:NHR/"
+                              "scan=level1:H-D_R/others=level1:NB"}}),
+               defaultCostModel());
+  const std::vector<std::pair<Collective, Algorithm>> want = {
+      {Collective::Broadcast, Algorithm::Rhd},     {Collective::Reduce, Algorithm::Ring},
+      {Collective::Scatter, Algorithm::NB},        {Collective::Gather, Algorithm::Ring},
+      {Collective::AllToAll, Algorithm::Pairwise}, {Collective::AllToAllV, Algorithm::Pairwise},
+      {Collective::Barrier, Algorithm::NHR},       {Collective::Scan, Algorithm::Rhd},
+      {Collective::AllGather, Algorithm::NB}};
+  for (const auto& [c, a] : want) {
+    const Decision& d = sel.decide(callOf(c, 100));
+    ASSERT_TRUE(d.ok()) << name(c) << ": " << d.error;
+    EXPECT_EQ(d.levels.back().algorithm, a) << name(c) << ": " << d.summary();
+    EXPECT_EQ(d.levels.back().reason, Reason::Forced) << name(c) << ": " << d.summary();
+  }
+}
+
+TEST(EveryCollective, ForcedButIncapableFallsBackInHcclsOrder) {
+  const Layout lay = Layout::servers(4, 1);
+  // pipeline for alltoall -> pairwise; ring for scan -> NHR (none) -> H-D_R; ring for barrier ->
+  // NHR; NB for exscan -> NHR (none), H-D_R.
+  Selector sel(lay.shape(),
+               settingsWith({{"HCCL_ALGO",
+                              "alltoall=level1:pipeline/scan=level1:ring/barrier=level1:ring/"
+                              "exscan=level1:NB"}}),
+               defaultCostModel());
+  const std::vector<std::pair<Collective, Algorithm>> want = {
+      {Collective::AllToAll, Algorithm::Pairwise},
+      {Collective::AllToAllV, Algorithm::Pairwise},
+      {Collective::Scan, Algorithm::Rhd},
+      {Collective::Barrier, Algorithm::NHR},
+      {Collective::Exscan, Algorithm::Rhd}};
+  for (const auto& [c, a] : want) {
+    const Decision& d = sel.decide(callOf(c, 100));
+    ASSERT_TRUE(d.ok()) << name(c) << ": " << d.error;
+    EXPECT_EQ(d.levels.back().algorithm, a) << name(c) << ": " << d.summary();
+    EXPECT_EQ(d.levels.back().reason, Reason::Fallback) << name(c) << ": " << d.summary();
+  }
+}
+
+TEST(EveryCollective, RankLocalCallsIgnoreCountsAndTakeDirectAlgorithms) {
+  for (const Layout& lay : {Layout::servers(1, 6), Layout::servers(6, 1), Layout::servers(3, 2)}) {
+    Selector sel(lay.shape(), settingsWith({}), defaultCostModel());
+    for (Collective c : {Collective::Gather, Collective::Scatter, Collective::AllToAllV}) {
+      CallInfo small = callOf(c, 1), large = callOf(c, 1 << 24);
+      small.rankLocal = large.rankLocal = true;
+      const Decision a = sel.decide(small), b = sel.decide(large);
+      ASSERT_TRUE(a.ok()) << lay.describe() << " " << name(c) << ": " << a.error;
+      EXPECT_EQ(a.plan, b.plan) << lay.describe() << " " << name(c);
+      for (const LevelChoice& lc : a.levels) {
+        const GeneratorSpec* spec = findGenerator(lc.algorithm, c);
+        if (lc.level == lay.shape().levels.back().level) {
+          EXPECT_TRUE(spec && spec->rankLocal) << name(c) << ": " << a.summary();
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hccl::algo
