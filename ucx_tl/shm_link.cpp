@@ -846,10 +846,27 @@ std::size_t ShmLink::held(int writer, bool broadcast) const {
          static_cast<std::size_t>(std::popcount(g.done));
 }
 
+bool ShmLink::windowFull(int writer, bool broadcast) const {
+  const auto& s = *impl_;
+  const Impl::Reading& g = s.reading(s.writerIndex(writer, "windowFull"), broadcast);
+  return g.taken - g.released >= s.layout.slotsPerChannel;
+}
+
 bool ShmLink::peerRunning(int peer) const {
   const auto& s = *impl_;
   const ucx::ProcessId& p = s.processes[s.localOf(peer, "peerRunning")];
   return p.startTime == 0 || ucx::isRunning(p);
+}
+
+std::string ShmLink::channelState(int peer) const {
+  const auto& s = *impl_;
+  const std::size_t j = s.localOf(peer, "channelState");
+  const Impl::Reading& g = s.reading(j, false);
+  const std::uint64_t acked = s.ack(j, s.me, false).released.load(std::memory_order_acquire);
+  return fmt::format(
+      "to rank {}: {} posts published, {} released by it; from rank {}: {} taken, {} released "
+      "({} out of order)",
+      peer, s.writing[j].published, acked, peer, g.taken, g.released, std::popcount(g.done));
 }
 
 const ShmOptions& ShmLink::options() const {

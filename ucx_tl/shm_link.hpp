@@ -200,10 +200,16 @@ class ShmLink {
   void releasePost(const Post& post);
   // Posts taken and not yet released on the channel.
   std::size_t held(int writer, bool broadcast) const;
+  // Whether tryTake must wait for a release: slotsPerChannel posts are taken since the oldest
+  // one still held, and until that one is released its writer cannot reuse a slot (releases
+  // of later posts do not help).
+  bool windowFull(int writer, bool broadcast) const;
 
   // Whether a peer's process still runs (false once it exited), and the options' waits: for
   // callers that wait through the try* calls themselves.
   bool peerRunning(int peer) const;
+  // Both pair channels with a peer in words (posts published, taken, released), for reports.
+  std::string channelState(int peer) const;
   const ShmOptions& options() const;
 
   // ---- single copy on a Block post --------------------------------------------------------------

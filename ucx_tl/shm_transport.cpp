@@ -270,6 +270,31 @@ void ShmTransport::recvDirect(int peer, std::size_t bytes, Tag tag, Completion* 
   pump(*p);
 }
 
+// A post just taken off peer p's channel: its receive's, or an unexpected message.
+void ShmTransport::take(Peer& p, const ShmLink::Post& post) {
+  Message m;
+  m.post = post;
+  Header h;
+  if (post.block) {
+    if (post.meta.size() != sizeof h)
+      throw std::runtime_error(fmt::format(
+          "shared-memory link: block post {} from rank {} carries {} meta bytes, not a message "
+          "header",
+          post.number, p.rank, post.meta.size()));
+    std::memcpy(&h, post.meta.data(), sizeof h);
+  } else {
+    if (post.data.size() < sizeof h)
+      throw std::runtime_error(fmt::format(
+          "shared-memory link: post {} from rank {} has {} bytes, less than a message header",
+          post.number, p.rank, post.data.size()));
+    std::memcpy(&h, post.data.data(), sizeof h);
+  }
+  m.tag = {h.comm, h.seq, h.msg};
+  m.bytes = static_cast<std::size_t>(h.bytes);
+  p.lastProgress = Clock::now();
+  if (!match(p, m)) p.unexpected.push_back(std::move(m));
+}
+
 // Earlier posts first: a receive meets the unexpected messages before the channel's new posts.
 void ShmTransport::pump(Peer& p) {
   for (auto it = p.unexpected.begin(); it != p.unexpected.end() && !p.recvs.empty();) {
@@ -279,33 +304,10 @@ void ShmTransport::pump(Peer& p) {
       ++it;
   }
   ShmLink::Post post;
-  while (link_->tryTake(p.rank, false, &post)) {
-    Message m;
-    m.post = post;
-    Header h;
-    if (post.block) {
-      if (post.meta.size() != sizeof h)
-        throw std::runtime_error(fmt::format(
-            "shared-memory link: block post {} from rank {} carries {} meta bytes, not a message "
-            "header",
-            post.number, p.rank, post.meta.size()));
-      std::memcpy(&h, post.meta.data(), sizeof h);
-    } else {
-      if (post.data.size() < sizeof h)
-        throw std::runtime_error(fmt::format(
-            "shared-memory link: post {} from rank {} has {} bytes, less than a message header",
-            post.number, p.rank, post.data.size()));
-      std::memcpy(&h, post.data.data(), sizeof h);
-    }
-    m.tag = {h.comm, h.seq, h.msg};
-    m.bytes = static_cast<std::size_t>(h.bytes);
-    p.lastProgress = Clock::now();
-    if (!match(p, m)) p.unexpected.push_back(std::move(m));
-  }
+  while (link_->tryTake(p.rank, false, &post)) take(p, post);
   // A full window stops the sender: free the oldest slot, whatever holds it (a post nobody waits
-  // for yet, or one a direct receive keeps), by copying its message out.
-  const std::size_t window = link_->slotsPerChannel();
-  while (link_->held(p.rank, false) >= window) {
+  // for yet, or one a direct receive keeps), by copying its message out, then take on.
+  while (link_->windowFull(p.rank, false)) {
     Message* oldest = nullptr;
     for (Message& m : p.unexpected)
       if (m.inSlot && (!oldest || m.post.number < oldest->post.number)) oldest = &m;
@@ -315,6 +317,7 @@ void ShmTransport::pump(Peer& p) {
         oldest = &d->msg;
     if (!oldest) break;
     copyOut(p, *oldest);
+    while (link_->tryTake(p.rank, false, &post)) take(p, post);
   }
 }
 
@@ -492,8 +495,10 @@ void ShmTransport::checkStale() {
     std::string why;
     Fault f = Fault::None;
     if (o.timeout.count() > 0 && now - p->lastProgress > o.timeout) {
-      why = fmt::format("no progress on this link for {} ms (the transport's timeout)",
-                        o.timeout.count());
+      why = fmt::format(
+          "no progress on this link for {} ms (the transport's timeout; {}; {} "
+          "messages of that rank wait for a receive here)",
+          o.timeout.count(), link_->channelState(p->rank), p->unexpected.size());
       f = Fault::Timeout;
     } else if (liveness && !link_->peerRunning(p->rank)) {
       pump(*p);  // what it posted before it went still counts

@@ -88,6 +88,7 @@ class ShmTransport final : public Transport {
   Peer* peerOf(int peer);
   bool trySend(Peer& p, Op& op);
   void pump(Peer& p);
+  void take(Peer& p, const ShmLink::Post& post);
   bool match(Peer& p, Message& m);
   void deliver(Peer& p, Op& op, Message& m);
   void copyOut(Peer& p, Message& m);
