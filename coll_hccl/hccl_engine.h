@@ -42,7 +42,7 @@ extern "C" {
 
 /* Bumped on any incompatible change; both parameter structs carry it so that an adapter and an
  * engine built from different trees refuse each other instead of misreading fields. */
-#define HCCL_ENGINE_API_VERSION 4
+#define HCCL_ENGINE_API_VERSION 5
 
 /* ---------------------------------------------------------------------------------------------
  * Status codes. Every function returning hccl_status_t uses these; messages go to err buffers. */
@@ -119,6 +119,9 @@ const char* hccl_engine_version(void);
  *   TUNING_FILE    path of a JSON cost-model tuning file
  *   TIMEOUT        seconds a call may go without progress before it fails; "0" = never
  *   VERBOSE        integer >= 0, the adapter's verbosity (also given as log_level)
+ *   LEVEL0_LINK    what carries level0 (same-server) traffic: "auto" (the shared-memory link
+ *                  where it can be set up, else UCX tagged messages), "shm" (the shared-memory
+ *                  link; set-up fails without it) or "tagged" (UCX tagged messages)
  *
  * Sources look like: "info key hccl_algo", "MCA coll_hccl_algorithm (command line)",
  * "MCA coll_hccl_buffsize_mb (OMPI_MCA_ environment or mpirun --mca)",
@@ -135,6 +138,7 @@ typedef enum hccl_setting_id {
   HCCL_SETTING_TUNING_FILE,
   HCCL_SETTING_TIMEOUT,
   HCCL_SETTING_VERBOSE,
+  HCCL_SETTING_LEVEL0_LINK,
   HCCL_SETTING_COUNT
 } hccl_setting_id_t;
 

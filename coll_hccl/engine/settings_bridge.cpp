@@ -45,7 +45,37 @@ std::optional<ConfigError> parseSeconds(const hccl_setting_layer_t& l, tl::UcxOp
   return std::nullopt;
 }
 
+std::optional<ConfigError> parseLevel0Link(const hccl_setting_layer_t& l, EngineOptions& o) {
+  const std::string_view v = l.value;
+  if (v == "auto")
+    o.level0Link = Level0Link::Auto;
+  else if (v == "shm")
+    o.level0Link = Level0Link::Shm;
+  else if (v == "tagged")
+    o.level0Link = Level0Link::Tagged;
+  else
+    return ConfigError{"level0_link", l.value, 0,
+                       fmt::format("level0_link: invalid value \"{}\"; expected auto, shm or "
+                                   "tagged (from {})",
+                                   l.value, l.source),
+                       l.source};
+  o.level0LinkSource = l.source;
+  return std::nullopt;
+}
+
 }  // namespace
+
+const char* name(Level0Link l) {
+  switch (l) {
+    case Level0Link::Auto:
+      return "auto";
+    case Level0Link::Shm:
+      return "shm";
+    case Level0Link::Tagged:
+      return "tagged";
+  }
+  return "?";
+}
 
 algo::ConfigResult<EngineOptions> optionsFromLayers(
     const hccl_setting_t (&layers)[HCCL_SETTING_COUNT]) {
@@ -97,12 +127,22 @@ algo::ConfigResult<EngineOptions> optionsFromLayers(
       return bad("verbose", *l, "an integer >= 0");
     o.verbose = level;
   }
+  if (const auto* l = top(layers[HCCL_SETTING_LEVEL0_LINK])) {
+    if (auto e = parseLevel0Link(*l, o)) return *e;
+    sources += fmt::format(" level0_link={} ({})", name(o.level0Link), l->source);
+  }
+  if (o.level0Link == Level0Link::Shm && o.ucx.intraRoce)
+    return ConfigError{"level0_link", "shm", 0,
+                       fmt::format("level0_link: \"shm\" (from {}) contradicts intra_roce=1, "
+                                   "which sends same-server traffic over the RoCE class",
+                                   o.level0LinkSource),
+                       o.level0LinkSource};
   o.ucxSources = sources.empty() ? " defaults" : sources;
   return o;
 }
 
 std::string fingerprint(const EngineOptions& o) {
-  return algo::canonical(o.settings);
+  return fmt::format("{}|level0_link={}", algo::canonical(o.settings), name(o.level0Link));
 }
 
 }  // namespace hccl::engine

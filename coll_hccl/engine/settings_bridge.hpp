@@ -3,6 +3,7 @@
 // and error messages hccl_info uses.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "algorithms/config_settings.hpp"
@@ -11,10 +12,20 @@
 
 namespace hccl::engine {
 
+// What carries level0 (same-server) traffic.
+enum class Level0Link : std::uint8_t {
+  Auto,    // the shared-memory link where it can be set up, else tagged messages
+  Shm,     // the shared-memory link (tl::ShmTransport); set-up fails without it
+  Tagged,  // UCX tagged messages over the HCCS class
+};
+const char* name(Level0Link l);
+
 struct EngineOptions {
   algo::Settings settings;  // algo, buffsize, deterministic, selection, tuning file
   tl::UcxOptions ucx;       // link-class transport lists, intra-RoCE, timeout
-  std::string ucxSources;   // where the transport settings came from, for logs
+  Level0Link level0Link = Level0Link::Auto;
+  std::string level0LinkSource = "default";
+  std::string ucxSources;  // where the transport settings came from, for logs
   int verbose = 0;
 };
 
@@ -23,8 +34,8 @@ struct EngineOptions {
 algo::ConfigResult<EngineOptions> optionsFromLayers(
     const hccl_setting_t (&layers)[HCCL_SETTING_COUNT]);
 
-// Every setting that must be equal on all ranks for them to decide alike, as one string.
-// (Transport lists and the timeout may differ between servers.)
+// Every setting that must be equal on all ranks for them to decide alike (and to carry level0
+// alike), as one string. (Transport lists and the timeout may differ between servers.)
 std::string fingerprint(const EngineOptions& o);
 
 }  // namespace hccl::engine
