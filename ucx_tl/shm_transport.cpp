@@ -36,6 +36,7 @@ std::size_t total(std::span<const IoVec> iov) {
 // a link peer that nothing waits for (so that a sender never stalls on a full channel).
 constexpr unsigned kClockEvery = 256;
 constexpr unsigned kIdlePeerEvery = 64;
+constexpr unsigned kBaseIdleEvery = 16;
 
 }  // namespace
 
@@ -125,7 +126,7 @@ ShmTransport::Peer* ShmTransport::peerOf(int peer) {
   Peer* p = peers_[static_cast<std::size_t>(peer)].get();
   if (!p->active) {
     p->active = true;
-    p->lastProgress = Clock::now();
+    p->lastProgress = coarseNow_;
     active_.push_back(p);
   }
   return p;
@@ -177,6 +178,7 @@ void ShmTransport::send(int peer, std::span<const IoVec> iov, Tag tag, Completio
   if (!onLink(peer, bytes)) {
     ++counters_.viaBase;
     base_->send(peer, iov, tag, done);
+    if (done->pending()) basePending_.push_back(done);
     return;
   }
   Op* op = newOp();
@@ -205,7 +207,7 @@ bool ShmTransport::trySend(Peer& p, Op& op) {
     }
     link_->publish(p.rank, sizeof h + op.bytes);
     ++counters_.inlineSends;
-    p.lastProgress = Clock::now();
+    p.lastProgress = coarseNow_;
     complete(op, Completion::State::Done);
     return true;
   }
@@ -226,7 +228,7 @@ bool ShmTransport::trySend(Peer& p, Op& op) {
     return true;
   }
   ++counters_.blockSends;
-  p.lastProgress = Clock::now();
+  p.lastProgress = coarseNow_;
   p.blocks.push_back(&op);
   return true;
 }
@@ -238,6 +240,7 @@ void ShmTransport::recv(int peer, std::span<const IoVec> iov, Tag tag, Completio
   if (!onLink(peer, bytes)) {
     ++counters_.viaBase;
     base_->recv(peer, iov, tag, done);
+    if (done->pending()) basePending_.push_back(done);
     return;
   }
   Op* op = newOp();
@@ -291,7 +294,7 @@ void ShmTransport::take(Peer& p, const ShmLink::Post& post) {
   }
   m.tag = {h.comm, h.seq, h.msg};
   m.bytes = static_cast<std::size_t>(h.bytes);
-  p.lastProgress = Clock::now();
+  p.lastProgress = coarseNow_;
   if (!match(p, m)) p.unexpected.push_back(std::move(m));
 }
 
@@ -444,7 +447,14 @@ void ShmTransport::finishDirect(Completion* done) {
 // ---- progress, failure, cancellation ------------------------------------------------------------
 
 int ShmTransport::progress() {
-  int n = base_->progress();
+  // The other transport only carries messages to other servers (and this rank's own): when none
+  // of those is in flight it needs progress only now and then (connections being set up, peers'
+  // messages to buffer), not on every call of a small collective's critical path.
+  int n = 0;
+  if (!basePending_.empty() || ticks_ % kBaseIdleEvery == 0) {
+    n = base_->progress();
+    std::erase_if(basePending_, [](const Completion* c) { return !c->pending(); });
+  }
   for (std::size_t i = 0; i < active_.size();) {
     Peer& p = *active_[i];
     while (!p.sends.empty() && trySend(p, *p.sends.front())) {
@@ -456,7 +466,7 @@ int ShmTransport::progress() {
         ++it;
         continue;
       }
-      p.lastProgress = Clock::now();
+      p.lastProgress = coarseNow_;
       complete(**it, Completion::State::Done);
       it = p.blocks.erase(it);
       ++n;
@@ -483,6 +493,7 @@ int ShmTransport::progress() {
 
 void ShmTransport::checkStale() {
   const auto now = Clock::now();
+  coarseNow_ = now;
   const ShmOptions& o = link_->options();
   // Time in which nobody progressed this transport (the caller computed) is no link's fault.
   if (now - lastCheck_ > std::chrono::seconds(1))
@@ -555,6 +566,7 @@ void ShmTransport::cancel(Completion* done) {
     return;
   }
   base_->cancel(done);
+  std::erase(basePending_, done);
 }
 
 }  // namespace hccl::tl

@@ -106,7 +106,11 @@ class ShmTransport final : public Transport {
   std::vector<Peer*> active_;                 // link peers in use, for progress()
   std::vector<std::unique_ptr<Op>> ops_;      // every Op made
   std::vector<Op*> freeOps_;
-  std::vector<Op*> direct_;  // direct receives that are Done, until finished
+  std::vector<Op*> direct_;                     // direct receives that are Done, until finished
+  std::vector<const Completion*> basePending_;  // transfers handed to base, not yet seen done
+  // The clock as of the last stale check: what "last progress" times are measured in. A long
+  // gap between checks (nobody progressed) resets them, so coarse is enough.
+  std::chrono::steady_clock::time_point coarseNow_ = std::chrono::steady_clock::now();
   Counters counters_;
   unsigned ticks_ = 0;
   std::chrono::steady_clock::time_point nextLiveness_{};
