@@ -79,6 +79,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "algorithms/cost_model.hpp"
 #include "algorithms/generators.hpp"
 
 namespace hccl::algo {
@@ -193,17 +194,6 @@ Geometry geometryOf(const Layout& lay, std::uint32_t rank) {
   return geo;
 }
 
-Generator generatorFor(Algorithm a, Collective c) {
-  const GeneratorSpec* spec = findGenerator(a, c);
-  if (!spec)
-    throw std::invalid_argument(
-        fmt::format("AHC cannot run {} as a phase: it has no {}", hcclName(a), name(c)));
-  if (!spec->unevenBlocks)
-    throw std::invalid_argument(fmt::format(
-        "AHC cannot run {} as a phase: its {} needs equal blocks", hcclName(a), name(c)));
-  return spec->generate;
-}
-
 struct Ctx {
   const Geometry& geo;
   Algorithm intra, inter;
@@ -225,7 +215,7 @@ struct Ctx {
       embed(out, part, e);
       return;
     }
-    embed(out, generatorFor(a, q.coll)(q, index), e);
+    embed(out, phaseGenerator(a, q.coll, "AHC", true)(q, index), e);
   }
 
   void inside(const Problem& q, BufferRegion in, BufferRegion o, BufferRegion tmp) const {
@@ -453,7 +443,11 @@ void reduceScatter(const Ctx& c, const Problem& pb) {
 }  // namespace
 
 Algorithm ahcDefaultInter(std::uint32_t servers) {
-  return servers <= 3 ? Algorithm::Ring : Algorithm::NHR;
+  RuleQuery q;
+  q.within = RuleScope::AhcInter;
+  q.groupSize = q.servers = servers;
+  const HcclRule* row = firstMatch(defaultCostModel().hcclRules, q, [](Algorithm) { return true; });
+  return row ? row->algorithm : Algorithm::Ring;
 }
 
 std::string ahcWhyNot(const std::vector<std::uint32_t>& serverSizes, Collective c) {

@@ -17,8 +17,9 @@ inline bool isAhc(Algorithm a) {
   return a == Algorithm::AHC || a == Algorithm::AHC_Broke;
 }
 
-// HCCL's algorithm between logical same-index cards: ring up to 3 servers, NHR above
-// (AHC_LEVEL0_GROUP_SIZE_THRESHOLD = 3).
+// HCCL's algorithm between logical same-index cards by the built-in rules document
+// (hccl_rules.hpp): ring up to 3 servers, NHR above (AHC_LEVEL0_GROUP_SIZE_THRESHOLD = 3); ring
+// when no row answers.
 Algorithm ahcDefaultInter(std::uint32_t servers);
 
 // Empty when AHC can run `c` over servers of these sizes (one supernode); otherwise why not.

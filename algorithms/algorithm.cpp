@@ -5,13 +5,21 @@
 namespace hccl::algo {
 namespace {
 constexpr std::array<std::string_view, kNumAlgorithms> kNames = {
-    "ring", "H-D_R",     "fullmesh", "NHR",      "NHR_V1", "NB",
-    "AHC",  "AHC_BROKE", "pipeline", "pairwise", "star",   "fullmesh_oneshot",
+    "ring", "H-D_R",     "fullmesh", "NHR",      "NHR_V1",           "NB",
+    "AHC",  "AHC_BROKE", "pipeline", "pairwise", "fullmesh_oneshot",
+};
+constexpr std::array<std::string_view, kNumAlgorithms> kInternalNames = {
+    "ring", "rhd",       "mesh",     "nhr",      "nhr_v1",       "nb",
+    "ahc",  "ahc_broke", "pipeline", "pairwise", "mesh_oneshot",
 };
 }  // namespace
 
 std::string_view hcclName(Algorithm a) {
   return kNames[static_cast<std::size_t>(a)];
+}
+
+std::string_view internalName(Algorithm a) {
+  return kInternalNames[static_cast<std::size_t>(a)];
 }
 
 std::optional<Algorithm> parseAlgorithm(std::string_view s) {

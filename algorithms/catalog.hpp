@@ -1,4 +1,5 @@
-// What each HCCL algorithm is, for listings (hccl_info) and HCCL's own level rules.
+// What each HCCL algorithm is, for listings (hccl_info) and HCCL's own level rules. HCCL's Star
+// has no entry: see algorithm.hpp.
 #pragma once
 
 #include <array>

@@ -11,10 +11,7 @@ bool blockwise(Collective c) {
 
 // The per-block extent that chunking divides.
 std::uint64_t extent(const Problem& pb) {
-  if (!blockwise(pb.coll)) return pb.total();
-  std::uint64_t m = 0;
-  for (std::uint32_t i = 0; i < pb.ranks; ++i) m = std::max(m, pb.blocks.count(i));
-  return m;
+  return blockwise(pb.coll) ? pb.blocks.largest() : pb.total();
 }
 
 BufferMap identity(std::uint64_t count) {

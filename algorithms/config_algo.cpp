@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "algorithms/config_text.hpp"
+#include "common/utf8.hpp"
 
 namespace hccl::algo {
 namespace {
@@ -24,11 +25,9 @@ constexpr std::string_view kNull = "null";
 // What HCCL_ALGO can name, in HCCL's documentation order. Star has no grammar name: HCCL picks it
 // at level0 on its own.
 constexpr std::array<Algorithm, 10> kNamedAlgorithms = {
-    Algorithm::Ring,      Algorithm::HalvingDoubling,
-    Algorithm::NHR,       Algorithm::NHR_V1,
-    Algorithm::NB,        Algorithm::AHC,
-    Algorithm::AHC_Broke, Algorithm::Pipeline,
-    Algorithm::Pairwise,  Algorithm::Mesh,
+    Algorithm::Ring,     Algorithm::Rhd,  Algorithm::NHR,       Algorithm::NHR_V1,
+    Algorithm::NB,       Algorithm::AHC,  Algorithm::AHC_Broke, Algorithm::Pipeline,
+    Algorithm::Pairwise, Algorithm::Mesh,
 };
 
 constexpr std::array<std::string_view, kNumAlgoLevels> kLevelNames = {"level0", "level1", "level2",
@@ -128,6 +127,27 @@ OpType opType(Collective c) {
   return OpType::AllReduce;  // unreachable: the switch covers every Collective (-Wswitch)
 }
 
+std::optional<Collective> collective(OpType op) {
+  switch (configuredBy(op)) {
+    case OpType::AllReduce:
+      return Collective::AllReduce;
+    case OpType::AllGather:
+      return Collective::AllGather;
+    case OpType::ReduceScatter:
+      return Collective::ReduceScatter;
+    case OpType::Broadcast:
+      return Collective::Broadcast;
+    case OpType::Reduce:
+      return Collective::Reduce;
+    case OpType::Scatter:
+      return Collective::Scatter;
+    case OpType::AllToAll:
+      return Collective::AllToAll;
+    default:
+      return std::nullopt;  // gather, send, receive, sendrecv
+  }
+}
+
 const LevelAlgos* AlgoConfig::entryFor(OpType op) const {
   switch (form_) {
     case Form::Automatic:
@@ -150,6 +170,10 @@ std::optional<Algorithm> AlgoConfig::forced(OpType op, int level) const {
 
 std::optional<Algorithm> AlgoConfig::forced(Collective c, int level) const {
   return forced(opType(c), level);
+}
+
+bool AlgoConfig::hasOwnEntry(OpType op) const {
+  return form_ == Form::PerOp && perOp_[static_cast<std::size_t>(configuredBy(op))].has_value();
 }
 
 bool AlgoConfig::forcesAnything() const {
@@ -255,8 +279,9 @@ class HcclAlgoParser {
     const auto key = indexOf(opKeyWords(), op);
     if (!key) {
       fail(opRange, opPos,
-           fmt::format("unknown op {} at position {}; valid: {}{}{}", quoted(opRange), opPos,
-                       joined(opKeyWords()), caseHint(opKeyWords(), op), variantHint(op)));
+           fmt::format("unknown op {} at position {}; valid: {}{}{}{}", quoted(opRange), opPos,
+                       joined(opKeyWords()), caseHint(opKeyWords(), op), variantHint(op),
+                       hint(opRange)));
     }
     if (seenAt[*key] != 0) {
       fail(opRange, opPos,
@@ -273,6 +298,15 @@ class HcclAlgoParser {
     }
     const bool others = *key == kNumOpKeys;
     LevelAlgos parsed = levels(body, op, config.notes_);
+    // gather, send, receive and sendrecv are keys HCCL's code reads; no collective of this
+    // library has these op types, so their entries are accepted (as HCCL does) and said to be
+    // without effect.
+    if (!others && !collective(static_cast<OpType>(*key))) {
+      config.notes_.push_back(fmt::format(
+          "HCCL_ALGO: the entry for op \"{}\" at position {} has no effect: coll_hccl has no {} "
+          "collective (HCCL accepts the key; it configures nothing here)",
+          op, opPos, op));
+    }
     if (others) {
       config.others_ = parsed;
     } else {
@@ -326,6 +360,15 @@ class HcclAlgoParser {
       }
       result[2] = result[1];
     }
+    // HCCL's grammar reserves level3 and accepts an algorithm there; nothing runs at a fourth
+    // level, in HCCL or here. Accepted like HCCL does, but said.
+    if (result[3]) {
+      notes.push_back(fmt::format(
+          "HCCL_ALGO: level3:{} at position {} has no effect: level3 is reserved (no hierarchy "
+          "has a fourth level; level0 is inside a server, level1 between servers, level2 between "
+          "supernodes){}",
+          hcclName(*result[3]), setAt[3], op ? fmt::format(" (op {})", *op) : std::string{}));
+    }
     return result;
   }
 
@@ -349,8 +392,8 @@ class HcclAlgoParser {
     if (colonOffset == std::string_view::npos) {
       fail(item, itemPos,
            fmt::format("missing \":\" in {} at position {}; valid: levelN:<algo> with levelN one "
-                       "of {}",
-                       quoted(item), itemPos, joined(kLevelNames)));
+                       "of {}{}",
+                       quoted(item), itemPos, joined(kLevelNames), hint(item)));
     }
     const std::size_t colon = item.begin + colonOffset;
     const Range levelRange{item.begin, colon};
@@ -363,9 +406,10 @@ class HcclAlgoParser {
     const std::string_view levelWord = view(levelRange);
     const auto level = indexOf(kLevelNames, levelWord);
     if (!level) {
-      fail(levelRange, itemPos,
-           fmt::format("unknown level {} at position {}; valid: {}{}", quoted(levelRange), itemPos,
-                       joined(kLevelNames), caseHint(kLevelNames, levelWord)));
+      fail(
+          levelRange, itemPos,
+          fmt::format("unknown level {} at position {}; valid: {}{}{}", quoted(levelRange), itemPos,
+                      joined(kLevelNames), caseHint(kLevelNames, levelWord), hint(levelRange)));
     }
     const std::string where = op ? fmt::format("{} of {}", levelWord, *op) : std::string(levelWord);
     if (algoRange.empty()) {
@@ -379,9 +423,9 @@ class HcclAlgoParser {
     const auto index = indexOf(algorithmWords(), algoWord);
     if (!index) {
       fail(algoRange, algoPos,
-           fmt::format("unknown algorithm {} at position {} ({}); valid: {}{}", quoted(algoRange),
+           fmt::format("unknown algorithm {} at position {} ({}); valid: {}{}{}", quoted(algoRange),
                        algoPos, where, joined(algorithmWords()),
-                       caseHint(algorithmWords(), algoWord)));
+                       caseHint(algorithmWords(), algoWord), hint(algoRange)));
     }
     if (op && *level == 0 && algoWord == kNull) {
       const std::span<const std::string_view> allButNull(algorithmWords().data(),
@@ -429,6 +473,7 @@ class HcclAlgoParser {
 
   std::string_view view(Range r) const { return text_.view(r.begin, r.end); }
   std::string quoted(Range r) const { return quote(view(r)); }
+  std::string hint(Range r) const { return nonAsciiHint(text_, r.begin, r.end); }
 
   [[noreturn]] void fail(Range token, std::size_t position, std::string message) const {
     throw ParseFailure{ConfigError{.setting = "HCCL_ALGO",
@@ -488,18 +533,28 @@ class HcclAlgoParser {
 //                                 empty segments, leading and trailing separators
 //   level1ring                    missing ":";   allreduce   missing "="
 //   allreduce=level0:null         per-op level0 may not be null
-//   a value longer than 1600 characters
+//   a value longer than 1600 bytes (HcclCommConfig.hcclAlgo's size)
 ConfigResult<AlgoConfig> parseHcclAlgo(std::string_view value) {
   if (value.size() > kMaxHcclAlgoLength) {
-    const std::string_view excess = value.substr(kMaxHcclAlgoLength, 16);
-    return ConfigError{.setting = "HCCL_ALGO",
-                       .token = std::string(excess),
-                       .position = kMaxHcclAlgoLength + 1,
-                       .message = fmt::format(
-                           "HCCL_ALGO: value too long: {} characters, the excess starts with {} "
-                           "at position {}; valid: at most {} characters",
-                           value.size(), quote(excess), kMaxHcclAlgoLength + 1, kMaxHcclAlgoLength),
-                       .source = {}};
+    // The limit is HcclCommConfig's char array, so bytes; the excess starts at a whole character.
+    std::size_t cut = 0;
+    while (cut + text::decodeAt(value, cut).bytes <= kMaxHcclAlgoLength)
+      cut += text::decodeAt(value, cut).bytes;
+    const std::string_view rest = value.substr(cut);
+    const std::string excess(text::prefix(rest, 16));
+    const std::size_t position = text::charPosition(value, cut);
+    const std::size_t chars = text::charCount(value);
+    return ConfigError{
+        .setting = "HCCL_ALGO",
+        .token = excess,
+        .position = position,
+        .message = fmt::format(
+            "HCCL_ALGO: value too long: {} bytes{}, the excess starts with {} at position {}; "
+            "valid: at most {} bytes",
+            value.size(),
+            chars == value.size() ? std::string{} : fmt::format(" ({} characters)", chars),
+            quote(text::truncated(rest, 16)), position, kMaxHcclAlgoLength),
+        .source = {}};
   }
   try {
     return HcclAlgoParser(value).run();

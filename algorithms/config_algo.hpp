@@ -20,7 +20,7 @@ namespace hccl::algo {
 
 // The grammar names level0..level3; HCCL reserves level3, our hierarchy uses level0..2.
 inline constexpr int kNumAlgoLevels = 4;
-// HcclCommConfig.hcclAlgo holds at most this many characters; longer values are rejected.
+// HcclCommConfig.hcclAlgo holds at most this many bytes (chars); longer values are rejected.
 inline constexpr std::size_t kMaxHcclAlgoLength = 1600;
 
 // HCCL's op types (HcclCMDType) as far as HCCL_ALGO tells them apart. The first kNumOpKeys are the
@@ -51,6 +51,9 @@ std::string_view name(OpType op);
 // The op whose key configures `op`: AllGatherV -> AllGather, AllToAllVC -> AllToAll, else op.
 OpType configuredBy(OpType op);
 OpType opType(Collective c);
+// The collective an op type configures; nullopt for gather, send, receive and sendrecv, which
+// HCCL_ALGO may name but no collective of this library is.
+std::optional<Collective> collective(OpType op);
 
 // One entry's algorithm per level; nullopt = automatic (unset, NA or null).
 using LevelAlgos = std::array<std::optional<Algorithm>, kNumAlgoLevels>;
@@ -78,8 +81,12 @@ class AlgoConfig {
   // order with others last. parseHcclAlgo(str()) == *this.
   std::string str() const;
 
-  // Things the user wrote that HCCL documents as having no effect (e.g. level2 next to level1:AHC),
-  // for a verbose log. Not part of equality.
+  // True when the per-op form has an entry of its own for configuredBy(op) (others= aside).
+  bool hasOwnEntry(OpType op) const;
+
+  // Things the user wrote that are accepted, as HCCL accepts them, but have no effect, for a
+  // verbose log: level2 next to level1:AHC (HCCL documents it), an algorithm at the reserved
+  // level3, entries for gather/send/receive/sendrecv. Not part of equality.
   const std::vector<std::string>& notes() const { return notes_; }
 
   bool operator==(const AlgoConfig& o) const {

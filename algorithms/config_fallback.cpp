@@ -5,19 +5,19 @@
 namespace hccl::algo {
 namespace {
 using enum Algorithm;
-constexpr std::array<Algorithm, 2> kFromRing = {NHR, HalvingDoubling};
-constexpr std::array<Algorithm, 2> kFromHalvingDoubling = {NHR, Ring};
-constexpr std::array<Algorithm, 2> kFromNHR = {HalvingDoubling, Ring};
+constexpr std::array<Algorithm, 2> kFromRing = {NHR, Rhd};
+constexpr std::array<Algorithm, 2> kFromRhd = {NHR, Ring};
+constexpr std::array<Algorithm, 2> kFromNHR = {Rhd, Ring};
 constexpr std::array<Algorithm, 1> kFromAllToAllPipeline = {Pairwise};
-constexpr std::array<Algorithm, 3> kFromOthers = {NHR, HalvingDoubling, Ring};
+constexpr std::array<Algorithm, 3> kFromOthers = {NHR, Rhd, Ring};
 }  // namespace
 
 std::span<const Algorithm> fallbackChain(Algorithm forced, OpType op) {
   switch (forced) {
     case Ring:
       return kFromRing;
-    case HalvingDoubling:
-      return kFromHalvingDoubling;
+    case Rhd:
+      return kFromRhd;
     case NHR:
       return kFromNHR;
     case Pipeline:

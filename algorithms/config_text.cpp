@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/utf8.hpp"
+
 namespace hccl::algo {
 namespace {
 bool isSpace(char c) {
@@ -14,12 +16,16 @@ bool isSpace(char c) {
 
 StrippedText stripSpaces(std::string_view value) {
   StrippedText t;
-  t.originalLength = value.size();
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    if (isSpace(value[i])) continue;
-    t.s.push_back(value[i]);
-    t.origin.push_back(i + 1);
+  std::size_t position = 1;
+  for (std::size_t i = 0; i < value.size(); ++position) {
+    const std::size_t bytes = text::decodeAt(value, i).bytes;
+    if (!isSpace(value[i])) {
+      t.s.append(value.substr(i, bytes));
+      t.origin.insert(t.origin.end(), bytes, position);
+    }
+    i += bytes;
   }
+  t.originalLength = position - 1;
   return t;
 }
 
@@ -44,17 +50,19 @@ bool equalsIgnoringCase(std::string_view a, std::string_view b) {
 }
 
 std::string quote(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte >= 0x7f || c == '"' || c == '\\') {
-      out += fmt::format("\\x{:02x}", byte);
-    } else {
-      out.push_back(c);
+  return text::quoted(text);
+}
+
+std::string nonAsciiHint(const StrippedText& t, std::size_t begin, std::size_t end) {
+  for (std::size_t i = begin; i < end;) {
+    const text::Char c = text::decodeAt(t.s, i);
+    if (!c.valid || c.code >= 0x80) {
+      // The hint's own position counting starts at this character.
+      return text::nonAsciiHint(t.view(i, i + c.bytes), t.posOf(i));
     }
+    i += c.bytes;
   }
-  out.push_back('"');
-  return out;
+  return {};
 }
 
 }  // namespace hccl::algo

@@ -3,6 +3,7 @@
 // the offending token, its 1-based position and what is valid.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -41,5 +42,35 @@ ConfigResult<SelectionMode> parseSelectionMode(std::string_view value);
 // A tuning file path, taken as written (paths may contain spaces); only a blank value is rejected.
 // Whether the file exists and parses is the tuning loader's business.
 ConfigResult<std::string> parseTuningFile(std::string_view value);
+
+// A byte size as the tools take it ("4096", "64K", "16MiB", "1G"): a decimal integer with an
+// optional unit B, K/KiB, M/MiB or G/GiB (binary multiples, case-sensitive), surrounding spaces
+// ignored; at most UINT64_MAX after the unit is applied. `setting` names the option in messages.
+ConfigResult<std::uint64_t> parseByteSize(std::string_view setting, std::string_view value);
+
+// The engine's own settings, beside the ones Settings resolves (the adapter passes them to the
+// engine the same way; settings_bridge applies them).
+
+// HCCL_EXEC_TIMEOUT / coll_hccl_timeout: how long a call may go without progress before it fails.
+// A decimal number of seconds ("30", "0.5", "2e3"); "0" disables the timeout. The transport
+// counts whole milliseconds, so anything between 0 and 1 ms would silently mean "never": the
+// valid range is 0, or kMinTimeoutSeconds to kMaxTimeoutSeconds (rounded down to whole ms).
+// Units, signs, "inf" and "nan" are rejected.
+inline constexpr double kMinTimeoutSeconds = 0.001;
+inline constexpr double kMaxTimeoutSeconds = 604800;  // one week; beyond that, use 0
+ConfigResult<std::chrono::milliseconds> parseTimeout(std::string_view value);
+
+// HCCL_INTRA_ROCE_ENABLE: "0" or "1" (surrounding spaces ignored).
+ConfigResult<bool> parseIntraRoce(std::string_view value);
+
+// The engine's verbosity: an integer from 0 to kMaxVerbose.
+inline constexpr int kMaxVerbose = 100;
+ConfigResult<int> parseVerbose(std::string_view value);
+
+// A UCX transport list for one link class (coll_hccl_hccs_tls, coll_hccl_roce_tls), as UCX_TLS
+// spells it: names separated by ",", optionally "^" first (all but these), a name may carry
+// ":aux". Returns it with the spaces around names removed. Whether UCX knows the names is
+// checked when the transport opens them. `setting` names the parameter in messages.
+ConfigResult<std::string> parseTransportList(std::string_view setting, std::string_view value);
 
 }  // namespace hccl::algo

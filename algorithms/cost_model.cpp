@@ -2,36 +2,18 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "common/file_text.hpp"
+#include "common/json_text.hpp"
+#include "common/utf8.hpp"
+
+#include "algorithms/defaults.hpp"
 
 namespace hccl::algo {
 namespace {
 
 using nlohmann::json;
-
-// The defaults, as data. level0 is shared memory between processes of one server (measured here:
-// ~0.3-0.6 us per allreduce step, copy bandwidth of a few GB/s shared by all peers of a rank);
-// level1/level2 are a network: TCP over 10 GbE or a RoCE NIC, one NIC per server.
-constexpr const char* kDefaults = R"json({
-  "version": 1,
-  "description": "coll_hccl built-in defaults (2-core Debian 12 VM, shared memory + TCP)",
-  "levels": {
-    "level0": {"alpha_us": 0.6, "bandwidth_GBps": 6.0, "links": 1},
-    "level1": {"alpha_us": 25.0, "bandwidth_GBps": 1.25, "links": 1},
-    "level2": {"alpha_us": 40.0, "bandwidth_GBps": 1.25, "links": 1}
-  },
-  "gamma": {
-    "*": {"*": 8.0},
-    "fp16": {"*": 3.0},
-    "bf16": {"*": 3.0},
-    "longdouble": {"*": 1.0},
-    "complex64": {"prod": 3.0},
-    "complex128": {"prod": 2.0}
-  },
-  "rules": []
-})json";
 
 std::string levelName(int l) {
   return fmt::format("level{}", l);
@@ -53,8 +35,8 @@ struct Reader {
     return std::nullopt;
   }
   void unknown(const std::string& where, const std::string& key, const std::string& valid) {
-    warnings.push_back(fmt::format("{}: {}: unknown member \"{}\" skipped (valid: {})", origin,
-                                   where, key, valid));
+    warnings.push_back(fmt::format("{}: {}: unknown member {} skipped (valid: {}){}", origin, where,
+                                   text::quoted(key), valid, text::nonAsciiHint(key, 1)));
   }
 };
 
@@ -228,6 +210,7 @@ std::string CostModel::toJson() const {
                   {"max_bytes", r.maxBytes},
                   {"algorithm", std::string(hcclName(r.algorithm))}});
   doc["rules"] = rs;
+  doc["hccl_rules"] = hcclRulesJson(hcclRules);
   return doc.dump(2);
 }
 
@@ -240,12 +223,10 @@ std::uint64_t CostModel::fingerprint() const {
 ConfigResult<CostModel> applyTuning(const CostModel& base, const std::string& jsonText,
                                     const std::string& origin, std::vector<std::string>& warnings) {
   Reader rd{origin, warnings};
-  json doc;
-  try {
-    doc = json::parse(jsonText);
-  } catch (const json::parse_error& e) {
-    return rd.error("(document)", fmt::format("invalid JSON: {}", e.what()));
-  }
+  std::string parseError;
+  std::optional<json> parsed = text::parseJson(jsonText, parseError);
+  if (!parsed) return rd.error("(document)", parseError);
+  const json& doc = *parsed;
   if (!doc.is_object()) return rd.error("(document)", "expected a JSON object");
   CostModel m = base;
   for (const auto& [key, val] : doc.items()) {
@@ -261,8 +242,14 @@ ConfigResult<CostModel> applyTuning(const CostModel& base, const std::string& js
       err = readGamma(val, rd, m);
     } else if (key == "rules") {
       err = readRules(val, rd, m);
+    } else if (key == "hccl_rules") {
+      auto r = readHcclRules(val, origin, warnings);
+      if (r.ok())
+        m.hcclRules = std::move(r.value());
+      else
+        err = r.error();
     } else {
-      rd.unknown("(document)", key, "version, description, levels, gamma, rules");
+      rd.unknown("(document)", key, "version, description, levels, gamma, rules, hccl_rules");
     }
     if (err) return *err;
   }
@@ -272,20 +259,22 @@ ConfigResult<CostModel> applyTuning(const CostModel& base, const std::string& js
 
 ConfigResult<CostModel> loadTuningFile(const CostModel& base, const std::string& path,
                                        std::vector<std::string>& warnings) {
-  std::ifstream in(path);
-  if (!in)
-    return ConfigError{"tuning file", path, 0, fmt::format("{}: cannot read the tuning file", path),
-                       path};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return applyTuning(base, ss.str(), path, warnings);
+  const text::FileText file = text::readRegularFile(path, kMaxTuningFileBytes);
+  if (!file.text)
+    return ConfigError{"tuning file", path, 0,
+                       fmt::format("tuning file {}: {}", text::shown(path), file.error), path};
+  return applyTuning(base, *file.text, path, warnings);
 }
 
 const CostModel& defaultCostModel() {
   static const CostModel model = [] {
     std::vector<std::string> warnings;
-    auto r = applyTuning(CostModel{}, kDefaults, "built-in defaults", warnings);
-    return r.ok() ? r.value() : CostModel{};  // the defaults are tested to parse cleanly
+    CostModel m;
+    // The defaults are tested to parse cleanly and without warnings.
+    for (std::string_view doc : {builtinCostModelJson(), builtinHcclRulesJson()})
+      if (auto r = applyTuning(m, std::string(doc), "built-in defaults", warnings); r.ok())
+        m = std::move(r.value());
+    return m;
   }();
   return model;
 }

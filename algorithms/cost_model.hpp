@@ -1,7 +1,8 @@
 // The numbers behind automatic selection: per hierarchy level the alpha (startup) and beta
-// (per byte) of the link class that carries it, gamma (per byte reduced) per datatype and op, and
-// optional size rules. Built-in defaults ship as data (a JSON document, printed by
-// `hccl_info --tuning`); a tuning file with the same schema overrides any part of them; the
+// (per byte) of the link class that carries it, gamma (per byte reduced) per datatype and op,
+// optional size rules, and HCCL's default rules for `hccl_rules` selection. Built-in defaults
+// ship as data (algorithms/data/cost_model.json and hccl_rules.json, embedded; printed by
+// `hccl_info tuning`); a tuning file with the same schema overrides any part of them; the
 // calibration tool writes such a file from measurements on the machine at hand.
 //
 // Tuning file schema (every member optional; unknown members are reported as warnings):
@@ -20,6 +21,9 @@
 //     "rules": [                                   // first match wins, before the model
 //       {"collective": "allreduce", "level": 1, "min_bytes": 0, "max_bytes": 65536,
 //        "algorithm": "H-D_R"}
+//     ],
+//     "hccl_rules": [                              // HCCL's defaults (hccl_rules.hpp); a list
+//       {"level": 1, "algorithm": "ring"}          //   here replaces the built-in one
 //     ]
 //   }
 // Rules naming an unknown collective or algorithm are warned about and skipped, so one file can
@@ -35,6 +39,7 @@
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/config_result.hpp"
+#include "algorithms/hccl_rules.hpp"
 #include "algorithms/metrics.hpp"
 #include "algorithms/types.hpp"
 
@@ -59,6 +64,7 @@ class CostModel {
  public:
   std::array<LinkParams, kNumLevels> level{};
   std::vector<SizeRule> rules;
+  std::vector<HcclRule> hcclRules;  // HCCL's default selection, for hccl_rules mode
   std::string source = "built-in defaults";
 
   // Seconds per byte of output for reducing with `op` on `type`.
@@ -91,6 +97,9 @@ const CostModel& defaultCostModel();
 // warnings and are skipped.
 ConfigResult<CostModel> applyTuning(const CostModel& base, const std::string& jsonText,
                                     const std::string& origin, std::vector<std::string>& warnings);
+// A tuning file is read only if it is a regular file of at most this size (opened without
+// blocking: a FIFO or a directory is named as such).
+inline constexpr std::uint64_t kMaxTuningFileBytes = std::uint64_t{4} << 20;
 ConfigResult<CostModel> loadTuningFile(const CostModel& base, const std::string& path,
                                        std::vector<std::string>& warnings);
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string_view>
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/schedule.hpp"
@@ -72,6 +73,10 @@ struct GeneratorSpec {
 
 std::span<const GeneratorSpec> generatorSpecs();
 const GeneratorSpec* findGenerator(Algorithm a, Collective c);
+// The generator of `a` for `c`, to run as a phase of `of` (a composition, named in errors).
+// Throws std::invalid_argument naming the algorithm and the collective when there is none, or when
+// `unevenBlocks` are asked of one that needs equal blocks.
+Generator phaseGenerator(Algorithm a, Collective c, std::string_view of, bool unevenBlocks = false);
 
 // Every rank's schedule for the problem, honouring the write contract (write_contract.hpp).
 Schedule buildSchedule(Generator g, const Problem& pb);

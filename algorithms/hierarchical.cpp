@@ -1,24 +1,15 @@
 #include "algorithms/hierarchical.hpp"
 
-#include "algorithms/ahc.hpp"
-#include "algorithms/pipeline.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
 
+#include "algorithms/plan.hpp"
+
 namespace hccl::algo {
 namespace {
-
-Generator generatorFor(Algorithm a, Collective c) {
-  const GeneratorSpec* spec = findGenerator(a, c);
-  if (!spec)
-    throw std::invalid_argument(
-        fmt::format("{} has no {} to run as a hierarchy phase", hcclName(a), name(c)));
-  return spec->generate;
-}
 
 // Runs one group collective of rank `me` and appends it to `out`.
 struct Composer {
@@ -33,7 +24,8 @@ struct Composer {
     e.members = layout.groupOf(level, me);
     e.level = static_cast<std::uint8_t>(level);
     e.to = {in, outRegion, scratchRegion};
-    const Generator g = generatorFor(algs[static_cast<std::size_t>(level)], q.coll);
+    const Generator g =
+        phaseGenerator(algs[static_cast<std::size_t>(level)], q.coll, "the hierarchy");
     embed(out, g(q, layout.indexIn(level, me)), e);
   }
 };
@@ -169,16 +161,11 @@ void allGather(const Composer& c, const std::vector<int>& used, const Problem& p
 
 }  // namespace
 
-RankSchedule composeHierarchical(const Layout& layout, const LevelAlgorithms& algs,
-                                 const Problem& pb, std::uint32_t rank,
-                                 std::optional<Algorithm> ahcInter) {
+RankSchedule composeLevels(const Layout& layout, const LevelAlgorithms& algs, const Problem& pb,
+                           std::uint32_t rank) {
   if (pb.ranks != layout.ranks())
     throw std::invalid_argument(
         fmt::format("a problem of {} ranks on a layout of {}", pb.ranks, layout.ranks()));
-  if (isAhc(algs[1])) {
-    const auto servers = static_cast<std::uint32_t>(layout.groups(0).size());
-    return ahcSchedule(layout, algs[0], ahcInter.value_or(ahcDefaultInter(servers)), pb, rank);
-  }
   RankSchedule out;
   const std::vector<int> used = levelsInUse(layout);
   const Composer c{layout, algs, rank, out};
@@ -187,12 +174,6 @@ RankSchedule composeHierarchical(const Layout& layout, const LevelAlgorithms& al
     // over every rank, on the links of that level (shape() presents the layout the same way).
     const int top = used.empty() ? 0 : used.back();
     return composeFlat(layout, algs[static_cast<std::size_t>(top)], top, pb, rank);
-  }
-  const bool usesLevel1 = std::find(used.begin(), used.end(), 1) != used.end();
-  const bool usesLevel2 = std::find(used.begin(), used.end(), 2) != used.end();
-  if (algs[1] == Algorithm::Pipeline && usesLevel1 && !usesLevel2 && layout.symmetric()) {
-    out = pipelineSchedule(layout, pb, rank);
-    return out;
   }
   if (used.size() <= 1) {
     // One level: the level's algorithm over all ranks (its only group is in rank order).
@@ -228,13 +209,12 @@ RankSchedule composeFlat(const Layout& layout, Algorithm a, int level, const Pro
   for (std::uint32_t r = 0; r < layout.ranks(); ++r) e.members[r] = r;
   e.level = static_cast<std::uint8_t>(level);
   RankSchedule out;
-  embed(out, generatorFor(a, pb.coll)(pb, rank), e);
+  embed(out, phaseGenerator(a, pb.coll, "a flat plan")(pb, rank), e);
   prune(out);
   return out;
 }
 
-bool composedRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Collective c) {
-  if (isAhc(algs[1])) return false;
+bool levelsRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Collective c) {
   const std::vector<int> used = levelsInUse(layout);
   if (!layout.symmetric()) {
     const GeneratorSpec* spec =
@@ -252,6 +232,17 @@ bool composedRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Coll
     if (!spec || !spec->rankOrdered) return false;
   }
   return true;
+}
+
+RankSchedule composeHierarchical(const Layout& layout, const LevelAlgorithms& algs,
+                                 const Problem& pb, std::uint32_t rank,
+                                 std::optional<Algorithm> ahcInter) {
+  return compose(layout, planKeyFor(layout, algs, ahcInter), pb, rank);
+}
+
+bool composedRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Collective c) {
+  const PlanKey key = planKeyFor(layout, algs);
+  return planOf(key).rankOrdered(layout, key, c);
 }
 
 }  // namespace hccl::algo

@@ -17,10 +17,9 @@
 //
 // Rank order: the composition reduces in rank order when every level's algorithm does and the
 // layout is in block order (each server a consecutive rank range, servers ascending).
-// Asymmetric layouts (servers of unequal size) cannot be split level by level: they run AHC when
-// level1 says so (see ahc.cpp; it also runs on equal servers, as HCCL's AHC_BROKE), otherwise the
+// Asymmetric layouts (servers of unequal size) cannot be split level by level: they run the
 // outermost level's algorithm flat over all ranks (Layout::shape() presents them so to the
-// selector).
+// selector), unless a whole plan such as AHC serves them (plan.hpp).
 #pragma once
 
 #include <array>
@@ -32,23 +31,27 @@
 
 namespace hccl::algo {
 
-using LevelAlgorithms = std::array<Algorithm, kNumLevels>;  // indexed by level
-
-// Rank `rank`'s schedule for `pb` (a Problem over layout.ranks() ranks). Throws
-// std::invalid_argument when the collective cannot be composed or a level's algorithm has no
-// generator for a phase it must run. With algs[1] = AHC or AHC_BROKE the whole schedule is AHC:
-// algs[0] inside the servers, `ahcInter` among the logical same-index cards (default: HCCL's
-// rule, ahcDefaultInter()).
-RankSchedule composeHierarchical(const Layout& layout, const LevelAlgorithms& algs,
-                                 const Problem& pb, std::uint32_t rank,
-                                 std::optional<Algorithm> ahcInter = std::nullopt);
+// Rank `rank`'s schedule for `pb` (a Problem over layout.ranks() ranks), each level running its
+// phases with algs[level] (the per-level plan). Throws std::invalid_argument when the collective
+// cannot be composed or a level's algorithm has no generator for a phase it must run.
+RankSchedule composeLevels(const Layout& layout, const LevelAlgorithms& algs, const Problem& pb,
+                           std::uint32_t rank);
+// True when composeLevels() reduces in rank order for this layout and these algorithms.
+bool levelsRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Collective c);
 
 // Rank `rank`'s schedule running `a` over every rank of the layout as one group, on the links of
 // `level`.
 RankSchedule composeFlat(const Layout& layout, Algorithm a, int level, const Problem& pb,
                          std::uint32_t rank);
 
-// True when composeHierarchical() reduces in rank order for this layout and these algorithms.
+// For callers that name the level algorithms themselves (tests, hccl_sim): the schedule of the
+// plan they name (plan.hpp, planKeyFor()): with algs[1] = pipeline on a layout it runs on, the
+// pipeline; with AHC or AHC_BROKE, AHC (algs[0] inside the servers, `ahcInter` among the logical
+// same-index cards, default HCCL's rule); otherwise composeLevels(). And whether it reduces in
+// rank order.
+RankSchedule composeHierarchical(const Layout& layout, const LevelAlgorithms& algs,
+                                 const Problem& pb, std::uint32_t rank,
+                                 std::optional<Algorithm> ahcInter = std::nullopt);
 bool composedRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Collective c);
 
 }  // namespace hccl::algo

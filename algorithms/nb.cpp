@@ -81,8 +81,7 @@ RankSchedule nbAllGather(const Problem& pb, std::uint32_t r) {
   bruckAllGather(out, pb.ranks, r, bl, [&](std::uint32_t q, std::uint32_t s) {
     return s == q && !pb.inPlace ? Slice{Buf::Input, 0, bl.count(q)} : bl.block(Buf::Output, s);
   });
-  if (!pb.inPlace)
-    copy(out.steps.empty() ? out.newStep() : out.steps.front(), bl.block(Buf::Output, r), ownIn);
+  if (!pb.inPlace) copy(out.firstStep(), bl.block(Buf::Output, r), ownIn);
   prune(out);
   return out;
 }

@@ -95,8 +95,7 @@ RankSchedule nhrAllGather(const Problem& pb, std::uint32_t r) {
     return bl.block(Buf::Output, s);
   };
   tree::allGather(out, keepOrder(pb.ranks), r, src, dst);
-  if (!pb.inPlace)
-    copy(out.steps.empty() ? out.newStep() : out.steps.front(), bl.block(Buf::Output, r), ownIn);
+  if (!pb.inPlace) copy(out.firstStep(), bl.block(Buf::Output, r), ownIn);
   prune(out);
   return out;
 }

@@ -40,8 +40,7 @@ RankSchedule pairwiseAllToAll(const Problem& pb, std::uint32_t r) {
       recv(s, (r + p - k) % p, bl.block(Buf::Output, (r + p - k) % p));
     }
     // No receive lands in block r, so the own copy can run with the first step.
-    copy(out.steps.empty() ? out.newStep() : out.steps.front(), bl.block(Buf::Output, r),
-         bl.block(Buf::Input, r));
+    copy(out.firstStep(), bl.block(Buf::Output, r), bl.block(Buf::Input, r));
     prune(out);
     return out;
   }

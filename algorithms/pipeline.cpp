@@ -91,20 +91,29 @@ void gatherPass(RankSchedule& out, const Grid& g, const Blocks& blocks, Slice ow
   }
 }
 
+// The ReduceScatter pass's scratch, in slots the largest block fits: L-1 slots for the local
+// contributions, the server partial, the inter landing slot and two running sums (one is sent
+// while the next is built). A caller keeps its own scratch from end() on.
+struct PassScratch {
+  std::uint32_t L, l;  // ranks per server, this rank's local index
+  std::uint64_t c;     // slot size: the largest block
+
+  PassScratch(const Grid& g, const Blocks& blocks) : L(g.L), l(g.l), c(blocks.largest()) {}
+  std::uint64_t local(std::uint32_t j) const { return (j < l ? j : j - 1) * c; }
+  std::uint64_t partial() const { return (L - 1) * c; }
+  std::uint64_t landing() const { return partial() + c; }
+  std::uint64_t sum(std::uint32_t k) const { return landing() + (1 + k % 2) * c; }
+  std::uint64_t end() const { return sum(1) + c; }
+};
+
 // The ReduceScatter pass: `contribution(rank)` is where this rank's input for that rank's block
 // sits; the result for this rank lands in `result`.
 template <typename Contribution>
 void reducePass(RankSchedule& out, const Grid& g, const Blocks& blocks, Contribution contribution,
                 Slice result) {
   const auto s = static_cast<std::int64_t>(g.s);
-  std::uint64_t c = 0;  // the largest block, for scratch slots
-  for (std::uint32_t i = 0; i < blocks.parts(); ++i) c = std::max(c, blocks.count(i));
-  // Scratch: L-1 slots for local contributions, the server partial, the inter landing slot and
-  // two running sums (one is sent while the next is built).
-  auto localSlot = [&](std::uint32_t j) {
-    return Slice{Buf::Scratch, (j < g.l ? j : j - 1) * c, 0};
-  };
-  const std::uint64_t partialAt = (g.L - 1) * c, landingAt = partialAt + c, sumAt = landingAt + c;
+  const PassScratch at(g, blocks);
+  auto localSlot = [&](std::uint32_t j) { return Slice{Buf::Scratch, at.local(j), 0}; };
   auto sized = [](Slice sl, std::uint64_t n) { return Slice{sl.buf, sl.offset, n}; };
 
   // Server s's partial of block (t, l), reduced in rank order of the local ranks into `dst`.
@@ -130,83 +139,75 @@ void reducePass(RankSchedule& out, const Grid& g, const Blocks& blocks, Contribu
   {
     Step& st = out.newStep();
     const Slice first =
-        g.S == 1 ? result : Slice{Buf::Scratch, sumAt, blocks.count(g.at(s - 1, g.l))};
+        g.S == 1 ? result : Slice{Buf::Scratch, at.sum(0), blocks.count(g.at(s - 1, g.l))};
     serverPartial(st, s - 1, first);
   }
   for (std::uint32_t i = 0; i + 1 < g.S; ++i) {
     Step& st = out.newStep();
     const std::uint32_t sent = g.at(s - 1 - i, g.l), got = g.at(s - 2 - i, g.l);
-    const Slice sending{Buf::Scratch, sumAt + (i % 2) * c, blocks.count(sent)};
-    const Slice landing{Buf::Scratch, landingAt, blocks.count(got)};
+    const Slice sending{Buf::Scratch, at.sum(i), blocks.count(sent)};
+    const Slice landing{Buf::Scratch, at.landing(), blocks.count(got)};
     xfer(st, Dir::Send, g.at(s + 1, g.l), sending, 1);
     xfer(st, Dir::Recv, g.at(s - 1, g.l), landing, 1);
-    const Slice partial{Buf::Scratch, partialAt, blocks.count(got)};
+    const Slice partial{Buf::Scratch, at.partial(), blocks.count(got)};
     serverPartial(st, s - 2 - i, partial);
     const bool last = i + 2 == g.S;
-    const Slice sum =
-        last ? result : Slice{Buf::Scratch, sumAt + ((i + 1) % 2) * c, blocks.count(got)};
+    const Slice sum = last ? result : Slice{Buf::Scratch, at.sum(i + 1), blocks.count(got)};
     reduce(st, sum, landing, partial);
   }
 }
 
-}  // namespace
-
-RankSchedule pipelineAllGather(const Layout& lay, const Problem& pb, std::uint32_t rank) {
-  check(lay);
-  RankSchedule out;
-  const Grid g(lay, rank);
+void allGather(RankSchedule& out, const Grid& g, const Problem& pb, std::uint32_t rank) {
   const Slice own =
       pb.inPlace ? pb.blocks.block(Buf::Output, rank) : Slice{Buf::Input, 0, pb.blocks.count(rank)};
   gatherPass(out, g, pb.blocks, own);
-  prune(out);
-  return out;
 }
 
-RankSchedule pipelineReduceScatter(const Layout& lay, const Problem& pb, std::uint32_t rank) {
-  check(lay);
-  RankSchedule out;
-  const Grid g(lay, rank);
+void reduceScatter(RankSchedule& out, const Grid& g, const Problem& pb, std::uint32_t rank) {
   const Buf src = pb.inPlace ? Buf::Output : Buf::Input;
   const Slice result = pb.resultSlice(rank);
   const Slice own = pb.blocks.block(src, rank);
   // In place with unequal blocks the result may half-cover this rank's own contribution: build it
   // past the pass's scratch and move it at the end.
   const bool viaScratch = own.overlaps(result) && !(own == result);
-  std::uint64_t top = 0;
-  for (std::uint32_t i = 0; i < pb.ranks; ++i) top = std::max(top, pb.blocks.count(i));
-  const Slice staged{Buf::Scratch, (g.L + 4) * top, result.count};
+  const Slice staged{Buf::Scratch, PassScratch(g, pb.blocks).end(), result.count};
   reducePass(
       out, g, pb.blocks, [&](std::uint32_t q) { return pb.blocks.block(src, q); },
       viaScratch ? staged : result);
   if (viaScratch) copy(out.steps.back(), result, staged);
-  prune(out);
-  return out;
 }
 
-RankSchedule pipelineAllReduce(const Layout& lay, const Problem& pb, std::uint32_t rank) {
-  check(lay);
-  RankSchedule out;
-  const Grid g(lay, rank);
+void allReduce(RankSchedule& out, const Grid& g, const Problem& pb, std::uint32_t rank) {
   const Buf src = pb.inPlace ? Buf::Output : Buf::Input;
   const Slice mine = pb.blocks.block(Buf::Output, rank);
   reducePass(
       out, g, pb.blocks, [&](std::uint32_t q) { return pb.blocks.block(src, q); }, mine);
   gatherPass(out, g, pb.blocks, mine);
-  prune(out);
-  return out;
 }
 
+}  // namespace
+
 RankSchedule pipelineSchedule(const Layout& lay, const Problem& pb, std::uint32_t rank) {
+  using Pass = void (*)(RankSchedule&, const Grid&, const Problem&, std::uint32_t);
+  Pass pass = nullptr;
   switch (pb.coll) {
     case Collective::AllGather:
-      return pipelineAllGather(lay, pb, rank);
+      pass = allGather;
+      break;
     case Collective::ReduceScatter:
-      return pipelineReduceScatter(lay, pb, rank);
+      pass = reduceScatter;
+      break;
     case Collective::AllReduce:
-      return pipelineAllReduce(lay, pb, rank);
+      pass = allReduce;
+      break;
     default:
       throw std::invalid_argument(fmt::format("pipeline has no {}", name(pb.coll)));
   }
+  check(lay);
+  RankSchedule out;
+  pass(out, Grid(lay, rank), pb, rank);
+  prune(out);
+  return out;
 }
 
 }  // namespace hccl::algo

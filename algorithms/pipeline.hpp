@@ -12,8 +12,5 @@ namespace hccl::algo {
 // Rank `rank`'s schedule for an AllGather, ReduceScatter or AllReduce over `lay`. Throws
 // std::invalid_argument for other collectives, asymmetric layouts or several supernodes.
 RankSchedule pipelineSchedule(const Layout& lay, const Problem& pb, std::uint32_t rank);
-RankSchedule pipelineAllGather(const Layout& lay, const Problem& pb, std::uint32_t rank);
-RankSchedule pipelineReduceScatter(const Layout& lay, const Problem& pb, std::uint32_t rank);
-RankSchedule pipelineAllReduce(const Layout& lay, const Problem& pb, std::uint32_t rank);
 
 }  // namespace hccl::algo

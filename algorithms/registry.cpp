@@ -1,4 +1,7 @@
+#include <fmt/format.h>
+
 #include <array>
+#include <stdexcept>
 
 #include "algorithms/generators.hpp"
 #include "algorithms/write_contract.hpp"
@@ -21,11 +24,11 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::Ring, C::AllGather, ringAllGather, true, true},
     GeneratorSpec{A::Ring, C::Broadcast, ringBroadcast, true, true},
     GeneratorSpec{A::Ring, C::Reduce, ringReduce, false, true},
-    GeneratorSpec{A::HalvingDoubling, C::AllReduce, rhdAllReduce, true, true},
-    GeneratorSpec{A::HalvingDoubling, C::ReduceScatter, rhdReduceScatter, false, true},
-    GeneratorSpec{A::HalvingDoubling, C::AllGather, rhdAllGather, true, true},
-    GeneratorSpec{A::HalvingDoubling, C::Broadcast, rhdBroadcast, true, true},
-    GeneratorSpec{A::HalvingDoubling, C::Reduce, rhdReduce, true, true},
+    GeneratorSpec{A::Rhd, C::AllReduce, rhdAllReduce, true, true},
+    GeneratorSpec{A::Rhd, C::ReduceScatter, rhdReduceScatter, false, true},
+    GeneratorSpec{A::Rhd, C::AllGather, rhdAllGather, true, true},
+    GeneratorSpec{A::Rhd, C::Broadcast, rhdBroadcast, true, true},
+    GeneratorSpec{A::Rhd, C::Reduce, rhdReduce, true, true},
     GeneratorSpec{A::Mesh, C::AllReduce, meshAllReduce, true, true},
     GeneratorSpec{A::Mesh, C::ReduceScatter, meshReduceScatter, true, true},
     GeneratorSpec{A::Mesh, C::AllGather, meshAllGather, true, true},
@@ -53,6 +56,17 @@ const GeneratorSpec* findGenerator(Algorithm a, Collective c) {
   for (const GeneratorSpec& s : kSpecs)
     if (s.algorithm == a && s.coll == c) return &s;
   return nullptr;
+}
+
+Generator phaseGenerator(Algorithm a, Collective c, std::string_view of, bool unevenBlocks) {
+  const GeneratorSpec* spec = findGenerator(a, c);
+  if (!spec)
+    throw std::invalid_argument(
+        fmt::format("{} has no {} to run as a phase of {}", hcclName(a), name(c), of));
+  if (unevenBlocks && !spec->unevenBlocks)
+    throw std::invalid_argument(
+        fmt::format("{} {} needs equal blocks to run as a phase of {}", hcclName(a), name(c), of));
+  return spec->generate;
 }
 
 Schedule buildSchedule(Generator g, const Problem& pb) {

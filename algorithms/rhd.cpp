@@ -238,8 +238,7 @@ RankSchedule rhdReduceScatter(const Problem& pb, std::uint32_t r) {
       cur = keep;
     }
   }
-  Step& last =
-      out.steps.empty() || !out.steps.back().xfers.empty() ? out.newStep() : out.steps.back();
+  Step& last = out.stepAfterTransfers();
   const Slice scratchFree{Buf::Scratch, pb.inPlace ? 0 : n, 0};
   if (f.inPart1(r) && f.active(r)) {  // hand the pair's other block back
     const Slice theirs = bl.block(Buf::Output, f.pairPeer(r));

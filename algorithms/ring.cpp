@@ -73,8 +73,7 @@ RankSchedule ringReduceScatter(const Problem& pb, std::uint32_t r) {
   const Slice mine = pb.resultSlice(r);
   if (!pb.inPlace) {
     if (p == 1) copy(out.newStep(), mine, bl.block(Buf::Input, 0));
-    std::uint64_t maxBlock = 0;
-    for (std::uint32_t i = 0; i < p; ++i) maxBlock = std::max(maxBlock, bl.count(i));
+    const std::uint64_t maxBlock = bl.largest();
     // Partial sums alternate between two scratch slots: a step sends one while receiving into
     // the other. The last partial sum (block r) lands in the output directly.
     auto slot = [&](std::uint32_t b, std::uint32_t k) {
@@ -96,9 +95,9 @@ RankSchedule ringReduceScatter(const Problem& pb, std::uint32_t r) {
   const Slice done = bl.block(Buf::Output, r);
   if (!(done == mine)) {
     if (done.offset >= mine.count) {
-      copy(out.steps.empty() ? out.newStep() : out.steps.back(), mine, done);
+      copy(out.lastStep(), mine, done);
     } else {  // overlapping move (uneven blocks): go through scratch
-      Step& s = out.steps.empty() ? out.newStep() : out.steps.back();
+      Step& s = out.lastStep();
       copy(s, Slice{Buf::Scratch, 0, mine.count}, done);
       copy(s, mine, Slice{Buf::Scratch, 0, mine.count});
     }
@@ -113,9 +112,7 @@ RankSchedule ringAllGather(const Problem& pb, std::uint32_t r) {
   ringGatherPass(out, pb.blocks, pb.ranks, r, own);
   // Out of place the own block also goes to its output slot; the first step's transfers do not
   // touch that slot, so the copy rides along with them.
-  if (!pb.inPlace)
-    copy(out.steps.empty() ? out.newStep() : out.steps.front(), pb.blocks.block(Buf::Output, r),
-         own);
+  if (!pb.inPlace) copy(out.firstStep(), pb.blocks.block(Buf::Output, r), own);
   return out;
 }
 

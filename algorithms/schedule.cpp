@@ -46,6 +46,12 @@ Blocks Blocks::of(std::span<const std::uint64_t> counts) {
   return b;
 }
 
+std::uint64_t Blocks::largest() const {
+  std::uint64_t m = 0;
+  for (std::uint32_t i = 0; i < parts(); ++i) m = std::max(m, count(i));
+  return m;
+}
+
 bool Blocks::isUniform() const {
   for (std::uint32_t i = 1; i < parts(); ++i)
     if (count(i) != count(0)) return false;

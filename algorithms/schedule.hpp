@@ -91,6 +91,15 @@ struct RankSchedule {
   bool operator==(const RankSchedule&) const = default;
 
   Step& newStep() { return steps.emplace_back(); }
+  // The first or the last step, or a new one when there is none: where a local op goes that may
+  // run alongside the first step's transfers, or must wait for the last step's.
+  Step& firstStep() { return steps.empty() ? newStep() : steps.front(); }
+  Step& lastStep() { return steps.empty() ? newStep() : steps.back(); }
+  // The last step when it posts no transfers, else a new one: local work after every transfer
+  // that may share a step with earlier local work.
+  Step& stepAfterTransfers() {
+    return steps.empty() || !steps.back().xfers.empty() ? newStep() : steps.back();
+  }
 };
 
 // Step builders used by generators. Empty slices are dropped (both ends of a transfer derive its
@@ -129,6 +138,8 @@ class Blocks {
     return {b, offsets_[first], offsets_[last] - offsets_[first]};
   }
   Slice block(Buf b, std::uint32_t i) const { return span(b, i, i + 1); }
+  // The count of the largest block (0 without blocks): the size of a slot any block fits.
+  std::uint64_t largest() const;
   bool isUniform() const;
   bool operator==(const Blocks&) const = default;
 

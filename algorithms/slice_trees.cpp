@@ -291,8 +291,7 @@ RankSchedule scatterCollective(const Problem& pb, std::uint32_t r, const SliceTr
   scatter(out, t, r, root, hold);
   // The root never receives, so its own block can be copied alongside its first sends.
   if (r == root && !pb.inPlace)
-    copy(out.steps.empty() ? out.newStep() : out.steps.front(), Slice{Buf::Output, 0, bl.count(r)},
-         bl.block(Buf::Input, r));
+    copy(out.firstStep(), Slice{Buf::Output, 0, bl.count(r)}, bl.block(Buf::Input, r));
   prune(out);
   return out;
 }

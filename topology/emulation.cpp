@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 
+#include "common/utf8.hpp"
 #include "topology/error.hpp"
 
 namespace hccl::topo {
@@ -89,7 +90,7 @@ std::optional<Role> unitRole(std::string word) {
 
 std::string describe(const Token& t) {
   if (t.kind == Tok::End) return "the end of the spec";
-  return fmt::format("'{}' at column {}", t.text, t.column);
+  return fmt::format("'{}' at column {}", text::truncated(t.text, 40), t.column);
 }
 
 struct Factor {
@@ -134,7 +135,8 @@ class Parser {
 
  private:
   [[noreturn]] void fail(std::string_view problem, std::string_view valid) const {
-    throw TopologyError(fmt::format("emulation spec \"{}\" {}: {}", spec_, problem, valid));
+    throw TopologyError(fmt::format("emulation spec {} {}: {}",
+                                    text::quoted(text::truncated(spec_, 100)), problem, valid));
   }
 
   void lex() {
@@ -180,10 +182,15 @@ class Parser {
           case ':':
             t.kind = Tok::Colon;
             break;
-          default:
-            fail(fmt::format("has an unexpected character '{}' at column {}",
-                             spec_.substr(start, 1), start + 1),
-                 "valid are digits, unit words, 'x' 'X' '*' '+' ',' '(' ')' ':' and spaces");
+          default: {
+            // Everything before is ASCII (anything else stops here), so the column is start + 1.
+            const std::string meant = text::didYouMean(spec_, start);
+            fail(fmt::format("has an unexpected character {} at column {}",
+                             text::describe(spec_, start), start + 1),
+                 fmt::format("valid are digits, unit words, 'x' 'X' '*' '+' ',' '(' ')' ':' and "
+                             "spaces{}{}",
+                             meant.empty() ? "" : "; ", meant));
+          }
         }
       }
       t.text = std::string(spec_.substr(start, i - start));

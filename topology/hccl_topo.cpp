@@ -10,6 +10,9 @@
 #include <optional>
 #include <sstream>
 
+#include "common/file_text.hpp"
+#include "common/json_text.hpp"
+#include "common/utf8.hpp"
 #include "topology/emulation.hpp"
 #include "topology/error.hpp"
 #include "topology/hierarchy.hpp"
@@ -21,6 +24,7 @@
 namespace {
 
 using namespace hccl::topo;
+namespace text = hccl::text;
 using nlohmann::json;
 
 struct Options {
@@ -132,13 +136,14 @@ void printLocal(const LocalSummary& s, const RankRecord& record) {
 }
 
 json readJsonFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw TopologyError(fmt::format("hierarchy JSON {}: cannot open", path));
-  try {
-    return json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw TopologyError(fmt::format("hierarchy JSON {}: invalid JSON: {}", path, e.what()));
-  }
+  // As large as the largest rank table: one entry per rank.
+  const text::FileText file = text::readRegularFile(path, kMaxRankTableBytes);
+  if (!file.text)
+    throw TopologyError(fmt::format("hierarchy JSON {}: {}", text::shown(path), file.error));
+  std::string error;
+  std::optional<json> parsed = text::parseJson(*file.text, error);
+  if (!parsed) throw TopologyError(fmt::format("hierarchy JSON {}: {}", text::shown(path), error));
+  return std::move(*parsed);
 }
 
 int run(const Options& o) {

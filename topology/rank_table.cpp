@@ -4,13 +4,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "common/file_text.hpp"
+#include "common/json_text.hpp"
+#include "common/utf8.hpp"
 #include "topology/error.hpp"
 
 namespace hccl::topo {
@@ -26,17 +25,36 @@ std::string aType(const json& v) {
   return (t == "object" || t == "array" ? "an " : "a ") + t;
 }
 
+// A value for a message: a string quoted whole (text::quoted), anything else as JSON with every
+// non-ASCII and DEL byte escaped (nlohmann's dump leaves DEL raw otherwise; found by fuzzing).
 std::string shown(const json& v) {
-  std::string s = v.dump();
-  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+  if (v.is_string()) return text::quoted(text::truncated(v.get<std::string>(), 35));
+  return text::truncated(v.dump(-1, ' ', true), 37);
+}
+
+// Ends a message about a rejected value: its first non-ASCII character, named.
+std::string hint(std::string_view value) {
+  return text::nonAsciiHint(value, 1);
 }
 
 class Reader {
  public:
-  explicit Reader(std::string_view source) : source_(source) {}
+  explicit Reader(std::string_view source) : source_(text::shown(source)) {}
 
   [[noreturn]] void fail(std::string_view message) const {
     throw TopologyError(fmt::format("rank table {}: {}", source_, message));
+  }
+
+  // A name (server_id, super_pod_id) must print as itself: no control characters.
+  void checkName(const std::string& name, const std::string& field) const {
+    for (std::size_t i = 0; i < name.size(); i += text::decodeAt(name, i).bytes) {
+      const char32_t c = text::decodeAt(name, i).code;
+      if (c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f))
+        fail(fmt::format(
+            "{} {} holds {} at position {}; expected a name without control "
+            "characters",
+            field, text::quoted(name), text::describe(name, i), text::charPosition(name, i)));
+    }
   }
 
   const json* field(const json& obj, std::string_view key, const std::string& path,
@@ -97,7 +115,8 @@ class Reader {
       if (ok) v = v * 10 + static_cast<std::uint64_t>(c - '0');
     }
     if (!ok || v > max)
-      fail(fmt::format("{} is \"{}\"; expected {}", fieldPath(path, key), *s, expected));
+      fail(fmt::format("{} is {}; expected {}{}", fieldPath(path, key), text::quoted(*s), expected,
+                       hint(*s)));
     return static_cast<std::uint32_t>(v);
   }
 
@@ -107,12 +126,13 @@ class Reader {
     if (!s) return std::nullopt;
     unsigned char buf[16];
     if (inet_pton(AF_INET, s->c_str(), buf) != 1 && inet_pton(AF_INET6, s->c_str(), buf) != 1)
-      fail(fmt::format("{} is \"{}\"; expected an IPv4 or IPv6 address", fieldPath(path, key), *s));
+      fail(fmt::format("{} is {}; expected an IPv4 or IPv6 address{}", fieldPath(path, key),
+                       text::quoted(*s), hint(*s)));
     return s;
   }
 
  private:
-  std::string_view source_;
+  std::string source_;
 };
 
 struct Where {
@@ -128,13 +148,18 @@ void parseServers(const Reader& in, const json& list, bool v12, RankTable& t) {
     const json& s = in.object(list[i], path);
     RankTableServer server;
     server.id = *in.string(s, "server_id", path, "the server's name", true);
-    if (server.id.empty() || server.id.size() > kMaxServerIdLength)
-      in.fail(fmt::format("{}.server_id \"{}\" has {} characters; expected 1 to {}", path,
-                          server.id, server.id.size(), kMaxServerIdLength));
+    if (server.id.empty() || server.id.size() > kMaxServerIdLength) {
+      const std::size_t chars = text::charCount(server.id);
+      in.fail(fmt::format("{}.server_id {} is {} bytes{}; expected 1 to {} bytes", path,
+                          text::quoted(text::truncated(server.id, 80)), server.id.size(),
+                          chars == server.id.size() ? "" : fmt::format(" ({} characters)", chars),
+                          kMaxServerIdLength));
+    }
+    in.checkName(server.id, path + ".server_id");
     auto [it, fresh] = serverIds.emplace(server.id, i);
     if (!fresh)
-      in.fail(fmt::format("{}.server_id \"{}\" repeats server_list[{}]; expected unique server ids",
-                          path, server.id, it->second));
+      in.fail(fmt::format("{}.server_id {} repeats server_list[{}]; expected unique server ids",
+                          path, text::quoted(server.id), it->second));
     server.hostIp = in.ip(s, "host_ip", path, false).value_or("");
     const json& devices = in.array(s, "device", path, "devices");
     std::map<std::uint32_t, std::size_t> deviceIds;
@@ -226,6 +251,7 @@ void parseSupernodes(const Reader& in, const json& top, RankTable& t) {
     RankTableSupernode sn;
     sn.id = *in.string(pod, "super_pod_id", path, "the super pod's id", true);
     if (sn.id.empty()) in.fail(fmt::format("{}.super_pod_id is empty; expected an id", path));
+    in.checkName(sn.id, path + ".super_pod_id");
     auto [pit, pfresh] = podIds.emplace(sn.id, p);
     if (!pfresh)
       in.fail(
@@ -240,9 +266,9 @@ void parseSupernodes(const Reader& in, const json& top, RankTable& t) {
       auto it = serverIndex.find(id);
       if (it == serverIndex.end())
         in.fail(
-            fmt::format("{}.server_id \"{}\" is not in server_list; expected one of its "
+            fmt::format("{}.server_id {} is not in server_list; expected one of its "
                         "server_id values",
-                        mpath, id));
+                        mpath, text::quoted(text::truncated(id, 80))));
       if (podOf[it->second])
         in.fail(
             fmt::format("server \"{}\" appears in super_pod_list[{}] and in {}; expected each "
@@ -280,24 +306,23 @@ void parseSupernodes(const Reader& in, const json& top, RankTable& t) {
 RankTable parseRankTable(std::string_view jsonText, std::string_view source,
                          std::optional<std::uint32_t> expectedRanks) {
   const Reader in(source);
-  json top;
-  try {
-    top = json::parse(jsonText);
-  } catch (const json::parse_error& e) {
-    in.fail(fmt::format("invalid JSON: {}", e.what()));
-  }
+  std::string error;
+  std::optional<json> parsed = text::parseJson(jsonText, error);
+  if (!parsed) in.fail(error);
+  const json& top = *parsed;
   in.object(top, "");
   RankTable t;
   t.source = std::string(source);
   const std::string status = *in.string(top, "status", "", "\"completed\"", true);
   if (status != "completed")
-    in.fail(fmt::format("status is \"{}\"; expected \"completed\"", status));
+    in.fail(fmt::format("status is {}; expected \"completed\"{}",
+                        text::quoted(text::truncated(status, 40)), hint(status)));
   t.version = *in.string(top, "version", "", "\"1.0\" or \"1.2\"", true);
   if (t.version != "1.0" && t.version != "1.2")
     in.fail(
-        fmt::format("version is \"{}\"; expected \"1.0\" (server_list) or \"1.2\" "
-                    "(super_pod_list); other versions are not supported",
-                    t.version));
+        fmt::format("version is {}; expected \"1.0\" (server_list) or \"1.2\" "
+                    "(super_pod_list); other versions are not supported{}",
+                    text::quoted(text::truncated(t.version, 40)), hint(t.version)));
   const bool v12 = t.version == "1.2";
   const std::uint32_t serverCount = *in.decimal(top, "server_count", "", 1u << 20, true);
   const json& list = in.array(top, "server_list", "", "servers");
@@ -318,14 +343,10 @@ RankTable parseRankTable(std::string_view jsonText, std::string_view source,
 }
 
 RankTable loadRankTable(const std::string& path, std::optional<std::uint32_t> expectedRanks) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    throw TopologyError(fmt::format("rank table {}: cannot open: {}", path, std::strerror(errno)));
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad())
-    throw TopologyError(fmt::format("rank table {}: read error: {}", path, std::strerror(errno)));
-  return parseRankTable(text.str(), path, expectedRanks);
+  const text::FileText file = text::readRegularFile(path, kMaxRankTableBytes);
+  if (!file.text)
+    throw TopologyError(fmt::format("rank table {}: {}", text::shown(path), file.error));
+  return parseRankTable(*file.text, path, expectedRanks);
 }
 
 Hierarchy hierarchyFromRankTable(const RankTable& table) {

@@ -9,10 +9,13 @@
 //
 // Every value is a JSON string, as HCCL writes them. Checked on load, each failure naming the file,
 // the JSON path of the field (or the rank) and what was expected:
-//   - valid JSON; required fields present with the right types; status "completed"; version 1.0
+//   - a regular file of at most kMaxRankTableBytes, opened without blocking
+//   - valid JSON (UTF-8, nesting at most 64 deep; errors at a line and column in characters);
+//     required fields present with the right types; status "completed"; version 1.0
 //     or 1.2; server_count equal to the number of servers; decimal ids; IP addresses parse;
 //     device_ip present when there is more than one server; super_device_id present in 1.2
-//   - server_id unique; device_id unique within its server
+//   - server_id and super_pod_id without control characters, server_id 1 to 64 bytes; both unique;
+//     device_id unique within its server
 //   - rank_id runs 0..N-1 without duplicates or gaps (N = number of devices)
 //   - the ranks of one server form a contiguous range (servers do not interleave)
 //   - 1.2: super_pod_id unique; every server in exactly one super pod; the servers of one super pod
@@ -55,6 +58,10 @@ struct RankTable {
   std::vector<RankTableServer> servers;
   std::vector<RankTableSupernode> supernodes;  // empty for 1.0 (one implicit supernode)
 };
+
+// A rank table is read only if it is a regular file of at most this size (about 200,000 devices
+// in HCCL's layout): a FIFO, a directory or a device is reported as what it is, never read.
+inline constexpr std::uint64_t kMaxRankTableBytes = std::uint64_t{32} << 20;
 
 // Throw TopologyError on any failure listed above. expectedRanks: the communicator size, if known.
 RankTable parseRankTable(std::string_view jsonText, std::string_view source,

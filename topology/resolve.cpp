@@ -7,11 +7,39 @@
 #include <map>
 #include <regex>
 
+#include "common/utf8.hpp"
 #include "topology/emulation.hpp"
 #include "topology/error.hpp"
 #include "topology/rank_table.hpp"
 
 namespace hccl::topo {
+namespace {
+
+// libstdc++'s default executor backtracks: "(a+)+$" against a 64-character hostname would run for
+// hours inside MPI_Init. __polynomial (a libstdc++ extension) selects its breadth-first executor,
+// linear in the hostname, which refuses back-references when the pattern is compiled. Its
+// compiler recurses per nesting level, so the pattern's length is bounded too.
+std::regex hostnameRegex(const std::string& pattern) {
+  return std::regex(pattern, std::regex::ECMAScript | std::regex_constants::__polynomial);
+}
+
+// libstdc++ reads the numbers of "{m,n}" and "\N" into a long without checking for overflow
+// (signed overflow, undefined behaviour; found by fuzzing with UBSan). Hostname patterns need no
+// long numbers: a run of more than 9 digits is refused before the regex compiler sees it.
+void checkNumbers(std::string_view text, std::string_view pattern) {
+  std::size_t digits = 0;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    digits = pattern[i] >= '0' && pattern[i] <= '9' ? digits + 1 : 0;
+    if (digits > 9)
+      throw TopologyError(fmt::format(
+          "supernode grouping {}: the number at position {} has more than 9 digits; expected "
+          "repetition counts and literal digits of at most 9",
+          text::quoted(text::truncated(text, 60)),
+          text::charPosition(text, text.size() - pattern.size() + i + 1 - digits)));
+  }
+}
+
+}  // namespace
 
 SupernodeGrouping SupernodeGrouping::parse(std::string_view text) {
   SupernodeGrouping g;
@@ -20,17 +48,24 @@ SupernodeGrouping SupernodeGrouping::parse(std::string_view text) {
   if (text.substr(0, kRegex.size()) == kRegex) {
     g.kind = Kind::HostnamePattern;
     g.hostnamePattern = std::string(text.substr(kRegex.size()));
+    if (g.hostnamePattern.empty())
+      throw TopologyError(
+          fmt::format("supernode grouping {}: the pattern is empty; expected regex:<pattern>",
+                      text::quoted(text)));
+    if (g.hostnamePattern.size() > kMaxHostnamePatternLength)
+      throw TopologyError(
+          fmt::format("supernode grouping {}: the pattern is {} bytes; expected at most {}",
+                      text::quoted(text::truncated(text, 40)), g.hostnamePattern.size(),
+                      kMaxHostnamePatternLength));
+    checkNumbers(text, g.hostnamePattern);
     try {
-      std::regex check(g.hostnamePattern, std::regex::ECMAScript);
+      static_cast<void>(hostnameRegex(g.hostnamePattern));
     } catch (const std::regex_error& e) {
       throw TopologyError(
-          fmt::format("supernode grouping \"{}\": the pattern is not a valid "
-                      "ECMAScript regex ({})",
-                      text, e.what()));
+          fmt::format("supernode grouping {}: the pattern is not a valid ECMAScript regex "
+                      "without back-references ({})",
+                      text::quoted(text), e.what()));
     }
-    if (g.hostnamePattern.empty())
-      throw TopologyError(fmt::format(
-          "supernode grouping \"{}\": the pattern is empty; expected regex:<pattern>", text));
     return g;
   }
   std::uint64_t n = 0;
@@ -41,10 +76,9 @@ SupernodeGrouping SupernodeGrouping::parse(std::string_view text) {
   }
   if (!digits || n == 0)
     throw TopologyError(fmt::format(
-        "supernode grouping \"{}\" is not valid; expected \"\" or \"single\" (one supernode), a "
-        "count of servers per supernode (e.g. \"4\"), or \"regex:<pattern>\" whose first capture "
-        "group names a hostname's supernode",
-        text));
+        "supernode grouping {} is not valid; expected \"single\", servers per supernode "
+        "(\"4\") or \"regex:<pattern>\"{}",
+        text::quoted(text::truncated(text, 40)), text::nonAsciiHint(text, 1)));
   g.kind = Kind::ServersPerSupernode;
   g.serversPerSupernode = static_cast<std::uint32_t>(n);
   return g;
@@ -116,7 +150,7 @@ Hierarchy hierarchyFromRecords(std::span<const RankRecord> records,
       case SupernodeGrouping::Kind::HostnamePattern: {
         std::regex re;
         try {
-          re = std::regex(grouping.hostnamePattern, std::regex::ECMAScript);
+          re = hostnameRegex(grouping.hostnamePattern);
         } catch (const std::regex_error& e) {
           throw TopologyError(
               fmt::format("topology: supernode pattern \"{}\" is not a valid regex "
@@ -157,6 +191,20 @@ TopologySource TopologySource::fromEnvironment() {
     throw TopologyError(fmt::format("{}: {}", kEnvSupernodes, e.what()));
   }
   s.supernodeHint = env(kEnvSupernodeHint);
+  // The hint travels in every rank's record: printable ASCII of bounded length (RankRecord).
+  if (s.supernodeHint.size() > RankRecord::kHintMax)
+    throw TopologyError(fmt::format("{}: {} is {} bytes; expected at most {}", kEnvSupernodeHint,
+                                    text::quoted(text::truncated(s.supernodeHint, 40)),
+                                    s.supernodeHint.size(), RankRecord::kHintMax));
+  for (std::size_t i = 0; i < s.supernodeHint.size(); ++i) {
+    const char c = s.supernodeHint[i];
+    if (c < 0x20 || c > 0x7e)
+      throw TopologyError(fmt::format(
+          "{}: {} holds {} at position {}; expected printable ASCII (a supernode id such as "
+          "\"0\" or \"pod-a\")",
+          kEnvSupernodeHint, text::quoted(s.supernodeHint), text::describe(s.supernodeHint, i),
+          text::charPosition(s.supernodeHint, i)));
+  }
   return s;
 }
 

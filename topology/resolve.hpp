@@ -23,12 +23,16 @@ inline constexpr const char* kEnvEmulate = "HCCL_TOPO_EMULATE";
 inline constexpr const char* kEnvSupernodes = "HCCL_TOPO_SUPERNODES";
 inline constexpr const char* kEnvSupernodeHint = "HCCL_LOGIC_SUPERPOD_ID";
 
+inline constexpr std::size_t kMaxHostnamePatternLength = 256;
+
 struct SupernodeGrouping {
   enum class Kind : std::uint8_t { Single, ServersPerSupernode, HostnamePattern };
   Kind kind = Kind::Single;
   std::uint32_t serversPerSupernode = 0;  // ServersPerSupernode: servers in rank order, N at a time
-  // HostnamePattern: ECMAScript regex searched in each hostname; capture group 1 (or the whole
-  // match when there is no group) names the supernode. A hostname that does not match is an error.
+  // HostnamePattern: ECMAScript regex (at most kMaxHostnamePatternLength bytes, no
+  // back-references: it is matched in linear time) searched in each hostname; capture group 1 (or
+  // the whole match when there is no group) names the supernode. A hostname that does not match
+  // is an error.
   std::string hostnamePattern;
 
   // "" or "single" -> Single; "<N>" (N >= 1) -> N servers per supernode;
@@ -48,7 +52,8 @@ struct TopologySource {
   SupernodeGrouping grouping;
   std::string supernodeHint;  // this process's hint for its RankRecord
 
-  // Reads the four environment variables above; throws TopologyError on a bad grouping.
+  // Reads the four environment variables above; throws TopologyError on a bad grouping or a
+  // hint that is not printable ASCII of at most RankRecord::kHintMax bytes.
   static TopologySource fromEnvironment();
 };
 

@@ -291,33 +291,24 @@ std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::strin
     err = d.error;
     return nullptr;
   }
-  algo::LevelAlgorithms algs{algo::Algorithm::Ring, algo::Algorithm::Ring, algo::Algorithm::Ring};
-  for (const algo::LevelChoice& lc : d.levels)
-    algs[static_cast<std::size_t>(lc.level)] = lc.algorithm;
+  const algo::PlanKey& composed = d.plan;
   const algo::Problem& pb = s.problem;
-  const std::optional<algo::Algorithm> ahcInter = d.ahcInter;
-  std::string key =
-      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", toString(pb), s.info.elemSize,
-                  static_cast<int>(algs[0]), static_cast<int>(algs[1]), static_cast<int>(algs[2]),
-                  pb.blocks.isUniform(), d.flat, ahcInter ? static_cast<int>(*ahcInter) : -1);
+  std::string key = fmt::format("{}|{}|{}|{}", toString(pb), s.info.elemSize,
+                                algo::toString(composed), pb.blocks.isUniform());
   if (!pb.blocks.isUniform())
     for (std::uint32_t r = 0; r < pb.ranks; ++r) key += fmt::format(",{}", pb.blocks.count(r));
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
 
   const algo::Layout& lay = *layout_;
-  const bool flat = d.flat;
-  const int top = d.levels.empty() ? 0 : d.levels.back().level;
-  const algo::RankGenerator compose = [&lay, algs, flat, top, ahcInter](const algo::Problem& q,
-                                                                        std::uint32_t r) {
-    return flat ? algo::composeFlat(lay, algs[static_cast<std::size_t>(top)], top, q, r)
-                : algo::composeHierarchical(lay, algs, q, r, ahcInter);
+  const algo::RankGenerator compose = [&lay, composed](const algo::Problem& q, std::uint32_t r) {
+    return algo::compose(lay, composed, q, r);
   };
   const auto gen = [&compose](const algo::Problem& q, std::uint32_t r) {
     return algo::withPrivateInput(q, r, compose);
   };
   auto plan = std::make_shared<Plan>();
   plan->decision = d;
-  plan->algorithms = algs;
+  plan->algorithms = composed.algorithms;
   const std::uint64_t budget =
       std::max<std::uint64_t>(1, options_.settings.buffSizeBytes() / s.info.elemSize);
   const std::uint64_t chunk = algo::chunkSizeFor(pb, budget, gen);

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
+#include "algorithms/config_values.hpp"
+
 #include <map>
+#include <vector>
 
 namespace hccl::engine {
 namespace {
@@ -28,21 +30,37 @@ const hccl_setting_layer_t* top(const hccl_setting_t& s) {
   return s.num_layers > 0 ? &s.layers[0] : nullptr;
 }
 
-ConfigError bad(const char* setting, const hccl_setting_layer_t& l, const std::string& valid) {
-  return {setting, l.value, 0,
-          fmt::format("{}: invalid value \"{}\"; expected {} (from {})", setting, l.value, valid,
-                      l.source),
-          l.source};
+// A parser's error, with where the value came from, as resolveSettings reports its own.
+ConfigError fromLayer(ConfigError e, const hccl_setting_layer_t& l) {
+  e.source = l.source;
+  e.message += fmt::format(" (from {})", l.source);
+  return e;
 }
 
-std::optional<ConfigError> parseSeconds(const hccl_setting_layer_t& l, tl::UcxOptions& ucx) {
-  const std::string_view v = l.value;
-  double seconds = 0;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
-  if (ec != std::errc() || end != v.data() + v.size() || !(seconds >= 0) || seconds > 1e7)
-    return bad("timeout", l, "a number of seconds >= 0 (0 = never)");
-  ucx.timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
-  return std::nullopt;
+// The MPI calls the adapter takes over; an HCCL_ALGO entry for any other op configures schedules
+// (hccl_info, hccl_sim) but never runs through MPI.
+bool servedThroughMpi(algo::OpType op) {
+  switch (algo::configuredBy(op)) {
+    case algo::OpType::AllReduce:
+    case algo::OpType::AllGather:
+    case algo::OpType::ReduceScatter:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::vector<std::string> notesOf(const algo::Settings& s) {
+  std::vector<std::string> notes = s.algo.value.notes();
+  for (int i = 0; i < algo::kNumOpKeys; ++i) {
+    const auto op = static_cast<algo::OpType>(i);
+    if (!s.algo.value.hasOwnEntry(op) || servedThroughMpi(op) || !algo::collective(op)) continue;
+    notes.push_back(fmt::format(
+        "HCCL_ALGO: the entry for op \"{}\" has no effect through MPI: coll_hccl takes over "
+        "MPI_Allreduce, MPI_Allgather and MPI_Reduce_scatter(_block) only ({})",
+        algo::name(op), s.algo.from.str()));
+  }
+  return notes;
 }
 
 std::optional<ConfigError> parseLevel0Link(const hccl_setting_layer_t& l, EngineOptions& o) {
@@ -100,32 +118,37 @@ algo::ConfigResult<EngineOptions> optionsFromLayers(
   EngineOptions o;
   o.settings = std::move(resolved).value();
 
+  o.notes = notesOf(o.settings);
+
   std::string sources;
   if (const auto* l = top(layers[HCCL_SETTING_HCCS_TLS])) {
-    o.ucx.hccs.tls = l->value;
-    sources += fmt::format(" hccs_tls={} ({})", l->value, l->source);
+    auto tls = algo::parseTransportList("hccs_tls", l->value);
+    if (!tls.ok()) return fromLayer(tls.error(), *l);
+    o.ucx.hccs.tls = tls.value();
+    sources += fmt::format(" hccs_tls={} ({})", o.ucx.hccs.tls, l->source);
   }
   if (const auto* l = top(layers[HCCL_SETTING_ROCE_TLS])) {
-    o.ucx.roce.tls = l->value;
-    sources += fmt::format(" roce_tls={} ({})", l->value, l->source);
+    auto tls = algo::parseTransportList("roce_tls", l->value);
+    if (!tls.ok()) return fromLayer(tls.error(), *l);
+    o.ucx.roce.tls = tls.value();
+    sources += fmt::format(" roce_tls={} ({})", o.ucx.roce.tls, l->source);
   }
   if (const auto* l = top(layers[HCCL_SETTING_INTRA_ROCE])) {
-    const std::string_view v = l->value;
-    if (v != "0" && v != "1") return bad("intra_roce", *l, "0 or 1");
-    o.ucx.intraRoce = v == "1";
-    sources += fmt::format(" intra_roce={} ({})", v, l->source);
+    auto on = algo::parseIntraRoce(l->value);
+    if (!on.ok()) return fromLayer(on.error(), *l);
+    o.ucx.intraRoce = on.value();
+    sources += fmt::format(" intra_roce={} ({})", on.value() ? 1 : 0, l->source);
   }
   if (const auto* l = top(layers[HCCL_SETTING_TIMEOUT])) {
-    if (auto e = parseSeconds(*l, o.ucx)) return *e;
-    sources += fmt::format(" timeout={}s ({})", l->value, l->source);
+    auto timeout = algo::parseTimeout(l->value);
+    if (!timeout.ok()) return fromLayer(timeout.error(), *l);
+    o.ucx.timeout = timeout.value();
+    sources += fmt::format(" timeout={} ms ({})", o.ucx.timeout.count(), l->source);
   }
   if (const auto* l = top(layers[HCCL_SETTING_VERBOSE])) {
-    const std::string_view v = l->value;
-    int level = 0;
-    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), level);
-    if (ec != std::errc() || end != v.data() + v.size() || level < 0)
-      return bad("verbose", *l, "an integer >= 0");
-    o.verbose = level;
+    auto level = algo::parseVerbose(l->value);
+    if (!level.ok()) return fromLayer(level.error(), *l);
+    o.verbose = level.value();
   }
   if (const auto* l = top(layers[HCCL_SETTING_LEVEL0_LINK])) {
     if (auto e = parseLevel0Link(*l, o)) return *e;

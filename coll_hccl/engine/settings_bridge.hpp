@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "algorithms/config_settings.hpp"
 #include "coll_hccl/hccl_engine.h"
@@ -27,6 +28,9 @@ struct EngineOptions {
   std::string level0LinkSource = "default";
   std::string ucxSources;  // where the transport settings came from, for logs
   int verbose = 0;
+  // Accepted settings that have no effect (HCCL_ALGO's level3, an entry for an op coll_hccl does
+  // not take over through MPI, ...), one sentence each, for the verbose log.
+  std::vector<std::string> notes;
 };
 
 // Resolves every setting from its highest layer. Errors name the setting, the value, its source

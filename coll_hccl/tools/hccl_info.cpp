@@ -3,7 +3,8 @@
 //   hccl_info algorithms                 every algorithm, what it serves and where
 //   hccl_info config                     the effective configuration and where each value came from
 //   hccl_info table --shape "4x8"        the decision table for a layout (or --rank-table FILE)
-//   hccl_info tuning [--tuning FILE]     the cost model as a tuning document
+//   hccl_info tuning [--tuning FILE]     the cost model and HCCL's default rules as a tuning
+//                                        document
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -73,18 +74,6 @@ struct ConfigOptions {
   }
 };
 
-std::string bytesText(std::uint64_t b) {
-  if (b >= (1u << 20) && b % (1u << 20) == 0) return fmt::format("{} MiB", b >> 20);
-  if (b >= 1024 && b % 1024 == 0) return fmt::format("{} KiB", b >> 10);
-  return fmt::format("{} B", b);
-}
-
-std::string timeText(double s) {
-  if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
-  if (s < 1) return fmt::format("{:.2f} ms", s * 1e3);
-  return fmt::format("{:.2f} s", s);
-}
-
 void listAlgorithms(bool json) {
   nlohmann::json out = nlohmann::json::array();
   for (const AlgorithmInfo& ai : algorithmCatalog()) {
@@ -97,8 +86,10 @@ void listAlgorithms(bool json) {
       if (reduces(g.coll)) c += g.rankOrdered ? " (rank order)" : "";
       colls.push_back(c);
     }
-    if (ai.id == Algorithm::Pipeline || ai.id == Algorithm::AHC || ai.id == Algorithm::AHC_Broke)
-      colls = {"allreduce", "reducescatter", "allgather"};
+    if (const Plan* whole = planOwning(ai.id)) {  // a whole plan serves what it lists
+      colls.clear();
+      for (Collective c : whole->collectives()) colls.emplace_back(name(c));
+    }
     if (json) {
       out.push_back({{"name", std::string(hcclName(ai.id))},
                      {"summary", std::string(ai.summary)},
@@ -201,7 +192,7 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
                                                            : "";
         fmt::print("  {:<16}", fmt::format("{}{}", hcclName(lc.algorithm), mark));
       }
-      fmt::print("  {:>10}\n", timeText(d.predicted));
+      fmt::print("  {:>10}\n", secondsText(d.predicted));
       if (to.why) fmt::print("{:>25}{}\n", "", d.summary());
     }
     if (!to.json) fmt::print("\n");
@@ -250,7 +241,8 @@ int main(int argc, char** argv) {
   table->add_flag("--why", to.why, "Explain every decision");
   table->add_flag("--json", to.json, "Machine-readable output");
 
-  auto* tuning = app.add_subcommand("tuning", "Print the cost model as a tuning document");
+  auto* tuning = app.add_subcommand(
+      "tuning", "Print the cost model and HCCL's default rules (hccl_rules) as a tuning document");
   co.add(tuning);
 
   CLI11_PARSE(app, argc, argv);

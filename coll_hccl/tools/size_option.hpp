@@ -6,7 +6,8 @@
 
 namespace hccl::tools {
 
-// Throws CLI::ValidationError naming the text and the accepted forms.
+// algo::parseByteSize; throws CLI::ValidationError naming the text, its position and the
+// accepted forms.
 std::uint64_t parseSizeOption(const std::string& s);
 
 }  // namespace hccl::tools

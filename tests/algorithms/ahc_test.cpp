@@ -18,10 +18,9 @@ namespace {
 
 using Sizes = std::vector<std::uint32_t>;
 
-constexpr std::array<Algorithm, 3> kIntra = {Algorithm::Ring, Algorithm::Mesh,
-                                             Algorithm::HalvingDoubling};
+constexpr std::array<Algorithm, 3> kIntra = {Algorithm::Ring, Algorithm::Mesh, Algorithm::Rhd};
 constexpr std::array<Algorithm, 4> kInter = {Algorithm::Ring, Algorithm::NHR, Algorithm::NB,
-                                             Algorithm::HalvingDoubling};
+                                             Algorithm::Rhd};
 
 Schedule ahcAll(const Layout& lay, Algorithm intra, Algorithm inter, const Problem& pb) {
   Schedule s{pb, {}};

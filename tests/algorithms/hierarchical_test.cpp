@@ -12,16 +12,14 @@
 namespace hccl::algo {
 namespace {
 
-constexpr std::array<Algorithm, 3> kLevel0 = {Algorithm::Ring, Algorithm::Mesh,
-                                              Algorithm::HalvingDoubling};
-constexpr std::array<Algorithm, 4> kOuter = {Algorithm::Ring, Algorithm::HalvingDoubling,
-                                             Algorithm::NHR, Algorithm::NB};
+constexpr std::array<Algorithm, 3> kLevel0 = {Algorithm::Ring, Algorithm::Mesh, Algorithm::Rhd};
+constexpr std::array<Algorithm, 4> kOuter = {Algorithm::Ring, Algorithm::Rhd, Algorithm::NHR,
+                                             Algorithm::NB};
 constexpr std::size_t kCombos = kLevel0.size() * kOuter.size();
 
 LevelAlgorithms combo(std::size_t k) {
   const Algorithm outer = kOuter[(k / 3) % kOuter.size()];
-  return {kLevel0[k % 3], outer,
-          outer == Algorithm::Ring ? Algorithm::HalvingDoubling : Algorithm::Ring};
+  return {kLevel0[k % 3], outer, outer == Algorithm::Ring ? Algorithm::Rhd : Algorithm::Ring};
 }
 
 Schedule composeAll(const Layout& lay, const LevelAlgorithms& algs, const Problem& pb) {
@@ -162,7 +160,7 @@ TEST(Hierarchical, PipelineMetricsFollowTheFormula) {
 }
 
 TEST(Hierarchical, RankOrderNeedsBlockOrderAndOrderedLevels) {
-  const LevelAlgorithms ordered{Algorithm::Mesh, Algorithm::HalvingDoubling, Algorithm::Ring};
+  const LevelAlgorithms ordered{Algorithm::Mesh, Algorithm::Rhd, Algorithm::Ring};
   EXPECT_TRUE(composedRankOrdered(Layout::servers(2, 4), ordered, Collective::AllReduce));
   EXPECT_FALSE(composedRankOrdered(Layout::uneven({4, 4}, true), ordered, Collective::AllReduce));
   const LevelAlgorithms ring{Algorithm::Mesh, Algorithm::Ring, Algorithm::Ring};

@@ -62,14 +62,11 @@ TEST(Metrics, Ring) {
 
 TEST(Metrics, RhdPowerOfTwo) {
   for (std::uint32_t p : {2u, 4u, 8u, 16u}) {
-    expectMetrics(Algorithm::HalvingDoubling, Collective::AllReduce, p,
-                  {2 * lg(p), 2 * frac(p), frac(p)});
-    expectMetrics(Algorithm::HalvingDoubling, Collective::ReduceScatter, p,
-                  {lg(p), frac(p), frac(p)});
-    expectMetrics(Algorithm::HalvingDoubling, Collective::AllGather, p, {lg(p), frac(p), 0});
-    expectMetrics(Algorithm::HalvingDoubling, Collective::Broadcast, p, {lg(p), double(lg(p)), 0});
-    expectMetrics(Algorithm::HalvingDoubling, Collective::Reduce, p,
-                  {2 * lg(p), 2 * frac(p), frac(p)});
+    expectMetrics(Algorithm::Rhd, Collective::AllReduce, p, {2 * lg(p), 2 * frac(p), frac(p)});
+    expectMetrics(Algorithm::Rhd, Collective::ReduceScatter, p, {lg(p), frac(p), frac(p)});
+    expectMetrics(Algorithm::Rhd, Collective::AllGather, p, {lg(p), frac(p), 0});
+    expectMetrics(Algorithm::Rhd, Collective::Broadcast, p, {lg(p), double(lg(p)), 0});
+    expectMetrics(Algorithm::Rhd, Collective::Reduce, p, {2 * lg(p), 2 * frac(p), frac(p)});
   }
 }
 
@@ -78,11 +75,11 @@ TEST(Metrics, RhdOtherRankCounts) {
     if (std::has_single_bit(p)) continue;
     const std::uint32_t pp = std::bit_floor(p);
     const std::uint64_t k = lg(p);
-    expectMetrics(Algorithm::HalvingDoubling, Collective::AllReduce, p,
+    expectMetrics(Algorithm::Rhd, Collective::AllReduce, p,
                   {2 * k + 2, 2 * frac(pp) + 2, frac(pp) + 1});
-    expectMetrics(Algorithm::HalvingDoubling, Collective::Reduce, p,
+    expectMetrics(Algorithm::Rhd, Collective::Reduce, p,
                   {2 * k + 1, 2 * frac(pp) + 1, frac(pp) + 1});
-    expectMetrics(Algorithm::HalvingDoubling, Collective::Broadcast, p,
+    expectMetrics(Algorithm::Rhd, Collective::Broadcast, p,
                   {k + 1, double(k + 1), 0});  // ceil(log p) rounds of the whole buffer
 
     // ReduceScatter: fold (n), non-uniform halving within the reference's bounds, scatter (n/p).
@@ -90,7 +87,7 @@ TEST(Metrics, RhdOtherRankCounts) {
     const double upper = double((std::uint64_t{2} << k) - 2) / p;
     for (Collective c : {Collective::ReduceScatter, Collective::AllGather}) {
       SCOPED_TRACE(::testing::Message() << name(c) << " p=" << p);
-      const Metrics m = measure(Algorithm::HalvingDoubling, c, p);
+      const Metrics m = measure(Algorithm::Rhd, c, p);
       EXPECT_EQ(m.steps(), k + 2);
       const double halving = double(m.bytes()) / kN - 1.0 - 1.0 / p;
       EXPECT_GE(halving, lower - 1e-12);

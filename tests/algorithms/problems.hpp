@@ -20,11 +20,9 @@ inline bool hasInPlaceVariant(Collective c) {
   return c != Collective::Broadcast;
 }
 
+// Test names use the internal name (rhd_allreduce), which is also the file's and the functions'.
 inline std::string specName(const GeneratorSpec& s) {
-  std::string n = std::string(hcclName(s.algorithm)) + "_" + std::string(name(s.coll));
-  for (char& ch : n)
-    if (ch == '-') ch = '_';
-  return n;
+  return std::string(internalName(s.algorithm)) + "_" + std::string(name(s.coll));
 }
 
 }  // namespace hccl::algo::test

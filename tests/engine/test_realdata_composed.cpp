@@ -44,10 +44,9 @@ std::vector<NamedLayout> layouts() {
           {"4x4", Layout::servers(4, 4)}};
 }
 
-constexpr std::array<Algorithm, 3> kLevel0 = {Algorithm::Ring, Algorithm::Mesh,
-                                              Algorithm::HalvingDoubling};
-constexpr std::array<Algorithm, 4> kOuter = {Algorithm::Ring, Algorithm::HalvingDoubling,
-                                             Algorithm::NHR, Algorithm::NB};
+constexpr std::array<Algorithm, 3> kLevel0 = {Algorithm::Ring, Algorithm::Mesh, Algorithm::Rhd};
+constexpr std::array<Algorithm, 4> kOuter = {Algorithm::Ring, Algorithm::Rhd, Algorithm::NHR,
+                                             Algorithm::NB};
 constexpr std::size_t kCombos = kLevel0.size() * kOuter.size();
 
 // Combination k: level0 from kLevel0, level1 from kOuter, level2 another outer one.
@@ -137,7 +136,7 @@ TEST(RealDataComposed, UnevenBlocks) {
 // 64 ranks: 8 servers of 8, and 4 pods of 2 servers of 8, AllReduce out of place.
 TEST(RealDataComposed, SixtyFourRanks) {
   const NamedLayout big[] = {{"8x8", Layout::servers(8, 8)}, {"4x2x8", Layout::pods(4, 2, 8)}};
-  const LevelAlgorithms algs[] = {{Algorithm::Mesh, Algorithm::HalvingDoubling, Algorithm::Ring},
+  const LevelAlgorithms algs[] = {{Algorithm::Mesh, Algorithm::Rhd, Algorithm::Ring},
                                   {Algorithm::Ring, Algorithm::NHR, Algorithm::NB}};
   for (std::size_t i = 0; i < 2; ++i) {
     const Problem pb = Problem::allReduce(64, 1000);

@@ -151,17 +151,17 @@ algo::Schedule compose(const Layout& lay, const LevelAlgorithms& algs, const Pro
 // rank-order product exactly when composedRankOrdered() says so; and an interleaved layout or an
 // unordered algorithm visibly reorders.
 TEST(UserOpComposed, RankOrderExactlyWhenClaimed) {
-  const std::array<Algorithm, 5> algs = {Algorithm::Ring, Algorithm::Mesh,
-                                         Algorithm::HalvingDoubling, Algorithm::NHR, Algorithm::NB};
+  const std::array<Algorithm, 5> algs = {Algorithm::Ring, Algorithm::Mesh, Algorithm::Rhd,
+                                         Algorithm::NHR, Algorithm::NB};
   const std::pair<const char*, Layout> layouts[] = {
       {"2x3", Layout::servers(2, 3)},           {"3x2", Layout::servers(3, 2)},
       {"rr:2x3", Layout::uneven({3, 3}, true)}, {"3+5", Layout::uneven({3, 5})},
       {"rr:5+3", Layout::uneven({5, 3}, true)}, {"2x2x2", Layout::pods(2, 2, 2)}};
   std::size_t claimed = 0, shownUnordered = 0;
   for (const auto& [label, lay] : layouts) {
-    for (Algorithm a0 : {Algorithm::Ring, Algorithm::Mesh, Algorithm::HalvingDoubling}) {
+    for (Algorithm a0 : {Algorithm::Ring, Algorithm::Mesh, Algorithm::Rhd}) {
       for (Algorithm a1 : algs) {
-        const LevelAlgorithms la{a0, a1, Algorithm::HalvingDoubling};
+        const LevelAlgorithms la{a0, a1, Algorithm::Rhd};
         for (Collective c : {Collective::AllReduce, Collective::ReduceScatter}) {
           // A ReduceScatter over two or more levels claims rank order but does not keep it (see
           // RankOrderReduceScatter below): left to those tests.
@@ -234,21 +234,14 @@ TEST(RankOrderReduceScatter, SelectorForcedFullmesh) {
   call.commutative = false;  // a user op: type and op stay unset
   const algo::Decision& d = sel.decide(call);
   if (!d.ok()) return;  // declined: the engine falls back to Open MPI's own algorithms
-  LevelAlgorithms algs{Algorithm::Ring, Algorithm::Ring, Algorithm::Ring};
-  for (const algo::LevelChoice& lc : d.levels)
-    algs[static_cast<std::size_t>(lc.level)] = lc.algorithm;
-  const int top = d.levels.empty() ? 0 : d.levels.back().level;
   const Problem pb = Problem::reduceScatter(6, 5);
   algo::Schedule s{pb, {}};
-  for (std::uint32_t r = 0; r < 6; ++r)
-    s.ranks.push_back(d.flat
-                          ? algo::composeFlat(lay, algs[static_cast<std::size_t>(top)], top, pb, r)
-                          : algo::composeHierarchical(lay, algs, pb, r));
+  for (std::uint32_t r = 0; r < 6; ++r) s.ranks.push_back(algo::compose(lay, d, pb, r));
   const UserOpOutcome o = run(s, 4);
   ASSERT_TRUE(o.error.empty()) << o.error;
   EXPECT_EQ(o.rankOrderMismatches, 0u)
-      << "non-commutative reduce_scatter on 2x3 decided as " << d.summary()
-      << (d.flat ? " (flat)" : " (composed)") << " gives another product:\n"
+      << "non-commutative reduce_scatter on 2x3 decided as " << d.summary() << " ("
+      << algo::planOf(d.plan).name() << " plan) gives another product:\n"
       << o.firstMismatch;
 }
 

@@ -42,7 +42,7 @@ const std::vector<std::pair<std::string, std::vector<OpType>>> kKeys = {
 
 const std::vector<std::pair<std::string, std::optional<Algorithm>>> kWords = {
     {"ring", Algorithm::Ring},
-    {"H-D_R", Algorithm::HalvingDoubling},
+    {"H-D_R", Algorithm::Rhd},
     {"NHR", Algorithm::NHR},
     {"NHR_V1", Algorithm::NHR_V1},
     {"NB", Algorithm::NB},
@@ -85,8 +85,8 @@ TEST(HcclAlgo, GlobalForms) {
   const std::vector<std::pair<std::string, Levels>> cases = {
       {"level0:NA;level1:NHR", {std::nullopt, Algorithm::NHR, std::nullopt, std::nullopt}},
       {"level0:NA;level1:ring;level2:H-D_R",
-       {std::nullopt, Algorithm::Ring, Algorithm::HalvingDoubling, std::nullopt}},
-      {"level1:H-D_R", {std::nullopt, Algorithm::HalvingDoubling, std::nullopt, std::nullopt}},
+       {std::nullopt, Algorithm::Ring, Algorithm::Rhd, std::nullopt}},
+      {"level1:H-D_R", {std::nullopt, Algorithm::Rhd, std::nullopt, std::nullopt}},
       {"  level0 : NA ;\tlevel1 : ring  ",
        {std::nullopt, Algorithm::Ring, std::nullopt, std::nullopt}},
       {"lev el1:ri ng", {std::nullopt, Algorithm::Ring, std::nullopt, std::nullopt}},
@@ -131,8 +131,8 @@ TEST(HcclAlgo, PerOpForEveryKey) {
 TEST(HcclAlgo, PerOpDocumentationExample) {
   const AlgoConfig c = parsed("allreduce=level0:NA;level1:ring/allgather=level0:NA;level1:H-D_R");
   EXPECT_EQ(c.forced(OpType::AllReduce, 1), Algorithm::Ring);
-  EXPECT_EQ(c.forced(OpType::AllGather, 1), Algorithm::HalvingDoubling);
-  EXPECT_EQ(c.forced(OpType::AllGatherV, 1), Algorithm::HalvingDoubling);
+  EXPECT_EQ(c.forced(OpType::AllGather, 1), Algorithm::Rhd);
+  EXPECT_EQ(c.forced(OpType::AllGatherV, 1), Algorithm::Rhd);
   for (OpType op : {OpType::ReduceScatter, OpType::Broadcast, OpType::AllToAll, OpType::SendRecv})
     EXPECT_EQ(levelsOf(c, op), Levels{}) << name(op);
 }
@@ -229,8 +229,68 @@ TEST(HcclAlgo, LengthLimit) {
   EXPECT_EQ(r.error().position, 1601u);
   EXPECT_EQ(r.error().token, "x");
   EXPECT_EQ(r.error().message,
-            "HCCL_ALGO: value too long: 1601 characters, the excess starts with \"x\" at position "
-            "1601; valid: at most 1600 characters");
+            "HCCL_ALGO: value too long: 1601 bytes, the excess starts with \"x\" at position "
+            "1601; valid: at most 1600 bytes");
+
+  // The limit counts bytes (HcclCommConfig's array); the excess starts at a whole character and
+  // its position counts characters.
+  std::string straddling = atLimit.substr(0, kMaxHcclAlgoLength - 1) + "\u00e9tc";
+  const auto s = parseHcclAlgo(straddling);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().token, "\u00e9tc");
+  EXPECT_EQ(s.error().position, 1600u);
+  EXPECT_EQ(s.error().message,
+            "HCCL_ALGO: value too long: 1603 bytes (1602 characters), the excess starts with "
+            "\"\u00e9tc\" at position 1600; valid: at most 1600 bytes");
+}
+
+TEST(HcclAlgo, NotesWhatHasNoEffect) {
+  // HCCL's grammar accepts level3 and the code-only op keys; they are accepted here too, and the
+  // notes say they change nothing.
+  const AlgoConfig level3 = parsed("level0:NA;level1:ring;level3:ring");
+  EXPECT_EQ(level3.forced(OpType::AllReduce, 1), Algorithm::Ring);
+  ASSERT_EQ(level3.notes().size(), 1u);
+  EXPECT_EQ(level3.notes()[0],
+            "HCCL_ALGO: level3:ring at position 23 has no effect: level3 is reserved (no hierarchy "
+            "has a fourth level; level0 is inside a server, level1 between servers, level2 "
+            "between supernodes)");
+  EXPECT_TRUE(parsed("level0:NA;level3:NA").notes().empty());
+  EXPECT_TRUE(parsed("level0:NA;level3:null").notes().empty());
+
+  const AlgoConfig perOp = parsed("allreduce=level1:NHR;level3:NB/gather=level1:ring");
+  ASSERT_EQ(perOp.notes().size(), 2u);
+  EXPECT_EQ(perOp.notes()[0],
+            "HCCL_ALGO: level3:NB at position 22 has no effect: level3 is reserved (no hierarchy "
+            "has a fourth level; level0 is inside a server, level1 between servers, level2 "
+            "between supernodes) (op allreduce)");
+  EXPECT_EQ(perOp.notes()[1],
+            "HCCL_ALGO: the entry for op \"gather\" at position 32 has no effect: coll_hccl has "
+            "no gather collective (HCCL accepts the key; it configures nothing here)");
+  for (const char* key : {"send", "receive", "sendrecv"}) {
+    const AlgoConfig c = parsed(std::string(key) + "=level1:ring");
+    ASSERT_EQ(c.notes().size(), 1u) << key;
+    EXPECT_NE(c.notes()[0].find("no " + std::string(key) + " collective"), std::string::npos);
+  }
+  // Ops this library has schedules for are not noted here (the engine says which ones MPI
+  // reaches); neither is others=.
+  EXPECT_TRUE(parsed("broadcast=level1:ring/others=level1:NHR").notes().empty());
+  EXPECT_TRUE(parsed("broadcast=level1:ring").hasOwnEntry(OpType::Broadcast));
+  EXPECT_FALSE(parsed("broadcast=level1:ring").hasOwnEntry(OpType::AllReduce));
+  EXPECT_TRUE(parsed("allgather=level1:ring").hasOwnEntry(OpType::AllGatherV));
+  EXPECT_FALSE(parsed("level1:ring").hasOwnEntry(OpType::AllReduce));
+}
+
+TEST(HcclAlgo, CollectiveOfEachOpType) {
+  EXPECT_EQ(collective(OpType::AllReduce), Collective::AllReduce);
+  EXPECT_EQ(collective(OpType::AllGatherV), Collective::AllGather);
+  EXPECT_EQ(collective(OpType::ReduceScatterV), Collective::ReduceScatter);
+  EXPECT_EQ(collective(OpType::AllToAllVC), Collective::AllToAll);
+  for (OpType op : {OpType::Gather, OpType::Send, OpType::Receive, OpType::SendRecv})
+    EXPECT_EQ(collective(op), std::nullopt) << name(op);
+  for (Collective c :
+       {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather,
+        Collective::Broadcast, Collective::Reduce, Collective::Scatter, Collective::AllToAll})
+    EXPECT_EQ(collective(opType(c)), c);
 }
 
 // ---- rejected values -----------------------------------------------------------------------
@@ -283,6 +343,30 @@ INSTANTIATE_TEST_SUITE_P(
             "unknown algorithm \"rign\" at position 28 (level1 of allreduce); valid: " + kAlgos},
         Rejected{"level1:ring\n", "ring\n", 8,
                  "unknown algorithm \"ring\\x0a\" at position 8 (level1); valid: " + kAlgos},
+        // Unicode: whole characters, positions in characters, look-alikes named
+        Rejected{"level0:NA;level1:r\u00efng", "r\u00efng", 18,
+                 "unknown algorithm \"r\u00efng\" at position 18 (level1); valid: " + kAlgos +
+                     "; position 19 holds '\u00ef' (U+00EF)"},
+        Rejected{"level0\uff1aNA", "level0\uff1aNA", 1,
+                 "missing \":\" in \"level0\uff1aNA\" at position 1; valid: levelN:<algo> with "
+                 "levelN one of " +
+                     kLevelsList +
+                     "; position 7 holds '\uff1a' (U+FF1A full-width form): did "
+                     "you mean ':'?"},
+        Rejected{"level0:NA;\u00a0level1:ring", "\u00a0level1", 11,
+                 "unknown level \"\\u{00A0}level1\" at position 11; valid: " + kLevelsList +
+                     "; position 11 holds U+00A0 (invisible no-break space): did you mean a "
+                     "plain space?"},
+        Rejected{"level1:ring\xff", "ring\xff", 8,
+                 "unknown algorithm \"ring\\xff\" at position 8 (level1); valid: " + kAlgos +
+                     "; position 12 holds byte 0xFF (not UTF-8)"},
+        Rejected{"level1:\u200bring", "\u200bring", 8,
+                 "unknown algorithm \"\\u{200B}ring\" at position 8 (level1); valid: " + kAlgos +
+                     "; position 8 holds U+200B (invisible zero width space): delete it?"},
+        // 45 characters in (46 bytes): the position counts the two-byte '\u00e4' once
+        Rejected{"allreduce=level1:ring/\u00e4=level1:NHR/allgather", "allgather", 45,
+                 "missing \"=\" after op \"allgather\" at position 45; valid: "
+                 "<op>=levelN:<algo>;..."},
         Rejected{"level0:star", "star", 8,
                  "unknown algorithm \"star\" at position 8 (level0); valid: " + kAlgos},
         // unknown op

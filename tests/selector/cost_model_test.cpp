@@ -2,6 +2,7 @@
 #include "algorithms/cost_model.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <fstream>
@@ -93,6 +94,21 @@ TEST(CostModel, BadDocumentsAreErrorsNamingTheMember) {
       {R"({"rules": [{"collective": "allreduce", "algorithm": "ring", "min_bytes": 9,
                       "max_bytes": 1}]})",
        "min_bytes is larger"},
+      // HCCL's default rules (hccl_rules.hpp)
+      {R"({"hccl_rules": {"level": 1}})", "hccl_rules: expected an array"},
+      {R"({"hccl_rules": [{"algorithm": "ring"}]})", "hccl_rules[0].level: expected 0, 1 or 2"},
+      {R"({"hccl_rules": [{"level": 3, "algorithm": "ring"}]})", "hccl_rules[0].level"},
+      {R"({"hccl_rules": [{"level": 1}]})", "hccl_rules[0].algorithm"},
+      {R"({"hccl_rules": [{"level": 1, "algorithm": "ring", "within": "pipeline"}]})",
+       "hccl_rules[0].within: expected \"AHC\""},
+      {R"({"hccl_rules": [{"level": 1, "algorithm": "ring", "group_size": {"min": -1}}]})",
+       "hccl_rules[0].group_size.min"},
+      {R"({"hccl_rules": [{"level": 1, "algorithm": "ring", "servers": {"min": 4, "max": 2}}]})",
+       "hccl_rules[0].servers: min is larger than max"},
+      {R"({"hccl_rules": [{"level": 1, "algorithm": "ring", "min_bytes": 9, "max_bytes": 1}]})",
+       "min_bytes is larger than max_bytes"},
+      {R"({"hccl_rules": [{"level": 1, "algorithm": "ring", "deterministic": "yes"}]})",
+       "hccl_rules[0].deterministic: expected true or false"},
   };
   for (const auto& [text, needle] : cases) {
     std::vector<std::string> warnings;
@@ -108,7 +124,22 @@ TEST(CostModel, FilesAreReadAndMissingOnesNamed) {
   std::vector<std::string> warnings;
   auto missing = loadTuningFile(defaultCostModel(), "/nonexistent/tuning.json", warnings);
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.error().message.find("/nonexistent/tuning.json"), std::string::npos);
+  EXPECT_EQ(missing.error().message,
+            "tuning file /nonexistent/tuning.json: cannot be opened: No such file or directory");
+  // Neither a directory nor a FIFO is read (a FIFO would block the communicator's creation).
+  const auto dir = loadTuningFile(defaultCostModel(), ::testing::TempDir(), warnings);
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.error().message.find(": is a directory; expected a regular file"),
+            std::string::npos)
+      << dir.error().message;
+  const std::string fifo = ::testing::TempDir() + "/hccl_tuning_fifo";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const auto pipe = loadTuningFile(defaultCostModel(), fifo, warnings);
+  ASSERT_FALSE(pipe.ok());
+  EXPECT_EQ(pipe.error().message,
+            "tuning file " + fifo + ": is a FIFO (named pipe); expected a regular file");
+  std::remove(fifo.c_str());
   const std::string path = ::testing::TempDir() + "/hccl_tuning_test.json";
   std::ofstream(path) << R"({"description": "measured", "levels": {"level2": {"alpha_us": 99}}})";
   auto ok = loadTuningFile(defaultCostModel(), path, warnings);
@@ -121,9 +152,9 @@ TEST(CostModel, FilesAreReadAndMissingOnesNamed) {
 TEST(CostModel, RulesMatchFirstWithInclusiveBounds) {
   CostModel m;
   m.rules = {{Collective::AllReduce, 1, 0, 100, Algorithm::Ring},
-             {Collective::AllReduce, 1, 50, 1000, Algorithm::HalvingDoubling}};
+             {Collective::AllReduce, 1, 50, 1000, Algorithm::Rhd}};
   EXPECT_EQ(m.rule(Collective::AllReduce, 1, 100), Algorithm::Ring);
-  EXPECT_EQ(m.rule(Collective::AllReduce, 1, 101), Algorithm::HalvingDoubling);
+  EXPECT_EQ(m.rule(Collective::AllReduce, 1, 101), Algorithm::Rhd);
   EXPECT_EQ(m.rule(Collective::AllReduce, 0, 10), std::nullopt);
   EXPECT_EQ(m.rule(Collective::AllGather, 1, 10), std::nullopt);
 }

@@ -65,4 +65,19 @@ check("allreduce (rank order)" in algs["H-D_R"]["collectives"], "RHD allreduce i
 check("level0" in algs["fullmesh"]["hccl_levels"], "mesh is level0")
 tuning = json.loads(run("tuning").stdout)
 check(tuning["version"] == 1 and "level1" in tuning["levels"], "tuning document")
+# HCCL's default rules are part of it, and a tuning file's rows replace them.
+check(any(r["algorithm"] == "pipeline" and r["level"] == 1 for r in tuning["hccl_rules"]),
+      f"hccl_rules rows in the tuning document: {tuning.get('hccl_rules')}")
+rules_file = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"hccl_info_rules_{os.getpid()}.json")
+with open(rules_file, "w") as f:
+    json.dump({"hccl_rules": [{"level": 1, "algorithm": "NB"}]}, f)
+try:
+    check(json.loads(run("tuning", "--tuning", rules_file).stdout)["hccl_rules"]
+          == [{"level": 1, "algorithm": "NB"}], "a tuning file replaces the rows")
+    rows = json.loads(run("table", "--shape", "4x1", "--json", "--coll", "allreduce", "--tuning",
+                          rules_file, extra_env={"COLL_HCCL_SELECTION": "hccl_rules"}).stdout)
+    check(all(r["levels"][0]["algorithm"] == "NB" and r["levels"][0]["reason"] == "hccl_rules"
+              for r in rows), f"hccl_rules selection follows the file: {rows[0]}")
+finally:
+    os.remove(rules_file)
 print("PASS hccl_info")

@@ -60,7 +60,7 @@ TEST(Selector, ForcedButIncapableFallsBackAlongHcclsChain) {
                defaultCostModel());
   const Decision& d = sel.decide(allreduce(1 << 20, false));
   ASSERT_TRUE(d.ok()) << d.error;
-  EXPECT_EQ(d.levels[0].algorithm, Algorithm::HalvingDoubling);
+  EXPECT_EQ(d.levels[0].algorithm, Algorithm::Rhd);
   EXPECT_EQ(d.levels[0].reason, Reason::Fallback);
   EXPECT_NE(d.levels[0].detail.find("does not reduce in rank order"), std::string::npos)
       << d.levels[0].detail;
@@ -94,8 +94,7 @@ TEST(Selector, HcclRulesForTwoToSixteenServers) {
     for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
       const Decision& d = sel.decide(withColl(allreduce(1 << 16), c));
       ASSERT_TRUE(d.ok()) << d.error;
-      const Algorithm want =
-          std::has_single_bit(servers) ? Algorithm::HalvingDoubling : Algorithm::Ring;
+      const Algorithm want = std::has_single_bit(servers) ? Algorithm::Rhd : Algorithm::Ring;
       EXPECT_EQ(d.levels[0].algorithm, want) << servers << " servers, " << name(c);
       EXPECT_EQ(d.levels[0].reason, Reason::HcclRules);
     }
@@ -110,7 +109,7 @@ TEST(Selector, HcclRulesForPods) {
     ASSERT_TRUE(d.ok()) << d.error;
     ASSERT_EQ(d.levels.size(), 2u);
     const Algorithm want =
-        pods < 8 && !std::has_single_bit(pods) ? Algorithm::Ring : Algorithm::HalvingDoubling;
+        pods < 8 && !std::has_single_bit(pods) ? Algorithm::Ring : Algorithm::Rhd;
     EXPECT_EQ(d.levels[1].algorithm, want) << pods << " pods";
   }
 }
@@ -121,9 +120,9 @@ Algorithm ringOrHd(const Selector& sel, std::uint64_t bytes) {
   double ring = 0, hd = 0;
   for (const Candidate& c : sel.candidates(allreduce(bytes), 0)) {
     if (c.algorithm == Algorithm::Ring) ring = c.predicted;
-    if (c.algorithm == Algorithm::HalvingDoubling) hd = c.predicted;
+    if (c.algorithm == Algorithm::Rhd) hd = c.predicted;
   }
-  return ring <= hd ? Algorithm::Ring : Algorithm::HalvingDoubling;
+  return ring <= hd ? Algorithm::Ring : Algorithm::Rhd;
 }
 
 // The byte size at which the model stops picking H-D_R for ring on 6 servers, searched over
@@ -137,7 +136,7 @@ std::uint64_t crossover(const CostModel& m) {
 
 TEST(Selector, ModelPicksFewStepsForSmallAndLittleDataForLarge) {
   Selector sel(CommShape::servers(6, 1), settingsWith({}), linkModel(25, 1.25));
-  EXPECT_EQ(ringOrHd(sel, 64), Algorithm::HalvingDoubling);
+  EXPECT_EQ(ringOrHd(sel, 64), Algorithm::Rhd);
   EXPECT_EQ(ringOrHd(sel, 64 << 20), Algorithm::Ring);
   const Decision& small = sel.decide(allreduce(64));
   const Decision& large = sel.decide(allreduce(64 << 20));
@@ -192,7 +191,7 @@ TEST(Selector, Level0CanBeForcedOnSharedMemory) {
                defaultCostModel());
   const Decision& d = sel.decide(allreduce(4096));
   ASSERT_TRUE(d.ok()) << d.error;
-  EXPECT_EQ(d.levels[0].algorithm, Algorithm::HalvingDoubling);
+  EXPECT_EQ(d.levels[0].algorithm, Algorithm::Rhd);
   EXPECT_EQ(d.levels[0].reason, Reason::Forced);
 }
 
@@ -230,7 +229,7 @@ TEST(SelectorPipeline, ForcedPipelineFallsBackWithItsReason) {
   EXPECT_EQ(d.levels[1].reason, Reason::Fallback);
   EXPECT_NE(d.levels[1].detail.find("pipeline does not reduce in rank order"), std::string::npos)
       << d.levels[1].detail;
-  EXPECT_EQ(d.levels[1].algorithm, Algorithm::HalvingDoubling);  // pipeline -> NHR, H-D_R, ring
+  EXPECT_EQ(d.levels[1].algorithm, Algorithm::Rhd);  // pipeline -> NHR, H-D_R, ring
 }
 
 TEST(SelectorPipeline, NotOnASingleServerOrAcrossPods) {
@@ -261,6 +260,32 @@ TEST(SelectorPipeline, HcclRulesThresholds) {
   EXPECT_NE(flat.decide(large).levels.back().algorithm, Algorithm::Pipeline);
 }
 
+// A level0 algorithm forced next to a pipeline cannot take effect: the pipeline runs its own
+// intra-server transfers. The decision says it was ignored and why, not that level0 was the
+// model's choice (issue 15: level0:pipeline was reported as a model choice).
+TEST(SelectorPipeline, ForcedLevel0ThatCannotTakeEffectIsReportedIgnored) {
+  const CallInfo big = withColl(allreduce(64 << 20), Collective::AllGather);
+  for (const char* algo : {"level0:pipeline", "level0:ring", "level0:ring;level1:pipeline"}) {
+    Selector sel(CommShape::servers(4, 8), settingsWith({{"HCCL_ALGO", algo}}), defaultCostModel());
+    const Decision& d = sel.decide(big);
+    ASSERT_TRUE(d.ok()) << d.error;
+    ASSERT_EQ(d.levels.size(), 2u);
+    ASSERT_EQ(d.levels[1].algorithm, Algorithm::Pipeline) << algo << ": " << d.summary();
+    EXPECT_EQ(d.levels[0].reason, Reason::Fallback) << algo << ": " << d.summary();
+    EXPECT_NE(d.summary().find("forced by env HCCL_ALGO at level0 is ignored"), std::string::npos)
+        << d.summary();
+  }
+  Selector l0(CommShape::servers(4, 8), settingsWith({{"HCCL_ALGO", "level0:pipeline"}}),
+              defaultCostModel());
+  EXPECT_NE(l0.decide(big).levels[0].detail.find("forced as level1:pipeline"), std::string::npos)
+      << l0.decide(big).summary();
+  // Both levels naming the pipeline: nothing is ignored.
+  Selector both(CommShape::servers(4, 8),
+                settingsWith({{"HCCL_ALGO", "level0:pipeline;level1:pipeline"}}),
+                defaultCostModel());
+  EXPECT_EQ(both.decide(big).levels[0].reason, Reason::Forced) << both.decide(big).summary();
+}
+
 TEST(SelectorPipeline, ModelPrefersPipelineForLargeGathersAcrossServers) {
   Selector sel(CommShape::servers(4, 8), settingsWith({}), defaultCostModel());
   const Decision& big = sel.decide(withColl(allreduce(64 << 20), Collective::AllGather));
@@ -284,16 +309,13 @@ CommShape unequal(const std::vector<std::uint32_t>& sizes) {
 // What the engine would run for `d` on `lay`, costed independently of the selector.
 double predictedByComposition(const Layout& lay, const Decision& d, const CallInfo& call,
                               const CostModel& model) {
-  LevelAlgorithms algs{Algorithm::Ring, Algorithm::Ring, Algorithm::Ring};
-  for (const LevelChoice& c : d.levels) algs[static_cast<std::size_t>(c.level)] = c.algorithm;
   const std::uint32_t p = lay.ranks();
   const Problem pb = call.coll == Collective::AllReduce ? Problem::allReduce(p, call.count)
                      : call.coll == Collective::ReduceScatter
                          ? Problem::reduceScatter(p, call.count)
                          : Problem::allGather(p, call.count);
   Schedule s{pb, {}};
-  for (std::uint32_t r = 0; r < p; ++r)
-    s.ranks.push_back(composeHierarchical(lay, algs, pb, r, d.ahcInter));
+  for (std::uint32_t r = 0; r < p; ++r) s.ranks.push_back(compose(lay, d, pb, r));
   CostParams cp = model.params(call.type, call.op);
   if (!reduces(call.coll)) cp.gamma = 0;
   return criticalPath(s, call.elemSize, cp).time;
@@ -323,8 +345,8 @@ TEST(SelectorAhc, ForcedAhcRunsOnUnequalServers) {
       EXPECT_EQ(d.levels[1].level, 1);
       EXPECT_EQ(d.levels[1].algorithm, Algorithm::AHC);
       EXPECT_EQ(d.levels[1].reason, Reason::Forced);
-      EXPECT_FALSE(d.flat);
-      ASSERT_TRUE(d.ahcInter.has_value());
+      EXPECT_NE(planOf(d.plan).name(), "flat");
+      ASSERT_TRUE(d.plan.inter.has_value());
       EXPECT_NE(d.summary().find("logical same-index cards"), std::string::npos) << d.summary();
       EXPECT_NEAR(d.predicted,
                   predictedByComposition(Layout::uneven(sizes), d, call, defaultCostModel()),
@@ -342,7 +364,7 @@ TEST(SelectorAhc, AhcBrokeOnEqualServers) {
   ASSERT_EQ(d.levels.size(), 2u);
   EXPECT_EQ(d.levels[1].algorithm, Algorithm::AHC_Broke);
   EXPECT_EQ(d.levels[1].reason, Reason::Forced);
-  EXPECT_EQ(d.ahcInter, Algorithm::Ring);  // two servers, and ring ties every other algorithm
+  EXPECT_EQ(d.plan.inter, Algorithm::Ring);  // two servers, and ring ties every other algorithm
 }
 
 TEST(SelectorAhc, HcclRulesKeepTheInterRuleAndMesh) {
@@ -358,23 +380,33 @@ TEST(SelectorAhc, HcclRulesKeepTheInterRuleAndMesh) {
     ASSERT_TRUE(d.ok()) << d.error;
     EXPECT_EQ(d.levels[0].algorithm, Algorithm::Mesh);
     EXPECT_EQ(d.levels[0].reason, Reason::HcclRules);
-    EXPECT_EQ(d.ahcInter, inter) << sizes.size() << " servers";
+    EXPECT_EQ(d.plan.inter, inter) << sizes.size() << " servers";
     // Not forced: HCCL documents no automatic AHC, so hccl_rules stays flat.
     Selector automatic(unequal(sizes), settingsWith({{"COLL_HCCL_SELECTION", "hccl_rules"}}),
                        defaultCostModel());
     const Decision& a = automatic.decide(allreduce(64 << 20));
     ASSERT_EQ(a.levels.size(), 1u);
-    EXPECT_FALSE(a.ahcInter.has_value());
+    EXPECT_FALSE(a.plan.inter.has_value());
   }
 }
 
 TEST(SelectorAhc, ForcedLevel0RunsInsideTheServers) {
-  Selector sel(unequal({3, 5}), settingsWith({{"HCCL_ALGO", "level0:ring;level1:AHC"}}),
-               defaultCostModel());
-  const Decision& d = sel.decide(allreduce(1 << 20));
-  ASSERT_TRUE(d.ok()) << d.error;
-  EXPECT_EQ(d.levels[0].algorithm, Algorithm::Ring);
-  EXPECT_EQ(d.levels[0].reason, Reason::Forced);
+  auto level0 = [](const char* algo) {
+    Selector sel(unequal({3, 5}), settingsWith({{"HCCL_ALGO", algo}}), defaultCostModel());
+    const Decision& d = sel.decide(allreduce(1 << 20));
+    EXPECT_TRUE(d.ok()) << d.error;
+    return d.ok() ? d.levels[0] : LevelChoice{};
+  };
+  const LevelChoice ring = level0("level0:ring;level1:AHC");
+  EXPECT_EQ(ring.algorithm, Algorithm::Ring);
+  EXPECT_EQ(ring.reason, Reason::Forced);
+  // One that cannot run AHC's phases inside a server is refused with the reason.
+  const LevelChoice refused = level0("level0:pairwise;level1:AHC");
+  EXPECT_NE(refused.algorithm, Algorithm::Pairwise);
+  EXPECT_EQ(refused.reason, Reason::Fallback);
+  EXPECT_NE(refused.detail.find("pairwise forced by env HCCL_ALGO at level0 cannot run AHC's"),
+            std::string::npos)
+      << refused.detail;
 }
 
 // A slow link between servers and a large message: AHC moves 1/m of the vector across servers
@@ -409,7 +441,7 @@ TEST(SelectorAhc, NonCommutativeNeverRunsAhc) {
   ASSERT_TRUE(d.ok()) << d.error;
   ASSERT_EQ(d.levels.size(), 1u) << d.summary();
   EXPECT_NE(d.levels[0].algorithm, Algorithm::AHC);
-  EXPECT_FALSE(d.ahcInter.has_value());
+  EXPECT_FALSE(d.plan.inter.has_value());
 
   Selector forced(unequal({3, 5}), settingsWith({{"HCCL_ALGO", "level0:NA;level1:AHC"}}),
                   defaultCostModel());
@@ -417,11 +449,11 @@ TEST(SelectorAhc, NonCommutativeNeverRunsAhc) {
   ASSERT_TRUE(f.ok()) << f.error;
   ASSERT_EQ(f.levels.size(), 1u) << f.summary();
   EXPECT_EQ(f.levels[0].reason, Reason::Fallback);
-  EXPECT_EQ(f.levels[0].algorithm, Algorithm::HalvingDoubling);  // AHC -> NHR, H-D_R, ring
+  EXPECT_EQ(f.levels[0].algorithm, Algorithm::Rhd);  // AHC -> NHR, H-D_R, ring
   EXPECT_NE(f.levels[0].detail.find("AHC does not reduce in rank order (non-commutative op)"),
             std::string::npos)
       << f.levels[0].detail;
-  EXPECT_FALSE(f.ahcInter.has_value());
+  EXPECT_FALSE(f.plan.inter.has_value());
 
   Selector strict(
       unequal({3, 5}),

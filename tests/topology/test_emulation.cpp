@@ -71,6 +71,24 @@ TEST(EmulationSpec, FormatParsesBack) {
   EXPECT_EQ(formatEmulationSpec(parseEmulationSpec("5x2+1")), "5x2+1");
 }
 
+TEST(EmulationSpec, UnicodeIsNamedWholeWithItsColumn) {
+  expectError(
+      [] { parseEmulationSpec("2\u00d74"); },
+      {"emulation spec \"2\u00d74\" has an unexpected character '\u00d7' (U+00D7 "
+       "multiplication sign) at column 2: valid are digits, unit words, 'x' 'X' '*' '+' ',' "
+       "'(' ')' ':' and spaces; did you mean 'x'?"});
+  expectError([] { parseEmulationSpec("3\uff0b5"); },
+              {"'\uff0b' (U+FF0B full-width form) at column 2", "did you mean '+'?"});
+  expectError([] { parseEmulationSpec("2x4\u00a0"); },
+              {"\"2x4\\u{00A0}\"", "U+00A0 (invisible no-break space) at column 4",
+               "did you mean a plain space?"});
+  expectError([] { parseEmulationSpec("2x\xff"); },
+              {"\"2x\\xff\"", "byte 0xFF (not UTF-8) at column 3"});
+  expectError(
+      [] { parseEmulationSpec("2x4\x01"); },
+      {"\"2x4\\x01\" has an unexpected character U+0001 (a control character) at column 4"});
+}
+
 TEST(EmulationSpec, CountsAndTotals) {
   const EmulationSpec s = parseEmulationSpec("(2x3),(5)");
   EXPECT_EQ(s.ranks(), 11u);

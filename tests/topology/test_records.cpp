@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 
@@ -287,6 +288,23 @@ TEST(SupernodeGroupingText, ParsesAndRejects) {
   expectError([] { SupernodeGrouping::parse("regex:(a"); },
               {"regex:(a", "not a valid ECMAScript regex"});
   expectError([] { SupernodeGrouping::parse("regex:"); }, {"pattern is empty"});
+  expectError([] { SupernodeGrouping::parse("regex:(a)\\1"); },
+              {"not a valid ECMAScript regex without back-references"});
+  expectError([] { SupernodeGrouping::parse("regex:" + std::string(300, '(')); },
+              {"the pattern is 300 bytes; expected at most 256"});
+  expectError([] { SupernodeGrouping::parse("\uff14"); },
+              {"\"\uff14\" is not valid",
+               "position 1 holds '\uff14' (U+FF14 full-width form): "
+               "did you mean '4'?"});
+}
+
+TEST(RecordsHierarchy, HostnamePatternsMatchInLinearTime) {
+  // Backtracking would take hours on "(a+)+$" against 63 a's and a '!'.
+  const std::vector<RankRecord> records = {onHost(std::string(63, 'a') + "!", 1)};
+  const auto start = std::chrono::steady_clock::now();
+  expectError([&] { hierarchyFromRecords(records, SupernodeGrouping::parse("regex:(a+)+$")); },
+              {"does not match the supernode pattern \"(a+)+$\""});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 TEST(Resolve, PrecedenceRankTableThenSpecThenDiscovery) {
@@ -352,6 +370,15 @@ TEST(Resolve, FromEnvironment) {
   ::setenv("HCCL_TOPO_SUPERNODES", "x", 1);
   expectError([] { TopologySource::fromEnvironment(); },
               {"HCCL_TOPO_SUPERNODES", "\"x\" is not valid"});
+  ::unsetenv("HCCL_TOPO_SUPERNODES");
+  // The hint travels in every rank's record: printable ASCII, at most 32 bytes.
+  ::setenv("HCCL_LOGIC_SUPERPOD_ID", "pod\u00e9", 1);
+  expectError([] { TopologySource::fromEnvironment(); },
+              {"HCCL_LOGIC_SUPERPOD_ID: \"pod\u00e9\" holds '\u00e9' (U+00E9) at position 4; "
+               "expected printable ASCII"});
+  ::setenv("HCCL_LOGIC_SUPERPOD_ID", std::string(33, 'p').c_str(), 1);
+  expectError([] { TopologySource::fromEnvironment(); },
+              {"HCCL_LOGIC_SUPERPOD_ID: ", "is 33 bytes; expected at most 32"});
   for (const char* v :
        {"RANK_TABLE_FILE", "HCCL_TOPO_EMULATE", "HCCL_TOPO_SUPERNODES", "HCCL_LOGIC_SUPERPOD_ID"})
     ::unsetenv(v);

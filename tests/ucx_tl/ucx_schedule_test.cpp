@@ -325,8 +325,8 @@ void flatAllReduce(Algorithm a) {
 TEST(UcxSchedule, RingAllReduce) {
   flatAllReduce(Algorithm::Ring);
 }
-TEST(UcxSchedule, HalvingDoublingAllReduce) {
-  flatAllReduce(Algorithm::HalvingDoubling);
+TEST(UcxSchedule, RhdAllReduce) {
+  flatAllReduce(Algorithm::Rhd);
 }
 TEST(UcxSchedule, NhrAllReduce) {
   flatAllReduce(Algorithm::NHR);
@@ -373,8 +373,8 @@ void hierarchicalAllReduce(const algo::Layout& lay,
 
 const std::vector<algo::LevelAlgorithms> kCombos = {
     {Algorithm::Mesh, Algorithm::Ring, Algorithm::Ring},
-    {Algorithm::Ring, Algorithm::HalvingDoubling, Algorithm::Ring},
-    {Algorithm::HalvingDoubling, Algorithm::NHR, Algorithm::Ring},
+    {Algorithm::Ring, Algorithm::Rhd, Algorithm::Ring},
+    {Algorithm::Rhd, Algorithm::NHR, Algorithm::Ring},
     {Algorithm::Mesh, Algorithm::Pipeline, Algorithm::Ring},
 };
 

@@ -1,0 +1,87 @@
+// What the selector decides for a call, and the key a rank's schedule is composed from.
+//
+// A Decision says, per hierarchy level, which algorithm runs there and why (the verbose line), and
+// carries a PlanKey: the plan table entry that serves the call (see plan.hpp) and the algorithms it
+// composes. Equal keys compose equal schedules for equal Problems on one layout, so the engine can
+// cache schedules by key.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+#include "algorithms/types.hpp"
+
+namespace hccl::algo {
+
+struct CallInfo {
+  Collective coll = Collective::AllReduce;
+  std::uint64_t count = 0;  // MPI count: per rank for ReduceScatter/AllGather, total otherwise
+  std::size_t elemSize = 1;
+  std::optional<DataType> type;  // nullopt for opaque bytes of a derived type
+  std::optional<ReduceOp> op;    // nullopt: no reduction, or a user op
+  bool commutative = true;
+  bool inPlace = false;
+  bool uneven = false;  // ReduceScatter with unequal per-rank counts
+
+  std::uint64_t bytes() const;  // the size that selection and tables are keyed by
+  std::string describe() const;
+  auto operator<=>(const CallInfo&) const = default;
+};
+
+enum class Reason : std::uint8_t { Forced, Fallback, Rule, Model, HcclRules };
+std::string_view name(Reason r);
+
+struct LevelChoice {
+  int level = 0;
+  Algorithm algorithm = Algorithm::Ring;
+  Reason reason = Reason::Model;
+  std::string detail;    // why, in words
+  double predicted = 0;  // seconds for this level's phases
+};
+
+// What composes a rank's schedule: the plan table entry (its index in planTable()), the algorithm
+// of each level (indexed by level; ring where a level is not in use), and for AHC the algorithm
+// among the logical same-index cards.
+struct PlanKey {
+  std::uint8_t plan = 0;
+  LevelAlgorithms algorithms{Algorithm::Ring, Algorithm::Ring, Algorithm::Ring};
+  std::optional<Algorithm> inter;
+
+  auto operator<=>(const PlanKey&) const = default;
+};
+// "pipeline[pipeline,pipeline,ring]", "AHC[fullmesh,AHC,ring;NHR]": unique per key.
+std::string toString(const PlanKey& k);
+
+struct Decision {
+  std::vector<LevelChoice> levels;  // one per shape level, inner first
+  std::string error;                // non-empty: nothing can serve the call (the engine declines)
+  double predicted = 0;             // sum over levels
+  PlanKey plan;
+
+  bool ok() const { return error.empty(); }
+  // "level0 fullmesh (model: 12.1 us; ring 20.3 us), level1 H-D_R (forced by env HCCL_ALGO)"
+  std::string summary() const;
+};
+
+// The level algorithms of `levels` as a PlanKey holds them.
+LevelAlgorithms levelAlgorithms(const std::vector<LevelChoice>& levels);
+
+// "12.1 us", "3.40 ms", "1.20 s"; "64 B", "4 KiB", "16 MiB"
+std::string secondsText(double s);
+std::string bytesText(std::uint64_t bytes);
+
+}  // namespace hccl::algo
+
+template <>
+struct std::hash<hccl::algo::PlanKey> {
+  std::size_t operator()(const hccl::algo::PlanKey& k) const noexcept {
+    std::size_t h = k.plan;
+    for (hccl::algo::Algorithm a : k.algorithms) h = h * 31 + static_cast<std::size_t>(a);
+    return h * 31 + (k.inter ? static_cast<std::size_t>(*k.inter) + 1 : 0);
+  }
+};

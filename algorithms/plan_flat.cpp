@@ -1,0 +1,62 @@
+// The flat plan: a rank-order reduction that the per-level plan would reorder (servers that do
+// not hold consecutive ranks, or a ReduceScatter over several levels) runs the outermost level's
+// algorithm over every rank as one group, on that level's links. The choice is the whole
+// selection again, on the communicator seen as one flat group.
+#include <fmt/format.h>
+
+#include "algorithms/hierarchical.hpp"
+#include "algorithms/plan.hpp"
+
+namespace hccl::algo {
+
+const Plan& levelsPlan();
+
+namespace {
+
+int outermostLevel(const Layout& layout) {
+  const CommShape shape = layout.shape();
+  return shape.levels.empty() ? 0 : shape.levels.back().level;
+}
+
+class FlatPlan final : public Plan {
+ public:
+  std::string_view name() const override { return "flat"; }
+
+  std::string whyNot(const Selection& s, const CallInfo& call) const override {
+    if (s.shape().levels.size() > 1 && !levelsPlan().whyNot(s, call).empty()) return {};
+    return "a flat plan serves only rank-order reductions that the levels would reorder";
+  }
+
+  Decision decide(const Selection& s, const CallInfo& call, const Choice&) const override {
+    Decision d = select(s.flattened(), call);
+    if (d.ok() && &planOf(d.plan) != &levelsPlan()) {
+      // One flat group has no servers for a whole plan to span; say so rather than compose it.
+      d.error = fmt::format("one flat group cannot run the {} plan", planOf(d.plan).name());
+      return d;
+    }
+    const std::string why = "; flat over all ranks: " + levelsPlan().whyNot(s, call);
+    for (LevelChoice& c : d.levels) c.detail += why;
+    return d;
+  }
+
+  RankSchedule compose(const Layout& layout, const PlanKey& key, const Problem& pb,
+                       std::uint32_t rank) const override {
+    const int top = outermostLevel(layout);
+    return composeFlat(layout, key.algorithms[static_cast<std::size_t>(top)], top, pb, rank);
+  }
+
+  bool rankOrdered(const Layout& layout, const PlanKey& key, Collective c) const override {
+    const GeneratorSpec* spec =
+        findGenerator(key.algorithms[static_cast<std::size_t>(outermostLevel(layout))], c);
+    return spec && spec->rankOrdered;
+  }
+};
+
+}  // namespace
+
+const Plan& flatPlan() {
+  static const FlatPlan plan;
+  return plan;
+}
+
+}  // namespace hccl::algo

@@ -1,0 +1,57 @@
+// The per-level plan: every level runs its phases of the call (phases.hpp) with the algorithm the
+// per-level choice gives it (selection.hpp), composed as hierarchical.hpp describes. On servers of
+// unequal size the shape presents one flat group, so this plan runs flat there.
+//
+// It cannot serve a rank-order reduction that splitting by server would reorder: servers that do
+// not hold consecutive ranks, or a ReduceScatter (it runs the outer level first, so it reduces
+// server-major). The flat plan serves those.
+#include <fmt/format.h>
+
+#include "algorithms/generators.hpp"
+#include "algorithms/hierarchical.hpp"
+#include "algorithms/plan.hpp"
+
+namespace hccl::algo {
+namespace {
+
+class LevelsPlan final : public Plan {
+ public:
+  std::string_view name() const override { return "per-level"; }
+
+  std::string describe(const Selection& s) const override {
+    return s.shape().symmetric ? "per-level plan" : "flat plan";
+  }
+
+  std::string whyNot(const Selection& s, const CallInfo& call) const override {
+    const CommShape& shape = s.shape();
+    if (!s.needsRankOrder(call) || shape.levels.size() < 2) return {};
+    if (!shape.blockOrder)
+      return "servers do not hold consecutive ranks, and a rank-order reduction cannot be split "
+             "by server";
+    if (call.coll == Collective::ReduceScatter)
+      return "a hierarchical reducescatter reduces server-major, not in rank order";
+    return {};
+  }
+
+  Decision decide(const Selection& s, const CallInfo& call, const Choice&) const override {
+    return s.chooseLevels(call, phasesPerLevel(call.coll, s.shape(), call.count));
+  }
+
+  RankSchedule compose(const Layout& layout, const PlanKey& key, const Problem& pb,
+                       std::uint32_t rank) const override {
+    return composeLevels(layout, key.algorithms, pb, rank);
+  }
+
+  bool rankOrdered(const Layout& layout, const PlanKey& key, Collective c) const override {
+    return levelsRankOrdered(layout, key.algorithms, c);
+  }
+};
+
+}  // namespace
+
+const Plan& levelsPlan() {
+  static const LevelsPlan plan;
+  return plan;
+}
+
+}  // namespace hccl::algo

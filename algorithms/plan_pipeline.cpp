@@ -1,0 +1,91 @@
+// The pipeline plan (HCCL "pipeline" at level1): the inter-server ring overlapped with the
+// intra-server transfers (pipeline.hpp), one schedule over level0 and level1. It serves
+// AllReduce, ReduceScatter and AllGather on servers of equal size within one supernode, never in
+// rank order. Its prediction is the critical path of its own schedule.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "algorithms/pipeline.hpp"
+#include "algorithms/plan.hpp"
+
+namespace hccl::algo {
+namespace {
+
+class PipelinePlan final : public Plan {
+ public:
+  std::string_view name() const override { return "pipeline"; }
+  bool owns(Algorithm a) const override { return a == Algorithm::Pipeline; }
+  std::vector<Collective> collectives() const override {
+    return {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather};
+  }
+
+  std::string whyNot(const Selection& s, const CallInfo& call) const override {
+    const std::vector<Collective> serves = collectives();
+    if (std::find(serves.begin(), serves.end(), call.coll) == serves.end())
+      return fmt::format("pipeline has no {}", hccl::name(call.coll));
+    if (!s.shape().symmetric) return "pipeline needs the same number of ranks on every server";
+    if (s.levelIndex(2)) return "pipeline runs within one supernode";
+    if (!s.levelIndex(1)) return "pipeline needs several servers";
+    if (s.needsRankOrder(call))
+      return fmt::format("pipeline does not reduce in rank order ({})", s.rankOrderCause(call));
+    return {};
+  }
+
+  Decision decide(const Selection& s, const CallInfo& call, const Choice& why) const override {
+    const Layout lay = Layout::servers(s.groupSize(1), s.groupSize(0));
+    const double predicted = s.predict(call, lay, [&](const Problem& pb, std::uint32_t r) {
+      return pipelineSchedule(lay, pb, r);
+    });
+    Decision d;
+    for (const LevelGroup& g : s.shape().levels)
+      d.levels.push_back({g.level, Algorithm::Pipeline, why.reason,
+                          g.level == 0 ? "intra-server part of the pipeline" : why.text(predicted),
+                          g.level == 0 ? 0.0 : predicted});
+    // The pipeline brings its own intra-server transfers: an algorithm forced at level0 cannot
+    // take effect, and the decision says so rather than calling level0 a model choice. (level0
+    // pipeline next to a forced level1 pipeline asks for what runs.)
+    const auto forced0 = s.forced(call, 0);
+    const bool honoured = forced0 == Algorithm::Pipeline && why.reason == Reason::Forced;
+    if (forced0 && !honoured && !d.levels.empty() && d.levels.front().level == 0) {
+      LevelChoice& l0 = d.levels.front();
+      l0.reason = Reason::Fallback;
+      l0.detail =
+          fmt::format("{} forced {} at level0 is ignored: {}; {}", hcclName(*forced0), s.forcedBy(),
+                      *forced0 == Algorithm::Pipeline
+                          ? "pipeline spans level0 and level1 and is forced as level1:pipeline"
+                          : "the pipeline runs its own intra-server transfers",
+                      l0.detail);
+    }
+    d.predicted = predicted;
+    d.plan.algorithms = levelAlgorithms(d.levels);
+    return d;
+  }
+
+  RankSchedule compose(const Layout& layout, const PlanKey&, const Problem& pb,
+                       std::uint32_t rank) const override {
+    return pipelineSchedule(layout, pb, rank);
+  }
+
+  std::string whyNotOn(const Layout& layout) const override {
+    const CommShape shape = layout.shape();
+    bool level1 = false, level2 = false;
+    for (const LevelGroup& g : shape.levels) {
+      level1 = level1 || g.level == 1;
+      level2 = level2 || g.level == 2;
+    }
+    if (!layout.symmetric()) return "pipeline needs the same number of ranks on every server";
+    if (level2) return "pipeline runs within one supernode";
+    if (!level1) return "pipeline needs several servers";
+    return {};
+  }
+};
+
+}  // namespace
+
+const Plan& pipelinePlan() {
+  static const PipelinePlan plan;
+  return plan;
+}
+
+}  // namespace hccl::algo
