@@ -63,37 +63,7 @@ std::vector<std::string> notesOf(const algo::Settings& s) {
   return notes;
 }
 
-std::optional<ConfigError> parseLevel0Link(const hccl_setting_layer_t& l, EngineOptions& o) {
-  const std::string_view v = l.value;
-  if (v == "auto")
-    o.level0Link = Level0Link::Auto;
-  else if (v == "shm")
-    o.level0Link = Level0Link::Shm;
-  else if (v == "tagged")
-    o.level0Link = Level0Link::Tagged;
-  else
-    return ConfigError{"level0_link", l.value, 0,
-                       fmt::format("level0_link: invalid value \"{}\"; expected auto, shm or "
-                                   "tagged (from {})",
-                                   l.value, l.source),
-                       l.source};
-  o.level0LinkSource = l.source;
-  return std::nullopt;
-}
-
 }  // namespace
-
-const char* name(Level0Link l) {
-  switch (l) {
-    case Level0Link::Auto:
-      return "auto";
-    case Level0Link::Shm:
-      return "shm";
-    case Level0Link::Tagged:
-      return "tagged";
-  }
-  return "?";
-}
 
 algo::ConfigResult<EngineOptions> optionsFromLayers(
     const hccl_setting_t (&layers)[HCCL_SETTING_COUNT]) {
@@ -151,7 +121,10 @@ algo::ConfigResult<EngineOptions> optionsFromLayers(
     o.verbose = level.value();
   }
   if (const auto* l = top(layers[HCCL_SETTING_LEVEL0_LINK])) {
-    if (auto e = parseLevel0Link(*l, o)) return *e;
+    auto link = algo::parseLevel0Link(l->value);
+    if (!link.ok()) return fromLayer(link.error(), *l);
+    o.level0Link = link.value();
+    o.level0LinkSource = l->source;
     sources += fmt::format(" level0_link={} ({})", name(o.level0Link), l->source);
   }
   if (o.level0Link == Level0Link::Shm && o.ucx.intraRoce)

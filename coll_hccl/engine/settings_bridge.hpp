@@ -3,23 +3,17 @@
 // and error messages hccl_info uses.
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "algorithms/config_settings.hpp"
+#include "algorithms/config_values.hpp"
 #include "coll_hccl/hccl_engine.h"
 #include "ucx_tl/ucx_transport.hpp"
 
 namespace hccl::engine {
 
-// What carries level0 (same-server) traffic.
-enum class Level0Link : std::uint8_t {
-  Auto,    // the shared-memory link where it can be set up, else tagged messages
-  Shm,     // the shared-memory link (tl::ShmTransport); set-up fails without it
-  Tagged,  // UCX tagged messages over the HCCS class
-};
-const char* name(Level0Link l);
+using algo::Level0Link;
 
 struct EngineOptions {
   algo::Settings settings;  // algo, buffsize, deterministic, selection, tuning file
