@@ -70,7 +70,8 @@ hccl_status_t Communicator::create(EngineState& engine, const hccl_comm_params_t
     engine.log(2, fmt::format("{} rank {}: {} -> {}; links:{}", c->label_, c->rank_,
                               c->hierarchy_->describe(), c->layout_->shape().describe(),
                               c->options_.ucxSources));
-    tl::Transport* t = c->linkLayer_.get();
+    // The link layer is reported by the communicator that opened it (MPI_COMM_WORLD's), once.
+    tl::Transport* t = c->transport_ == c->linkLayer_ ? c->linkLayer_.get() : nullptr;
     if (auto* shm = dynamic_cast<tl::ShmTransport*>(t)) {
       engine.log(2,
                  fmt::format("{} rank {} level0: {}", c->label_, c->rank_, shm->link().describe()));
