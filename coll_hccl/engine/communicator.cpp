@@ -63,8 +63,12 @@ hccl_status_t Communicator::create(EngineState& engine, const hccl_comm_params_t
   }
   c->options_ = std::move(cfg.options);
   c->layout_ = std::make_unique<algo::Layout>(layoutOf(*c->hierarchy_));
-  c->selector_ =
-      std::make_unique<algo::Selector>(c->layout_->shape(), c->options_.settings, *cfg.model);
+  // Level0 on the shared-memory link is priced as that link class. Whether the link came up is
+  // decided alike on every rank (ShmLink's second round), so the ranks still decide alike.
+  const bool level0OnLink = dynamic_cast<tl::ShmTransport*>(c->linkLayer_.get()) != nullptr;
+  c->selector_ = std::make_unique<algo::Selector>(
+      c->layout_->shape(), c->options_.settings,
+      level0OnLink ? cfg.model->withLevel0OnSharedMemory() : *cfg.model);
 
   if (engine.logs(2)) {
     engine.log(2, fmt::format("{} rank {}: {} -> {}; links:{}", c->label_, c->rank_,
