@@ -52,6 +52,7 @@ std::size_t digitsAt(std::string_view text, std::size_t i) {
 
 constexpr std::array<std::string_view, 3> kDeterminismNames = {"false", "true", "strict"};
 constexpr std::array<std::string_view, 2> kSelectionNames = {"model", "hccl_rules"};
+constexpr std::array<std::string_view, 3> kLevel0LinkNames = {"auto", "shm", "tagged"};
 
 }  // namespace
 
@@ -113,6 +114,14 @@ std::string_view name(SelectionMode m) {
 
 ConfigResult<SelectionMode> parseSelectionMode(std::string_view value) {
   return parseWord<SelectionMode>("selection mode", kSelectionNames, value);
+}
+
+std::string_view name(Level0Link l) {
+  return kLevel0LinkNames[static_cast<std::size_t>(l)];
+}
+
+ConfigResult<Level0Link> parseLevel0Link(std::string_view value) {
+  return parseWord<Level0Link>("level0_link", kLevel0LinkNames, value);
 }
 
 ConfigResult<std::string> parseTuningFile(std::string_view value) {

@@ -67,6 +67,16 @@ ConfigResult<bool> parseIntraRoce(std::string_view value);
 inline constexpr int kMaxVerbose = 100;
 ConfigResult<int> parseVerbose(std::string_view value);
 
+// coll_hccl_level0_link / COLL_HCCL_LEVEL0_LINK: what carries level0 (same-server) traffic.
+enum class Level0Link : std::uint8_t {
+  Auto,    // "auto": the shared-memory link where it can be set up, else tagged messages
+  Shm,     // "shm": the shared-memory link; set-up fails without it
+  Tagged,  // "tagged": UCX tagged messages over the HCCS class
+};
+std::string_view name(Level0Link l);  // "auto", "shm", "tagged"
+// Case-insensitive auto/shm/tagged; surrounding spaces ignored.
+ConfigResult<Level0Link> parseLevel0Link(std::string_view value);
+
 // A UCX transport list for one link class (coll_hccl_hccs_tls, coll_hccl_roce_tls), as UCX_TLS
 // spells it: names separated by ",", optionally "^" first (all but these), a name may carry
 // ":aux". Returns it with the spaces around names removed. Whether UCX knows the names is

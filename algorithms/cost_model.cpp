@@ -40,6 +40,35 @@ struct Reader {
   }
 };
 
+std::optional<ConfigError> readLinkParams(const json& val, const std::string& where, Reader& rd,
+                                          LinkParams& lp) {
+  if (!val.is_object()) return rd.error(where, "expected an object");
+  for (const auto& [field, v] : val.items()) {
+    double x = 0;
+    if (field == "alpha_us") {
+      if (auto e = rd.positive(v, where + ".alpha_us", x, true)) return e;
+      lp.alpha = x * 1e-6;
+    } else if (field == "bandwidth_GBps") {
+      if (auto e = rd.positive(v, where + ".bandwidth_GBps", x)) return e;
+      lp.beta = 1.0 / (x * 1e9);
+    } else if (field == "links") {
+      if (auto e = rd.positive(v, where + ".links", x)) return e;
+      lp.links = x;
+    } else {
+      rd.unknown(where, field, "alpha_us, bandwidth_GBps, links");
+    }
+  }
+  return std::nullopt;
+}
+
+json linkJson(const LinkParams& lp) {
+  json j;
+  j["alpha_us"] = lp.alpha * 1e6;
+  j["bandwidth_GBps"] = lp.beta > 0 ? 1.0 / lp.beta / 1e9 : 0.0;
+  if (lp.links < 1e300) j["links"] = lp.links;
+  return j;
+}
+
 std::optional<ConfigError> readLevels(const json& j, Reader& rd, CostModel& m) {
   if (!j.is_object()) return rd.error("levels", "expected an object of level0/level1/level2");
   for (const auto& [key, val] : j.items()) {
@@ -50,24 +79,23 @@ std::optional<ConfigError> readLevels(const json& j, Reader& rd, CostModel& m) {
       rd.unknown("levels", key, "level0, level1, level2");
       continue;
     }
-    const std::string where = "levels." + key;
-    if (!val.is_object()) return rd.error(where, "expected an object");
-    LinkParams& lp = m.level[static_cast<std::size_t>(l)];
-    for (const auto& [field, v] : val.items()) {
-      double x = 0;
-      if (field == "alpha_us") {
-        if (auto e = rd.positive(v, where + ".alpha_us", x, true)) return e;
-        lp.alpha = x * 1e-6;
-      } else if (field == "bandwidth_GBps") {
-        if (auto e = rd.positive(v, where + ".bandwidth_GBps", x)) return e;
-        lp.beta = 1.0 / (x * 1e9);
-      } else if (field == "links") {
-        if (auto e = rd.positive(v, where + ".links", x)) return e;
-        lp.links = x;
-      } else {
-        rd.unknown(where, field, "alpha_us, bandwidth_GBps, links");
-      }
+    if (auto e = readLinkParams(val, "levels." + key, rd, m.level[static_cast<std::size_t>(l)]))
+      return e;
+  }
+  return std::nullopt;
+}
+
+// Link classes a level may ride instead of its default one; so far the shared-memory link.
+std::optional<ConfigError> readLinkClasses(const json& j, Reader& rd, CostModel& m) {
+  if (!j.is_object()) return rd.error("link_classes", "expected an object of link class names");
+  for (const auto& [key, val] : j.items()) {
+    if (key != kSharedMemoryClass) {
+      rd.unknown("link_classes", key, kSharedMemoryClass);
+      continue;
     }
+    LinkParams lp = m.sharedMemory.value_or(m.level[0]);
+    if (auto e = readLinkParams(val, "link_classes." + key, rd, lp)) return e;
+    m.sharedMemory = lp;
   }
   return std::nullopt;
 }
@@ -184,14 +212,9 @@ std::string CostModel::toJson() const {
   json doc;
   doc["version"] = 1;
   doc["description"] = source;
-  for (int l = 0; l < kNumLevels; ++l) {
-    const LinkParams& lp = level[static_cast<std::size_t>(l)];
-    json j;
-    j["alpha_us"] = lp.alpha * 1e6;
-    j["bandwidth_GBps"] = lp.beta > 0 ? 1.0 / lp.beta / 1e9 : 0.0;
-    if (lp.links < 1e300) j["links"] = lp.links;
-    doc["levels"][levelName(l)] = j;
-  }
+  for (int l = 0; l < kNumLevels; ++l)
+    doc["levels"][levelName(l)] = linkJson(level[static_cast<std::size_t>(l)]);
+  if (sharedMemory) doc["link_classes"][kSharedMemoryClass] = linkJson(*sharedMemory);
   json g = json::object();
   for (std::size_t t = 0; t <= kNumDataTypes; ++t) {
     for (std::size_t o = 0; o <= kNumReduceOps; ++o) {
@@ -212,6 +235,14 @@ std::string CostModel::toJson() const {
   doc["rules"] = rs;
   doc["hccl_rules"] = hcclRulesJson(hcclRules);
   return doc.dump(2);
+}
+
+CostModel CostModel::withLevel0OnSharedMemory() const {
+  if (!sharedMemory) return *this;
+  CostModel m = *this;
+  m.level[0] = *sharedMemory;
+  m.source += " (level0 on the shared-memory link)";
+  return m;
 }
 
 std::uint64_t CostModel::fingerprint() const {
@@ -238,6 +269,8 @@ ConfigResult<CostModel> applyTuning(const CostModel& base, const std::string& js
       if (val.is_string()) m.source = val.get<std::string>();
     } else if (key == "levels") {
       err = readLevels(val, rd, m);
+    } else if (key == "link_classes") {
+      err = readLinkClasses(val, rd, m);
     } else if (key == "gamma") {
       err = readGamma(val, rd, m);
     } else if (key == "rules") {
@@ -249,7 +282,8 @@ ConfigResult<CostModel> applyTuning(const CostModel& base, const std::string& js
       else
         err = r.error();
     } else {
-      rd.unknown("(document)", key, "version, description, levels, gamma, rules, hccl_rules");
+      rd.unknown("(document)", key,
+                 "version, description, levels, link_classes, gamma, rules, hccl_rules");
     }
     if (err) return *err;
   }

@@ -14,6 +14,10 @@
 //                  "bandwidth_GBps": 1.25,         // beta = 1 / bandwidth
 //                  "links": 1}                     // peers a rank can feed at full speed at once
 //     },
+//     "link_classes": {                            // a level's link when it rides another
+//       "shm": {"alpha_us": 0.3,                   //   class: "shm", the shared-memory link
+//               "bandwidth_GBps": 8.0}             //   (slots, single copy) that carries
+//     },                                           //   level0 unless level0_link=tagged
 //     "gamma": {                                   // reduction throughput in GB/s of output
 //       "fp32": {"sum": 12.0, "*": 10.0},          //   per type, per op; "*" = any
 //       "*": {"*": 8.0}
@@ -60,9 +64,15 @@ struct SizeRule {
   Algorithm algorithm;
 };
 
+// The link class name of the shared-memory link (ucx_tl/shm_link.hpp) in tuning documents.
+inline constexpr const char* kSharedMemoryClass = "shm";
+
 class CostModel {
  public:
   std::array<LinkParams, kNumLevels> level{};
+  // The shared-memory link's numbers (slots for small messages, one CMA copy for large ones),
+  // which level0 uses instead of level[0] (UCX tagged messages) when it rides that link.
+  std::optional<LinkParams> sharedMemory;
   std::vector<SizeRule> rules;
   std::vector<HcclRule> hcclRules;  // HCCL's default selection, for hccl_rules mode
   std::string source = "built-in defaults";
@@ -76,6 +86,9 @@ class CostModel {
 
   // The first size rule for (collective, level, bytes), if any.
   std::optional<Algorithm> rule(Collective c, int lvl, std::uint64_t bytes) const;
+
+  // This model with level0 on the shared-memory link: level[0] = sharedMemory, when given.
+  CostModel withLevel0OnSharedMemory() const;
 
   // The model as a tuning document (what --tuning prints and calibration writes).
   std::string toJson() const;

@@ -76,6 +76,13 @@ static const setting_desc_t settings[HCCL_SETTING_COUNT] = {
          "hanging; \"0\" = never. Empty: HCCL_EXEC_TIMEOUT, else the engine default.",
          OPAL_INFO_LVL_5},
     [HCCL_SETTING_VERBOSE] = {NULL, NULL, NULL, NULL, 0},
+    [HCCL_SETTING_LEVEL0_LINK] =
+        {"level0_link", NULL, "COLL_HCCL_LEVEL0_LINK",
+         "What carries level0 (same-server) traffic: \"auto\" (default: the shared-memory link, "
+         "slots and single copy, where it can be set up, else UCX tagged messages), \"shm\" (the "
+         "shared-memory link; MPI_COMM_WORLD's set-up fails without it) or \"tagged\" (UCX tagged "
+         "messages over the HCCS class). Must be equal on every rank.",
+         OPAL_INFO_LVL_5},
 };
 
 int mca_coll_hccl_register_settings(void) {

@@ -121,6 +121,9 @@ const char* hccl_engine_version(void);
  *   TUNING_FILE    path of a JSON cost-model tuning file
  *   TIMEOUT        seconds a call may go without progress before it fails; "0" = never
  *   VERBOSE        integer >= 0, the adapter's verbosity (also given as log_level)
+ *   LEVEL0_LINK    what carries level0 (same-server) traffic: "auto" (the shared-memory link
+ *                  where it can be set up, else UCX tagged messages), "shm" (the shared-memory
+ *                  link; set-up fails without it) or "tagged" (UCX tagged messages)
  *
  * Sources look like: "info key hccl_algo", "MCA coll_hccl_algorithm (command line)",
  * "MCA coll_hccl_buffsize_mb (OMPI_MCA_ environment or mpirun --mca)",
@@ -137,6 +140,7 @@ typedef enum hccl_setting_id {
   HCCL_SETTING_TUNING_FILE,
   HCCL_SETTING_TIMEOUT,
   HCCL_SETTING_VERBOSE,
+  HCCL_SETTING_LEVEL0_LINK,
   HCCL_SETTING_COUNT
 } hccl_setting_id_t;
 

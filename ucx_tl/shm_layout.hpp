@@ -21,7 +21,7 @@ namespace hccl::tl::shm {
 
 inline constexpr std::size_t kLine = 64;
 inline constexpr std::uint64_t kMagic = 0x314d48534c434348ull;  // "HCCLSHM1"
-inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kVersion = 2;
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "slot flags are atomics shared between processes: they must be lock-free");
@@ -47,10 +47,14 @@ struct Member {
 
 // A slot's control line. The writer fills the payload, length and kind, then stores `seq` (the
 // post's number) with release; a reader that loads the number with acquire sees the rest.
+// A block's writer may withdraw it (revoked, set with release) before the post is released: a
+// reader checks it after copying, so a copy that ends after the withdrawal fails instead of
+// delivering whatever the buffer holds by then.
 struct alignas(kLine) SlotControl {
   std::atomic<std::uint64_t> seq;
   std::uint64_t bytes;
   PostKind kind;
+  std::atomic<std::uint32_t> revoked;
 };
 
 // A reader's acknowledgement of one channel: the number of the last post it released.

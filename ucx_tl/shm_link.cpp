@@ -7,6 +7,7 @@
 #include <sys/random.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -39,13 +40,27 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What a Block post's payload holds.
+// What a Block post's payload holds: this header, `segments` BlockSegments (the ranges, read
+// as one block in order), then the packed rkey (UcxRma, one segment), then the writer's meta.
 struct BlockDescriptor {
-  std::uint64_t address;
-  std::uint64_t bytes;
-  std::uint32_t rkeyBytes;  // UcxRma: the packed rkey follows
+  std::uint64_t bytes;  // the block's length: the sum of its segments
+  std::uint32_t segments;
+  std::uint32_t rkeyBytes;
+  std::uint32_t metaBytes;
   std::uint32_t reserved;
 };
+struct BlockSegment {
+  std::uint64_t address;
+  std::uint64_t bytes;
+};
+static_assert(sizeof(BlockDescriptor) % 8 == 0 && sizeof(BlockSegment) == 16);
+
+std::size_t descriptorBytes(std::size_t segments, std::size_t rkeyBytes, std::size_t metaBytes) {
+  return sizeof(BlockDescriptor) + segments * sizeof(BlockSegment) + rkeyBytes + metaBytes;
+}
+
+// Posts a reader may hold through take(): the window's bit mask has one bit per slot.
+constexpr std::size_t kMaxSlotsPerChannel = 64;
 
 void pause() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -114,7 +129,26 @@ struct ShmLink::Impl {
     std::vector<std::pair<std::uint64_t, shm::ShmUcx::Registration>> registered;
   };
   std::vector<Writing> writing;
-  std::vector<std::uint64_t> releasedPair, releasedBroadcast;
+  // A channel as its reader sees it: posts up to `released` are released (and acknowledged),
+  // posts up to `taken` were handed out; bit i of `done` says post released + 1 + i was released
+  // out of order.
+  struct Reading {
+    std::uint64_t released = 0;
+    std::uint64_t taken = 0;
+    std::uint64_t done = 0;
+  };
+  std::vector<Reading> readingPair, readingBroadcast;
+  Reading& reading(std::size_t w, bool broadcast) {
+    return (broadcast ? readingBroadcast : readingPair)[w];
+  }
+  const Reading& reading(std::size_t w, bool broadcast) const {
+    return (broadcast ? readingBroadcast : readingPair)[w];
+  }
+  // Marks post `number` of channel (w, broadcast) released and acknowledges every post up to
+  // the first one still held.
+  void releaseNumber(std::size_t w, bool broadcast, std::uint64_t number);
+  // The post `number` of a channel as its reader sees it (published: its flag reads number).
+  bool postAt(std::size_t w, bool broadcast, std::uint64_t number, Post* post) const;
   std::vector<std::byte> bounce;  // stream()'s buffer
 
   // ---- addressing ----
@@ -242,6 +276,7 @@ struct ShmLink::Impl {
     auto& ctl = control(me, r, number);
     ctl.bytes = bytes;
     ctl.kind = kind;
+    ctl.revoked.store(0, std::memory_order_relaxed);
     ctl.seq.store(number, std::memory_order_release);
     w.acquired = false;
     return number;
@@ -286,7 +321,7 @@ void ShmLink::Impl::setUp(const std::vector<int>& serverOf, const AllGather& all
   layout.localSize = L;
   layout.slotsPerChannel = options.slotsPerChannel;
   layout.slotBytes =
-      roundUp(std::max<std::size_t>(options.slotBytes, sizeof(BlockDescriptor) + 64), shm::kLine);
+      roundUp(std::max<std::size_t>(options.slotBytes, descriptorBytes(1, 0, 0) + 64), shm::kLine);
   const bool viaUcx = options.segment == SegmentSource::UcxPosix;
 
   // Round 1: every rank's record; the leader's carries the segment.
@@ -294,8 +329,9 @@ void ShmLink::Impl::setUp(const std::vector<int>& serverOf, const AllGather& all
   mine.process = ucx::thisProcess();
   mine.source = static_cast<std::uint8_t>(options.segment);
   try {
-    if (options.slotsPerChannel == 0) {
-      throw UcxError("ShmLink: slotsPerChannel 0 (at least 1 slot per channel)");
+    if (options.slotsPerChannel == 0 || options.slotsPerChannel > kMaxSlotsPerChannel) {
+      throw UcxError(fmt::format("ShmLink: slotsPerChannel {} (1 to {} slots per channel)",
+                                 options.slotsPerChannel, kMaxSlotsPerChannel));
     }
     if (options.liveness.count() <= 0 || options.timeout.count() < 0) {
       throw UcxError(fmt::format(
@@ -420,8 +456,8 @@ void ShmLink::Impl::setUp(const std::vector<int>& serverOf, const AllGather& all
       break;
   }
   writing.resize(L);
-  releasedPair.assign(L, 0);
-  releasedBroadcast.assign(L, 0);
+  readingPair.assign(L, {});
+  readingBroadcast.assign(L, {});
 }
 
 std::string ShmLink::Impl::mapLeaderSegment(const std::vector<shm::Record>& records) {
@@ -617,6 +653,16 @@ Completion ShmLink::post(int reader, std::span<const std::byte> bytes, std::uint
 }
 
 Completion ShmLink::publishBlock(int reader, void* data, std::size_t bytes, std::uint64_t* number) {
+  const IoVec one{data, bytes};
+  return publishBlock(reader, Segments(&one, 1), {}, number);
+}
+
+bool ShmLink::blockFits(std::size_t segments, std::size_t metaBytes) const {
+  return descriptorBytes(segments, 0, metaBytes) <= impl_->layout.slotBytes;
+}
+
+Completion ShmLink::publishBlock(int reader, Segments segments, std::span<const std::byte> meta,
+                                 std::uint64_t* number) {
   auto& s = *impl_;
   const std::size_t r = s.readerIndex(reader, "publishBlock");
   if (s.singleCopy == SingleCopy::None) {
@@ -624,33 +670,65 @@ Completion ShmLink::publishBlock(int reader, void* data, std::size_t bytes, std:
         "ShmLink::publishBlock: this link has no single copy (SingleCopy::None): send the block "
         "through slots");
   }
+  if (segments.size() != 1 && s.singleCopy != SingleCopy::Cma) {
+    throw std::invalid_argument(
+        fmt::format("ShmLink::publishBlock: a block of {} ranges needs CMA (single copy here: {})",
+                    segments.size(), name(s.singleCopy)));
+  }
+  if (!blockFits(segments.size(), meta.size())) {
+    throw std::invalid_argument(fmt::format(
+        "ShmLink::publishBlock: {} ranges and {} meta bytes do not fit in a slot of {} bytes",
+        segments.size(), meta.size(), s.layout.slotBytes));
+  }
   std::span<std::byte> slot;
   Completion c = acquire(reader, &slot);
   if (c.state != Completion::State::Done) return c;
-  BlockDescriptor d{reinterpret_cast<std::uint64_t>(data), bytes, 0, 0};
-  std::size_t length = sizeof d;
+  BlockDescriptor d{0, static_cast<std::uint32_t>(segments.size()), 0,
+                    static_cast<std::uint32_t>(meta.size()), 0};
+  std::byte* at = slot.data() + sizeof d;
+  for (const IoVec& v : segments) {
+    const BlockSegment seg{reinterpret_cast<std::uint64_t>(v.base), v.length};
+    std::memcpy(at, &seg, sizeof seg);
+    at += sizeof seg;
+    d.bytes += v.length;
+  }
   if (s.singleCopy == SingleCopy::UcxRma) {
     std::string why;
-    auto reg = s.ucx->registerBlock(data, bytes, &why);
-    if (!why.empty() || sizeof d + reg.rkey.size() > slot.size()) {
+    auto reg = s.ucx->registerBlock(segments[0].base, segments[0].length, &why);
+    if (!why.empty() ||
+        descriptorBytes(segments.size(), reg.rkey.size(), meta.size()) > slot.size()) {
       s.writing[r].acquired = false;
       if (reg.memh != nullptr) s.ucx->unregister(reg);
       c.state = Completion::State::Failed;
       c.fault = Fault::Transport;
-      c.error = fmt::format("block of {} bytes on the {}: {}", bytes, s.channelName(s.me, r),
+      c.error = fmt::format("block of {} bytes on the {}: {}", d.bytes, s.channelName(s.me, r),
                             why.empty() ? "its rkey does not fit in a slot" : why);
       return c;
     }
     d.rkeyBytes = static_cast<std::uint32_t>(reg.rkey.size());
-    std::memcpy(slot.data() + sizeof d, reg.rkey.data(), reg.rkey.size());
-    length += reg.rkey.size();
+    std::memcpy(at, reg.rkey.data(), reg.rkey.size());
+    at += reg.rkey.size();
     s.writing[r].registered.emplace_back(s.writing[r].published + 1, std::move(reg));
   }
+  if (!meta.empty()) std::memcpy(at, meta.data(), meta.size());
+  at += meta.size();
   std::memcpy(slot.data(), &d, sizeof d);
-  const std::uint64_t n = s.commit(r, length, shm::PostKind::Block);
+  const std::uint64_t n =
+      s.commit(r, static_cast<std::size_t>(at - slot.data()), shm::PostKind::Block);
   if (number != nullptr) *number = n;
-  c.bytes = bytes;
+  c.bytes = d.bytes;
   return c;
+}
+
+void ShmLink::revoke(int reader, std::uint64_t number) {
+  auto& s = *impl_;
+  const std::size_t r = s.readerIndex(reader, "revoke");
+  if (number == 0 || number > s.writing[r].published) {
+    throw std::invalid_argument(fmt::format("ShmLink::revoke: post {} of the {} is not published",
+                                            number, s.channelName(s.me, r)));
+  }
+  if (s.releasedBy(r, number)) return;
+  s.control(s.me, r, number).revoked.store(1, std::memory_order_seq_cst);
 }
 
 bool ShmLink::released(int reader, std::uint64_t number) const {
@@ -675,30 +753,52 @@ Completion ShmLink::waitReleased(int reader, std::uint64_t number) {
 
 // ---- reader side --------------------------------------------------------------------------------
 
-bool ShmLink::tryPeek(int writer, bool broadcast, Post* post) {
-  auto& s = *impl_;
-  const std::size_t w = s.writerIndex(writer, "tryPeek");
-  const std::size_t r = broadcast ? w : s.me;
-  const std::uint64_t next = (broadcast ? s.releasedBroadcast : s.releasedPair)[w] + 1;
-  const auto& ctl = s.control(w, r, next);
-  if (ctl.seq.load(std::memory_order_acquire) != next) return false;
-  post->number = next;
-  post->writer = writer;
+bool ShmLink::Impl::postAt(std::size_t w, bool broadcast, std::uint64_t number, Post* post) const {
+  const std::size_t r = broadcast ? w : me;
+  const auto& ctl = control(w, r, number);
+  if (ctl.seq.load(std::memory_order_acquire) != number) return false;
+  post->number = number;
+  post->writer = localRanks[w];
+  post->broadcast = broadcast;
   post->block = ctl.kind == shm::PostKind::Block;
-  post->data = {s.payload(w, r, next), static_cast<std::size_t>(ctl.bytes)};
+  post->data = {payload(w, r, number), static_cast<std::size_t>(ctl.bytes)};
   post->blockBytes = 0;
+  post->meta = {};
   if (post->block) {
     BlockDescriptor d;
     std::memcpy(&d, post->data.data(), sizeof d);
     post->blockBytes = d.bytes;
+    post->meta = post->data.subspan(descriptorBytes(d.segments, d.rkeyBytes, 0), d.metaBytes);
   }
   return true;
+}
+
+void ShmLink::Impl::releaseNumber(std::size_t w, bool broadcast, std::uint64_t number) {
+  Reading& g = reading(w, broadcast);
+  if (number <= g.released || number > g.taken || ((g.done >> (number - g.released - 1)) & 1)) {
+    const std::size_t r = broadcast ? w : me;
+    throw std::logic_error(
+        fmt::format("ShmLink::release: post {} of the {} is not held", number, channelName(w, r)));
+  }
+  g.done |= std::uint64_t{1} << (number - g.released - 1);
+  if ((g.done & 1) == 0) return;
+  while (g.done & 1) {
+    g.done >>= 1;
+    ++g.released;
+  }
+  ack(me, w, broadcast).released.store(g.released, std::memory_order_release);
+}
+
+bool ShmLink::tryPeek(int writer, bool broadcast, Post* post) {
+  auto& s = *impl_;
+  const std::size_t w = s.writerIndex(writer, "tryPeek");
+  return s.postAt(w, broadcast, s.reading(w, broadcast).released + 1, post);
 }
 
 Completion ShmLink::peek(int writer, bool broadcast, Post* post) {
   auto& s = *impl_;
   const std::size_t w = s.writerIndex(writer, "peek");
-  const std::uint64_t next = (broadcast ? s.releasedBroadcast : s.releasedPair)[w] + 1;
+  const std::uint64_t next = s.reading(w, broadcast).released + 1;
   Completion c = s.waitFor(
       [&] { return tryPeek(writer, broadcast, post); }, {w},
       [&] {
@@ -713,14 +813,64 @@ Completion ShmLink::peek(int writer, bool broadcast, Post* post) {
 void ShmLink::release(int writer, bool broadcast) {
   auto& s = *impl_;
   const std::size_t w = s.writerIndex(writer, "release");
+  Impl::Reading& g = s.reading(w, broadcast);
+  const std::uint64_t next = g.released + 1;
   const std::size_t r = broadcast ? w : s.me;
-  std::uint64_t& done = (broadcast ? s.releasedBroadcast : s.releasedPair)[w];
-  if (s.control(w, r, done + 1).seq.load(std::memory_order_acquire) != done + 1) {
+  if (s.control(w, r, next).seq.load(std::memory_order_acquire) != next) {
     throw std::logic_error(fmt::format("ShmLink::release: the {} has no unreleased post {}",
-                                       s.channelName(w, r), done + 1));
+                                       s.channelName(w, r), next));
   }
-  ++done;
-  s.ack(s.me, w, broadcast).released.store(done, std::memory_order_release);
+  g.taken = std::max(g.taken, next);
+  s.releaseNumber(w, broadcast, next);
+}
+
+bool ShmLink::tryTake(int writer, bool broadcast, Post* post) {
+  auto& s = *impl_;
+  const std::size_t w = s.writerIndex(writer, "tryTake");
+  Impl::Reading& g = s.reading(w, broadcast);
+  if (g.taken - g.released >= s.layout.slotsPerChannel) return false;
+  if (!s.postAt(w, broadcast, g.taken + 1, post)) return false;
+  ++g.taken;
+  return true;
+}
+
+void ShmLink::releasePost(const Post& post) {
+  auto& s = *impl_;
+  s.releaseNumber(s.writerIndex(post.writer, "releasePost"), post.broadcast, post.number);
+}
+
+std::size_t ShmLink::held(int writer, bool broadcast) const {
+  const auto& s = *impl_;
+  const Impl::Reading& g = s.reading(s.writerIndex(writer, "held"), broadcast);
+  return static_cast<std::size_t>(g.taken - g.released) -
+         static_cast<std::size_t>(std::popcount(g.done));
+}
+
+bool ShmLink::windowFull(int writer, bool broadcast) const {
+  const auto& s = *impl_;
+  const Impl::Reading& g = s.reading(s.writerIndex(writer, "windowFull"), broadcast);
+  return g.taken - g.released >= s.layout.slotsPerChannel;
+}
+
+bool ShmLink::peerRunning(int peer) const {
+  const auto& s = *impl_;
+  const ucx::ProcessId& p = s.processes[s.localOf(peer, "peerRunning")];
+  return p.startTime == 0 || ucx::isRunning(p);
+}
+
+std::string ShmLink::channelState(int peer) const {
+  const auto& s = *impl_;
+  const std::size_t j = s.localOf(peer, "channelState");
+  const Impl::Reading& g = s.reading(j, false);
+  const std::uint64_t acked = s.ack(j, s.me, false).released.load(std::memory_order_acquire);
+  return fmt::format(
+      "to rank {}: {} posts published, {} released by it; from rank {}: {} taken, {} released "
+      "({} out of order)",
+      peer, s.writing[j].published, acked, peer, g.taken, g.released, std::popcount(g.done));
+}
+
+const ShmOptions& ShmLink::options() const {
+  return impl_->options;
 }
 
 // ---- single copy --------------------------------------------------------------------------------
@@ -729,7 +879,13 @@ namespace {
 
 struct BlockRef {
   BlockDescriptor d;
+  std::span<const std::byte> segments;  // d.segments BlockSegments
   std::span<const std::byte> rkey;
+  BlockSegment segment(std::size_t i) const {
+    BlockSegment g;
+    std::memcpy(&g, segments.data() + i * sizeof g, sizeof g);
+    return g;
+  }
 };
 
 BlockRef blockOf(const ShmLink::Post& post, std::size_t offset, std::size_t bytes,
@@ -746,7 +902,8 @@ BlockRef blockOf(const ShmLink::Post& post, std::size_t offset, std::size_t byte
         fmt::format("ShmLink::{}: range [{}, {}) outside post {}'s block of {} bytes", what, offset,
                     offset + bytes, post.number, b.d.bytes));
   }
-  b.rkey = post.data.subspan(sizeof b.d, b.d.rkeyBytes);
+  b.segments = post.data.subspan(sizeof b.d, b.d.segments * sizeof(BlockSegment));
+  b.rkey = post.data.subspan(sizeof b.d + b.segments.size(), b.d.rkeyBytes);
   return b;
 }
 
@@ -759,8 +916,23 @@ Completion ShmLink::Impl::copy(const Post& post, std::size_t offset, void* local
   const BlockRef b = blockOf(post, offset, bytes, what);
   std::string why;
   if (singleCopy == SingleCopy::Cma) {
-    why = shm::cmaCopy(processes[w].pid, local, b.d.address + offset, bytes, toPeer);
+    // The block's ranges that [offset, offset + bytes) covers, as the peer's side of one call.
+    auto* at = static_cast<std::byte*>(local);
+    std::size_t skip = offset, left = bytes;
+    for (std::size_t i = 0; i < b.d.segments && left > 0 && why.empty(); ++i) {
+      const BlockSegment g = b.segment(i);
+      if (skip >= g.bytes) {
+        skip -= g.bytes;
+        continue;
+      }
+      const std::size_t n = std::min<std::size_t>(g.bytes - skip, left);
+      why = shm::cmaCopy(processes[w].pid, at, g.address + skip, n, toPeer);
+      at += n;
+      left -= n;
+      skip = 0;
+    }
   } else {
+    const BlockSegment g = b.segment(0);
     const auto start = Clock::now();
     const auto abort = [&] {
       if (!ucx::isRunning(processes[w])) {
@@ -774,8 +946,15 @@ Completion ShmLink::Impl::copy(const Post& post, std::size_t offset, void* local
       return std::string();
     };
     const auto peer = static_cast<int>(w);
-    why = toPeer ? ucx->put(peer, b.rkey, b.d.address + offset, local, bytes, abort)
-                 : ucx->get(peer, b.rkey, b.d.address + offset, local, bytes, abort);
+    why = toPeer ? ucx->put(peer, b.rkey, g.address + offset, local, bytes, abort)
+                 : ucx->get(peer, b.rkey, g.address + offset, local, bytes, abort);
+  }
+  if (why.empty()) {
+    // After the copy: a withdrawal that came before its end may have changed what it read.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const auto& ctl = control(w, post.broadcast ? w : me, post.number);
+    if (ctl.revoked.load(std::memory_order_acquire) != 0)
+      why = "the writer withdrew the block (its call failed or was abandoned)";
   }
   Completion c;
   if (why.empty()) {

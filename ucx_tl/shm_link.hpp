@@ -17,11 +17,12 @@
 // on k) and then waits: a slot is never overwritten before all its readers released it.
 //
 // Blocks. A post may carry, instead of bytes, a descriptor of a buffer in the writer's memory
-// (publishBlock): readers copy from it once (read, or stream() in cache-sized pieces for a
-// one-pass reduction), and the writer must keep the buffer unchanged until the post is
-// released. The other direction works the same way: a reader posts a descriptor of where it
-// wants data, and the peer write()s into it. The copy is the kernel's cross-memory attach
-// (process_vm_readv/writev: CMA), or UCX RMA on request.
+// (publishBlock; with CMA also a list of byte ranges read as one block) and a few bytes of the
+// writer's own (meta: what the block is): readers copy from it once (read, or stream() in
+// cache-sized pieces for a one-pass reduction), and the writer must keep the buffer unchanged
+// until the post is released. The other direction works the same way: a reader posts a descriptor
+// of where it wants data, and the peer write()s into it. The copy is the kernel's cross-memory
+// attach (process_vm_readv/writev: CMA), or UCX RMA on request.
 //
 // The segment. The lowest rank of each server makes it; the others map it; the header carries a
 // 128-bit token the leader draws and publishes through this job's bootstrap, and a rank whose
@@ -51,6 +52,12 @@
 // peer, the HCCS class and the cause): a peer whose process exited, or no progress for the
 // timeout. Bad arguments (a peer on another server, a block larger than a slot) throw
 // std::invalid_argument naming the value and what is valid.
+//
+// Reading in order or through a window. peek/release hand out and release the oldest unreleased
+// post of a channel. take/releasePost hand posts out in order too, but up to slotsPerChannel
+// of them may be held at once and released in any order: a reader can look past a post it is
+// not ready for (tag matching above the link), or keep one in place while it reads the next.
+// A slot is reused only once every post up to it is released. Use one style per channel.
 //
 // Waiting spins (with the CPU's pause hint); with yield set, for ranks that outnumber cores,
 // every wait gives the core away between polls instead.
@@ -122,8 +129,12 @@ class ShmLink {
     bool block = false;               // a descriptor of the writer's buffer: see read()/stream()
     std::span<const std::byte> data;  // Inline: the bytes; Block: the descriptor (opaque)
     std::size_t blockBytes = 0;       // Block: the buffer's length
+    std::span<const std::byte> meta;  // Block: the writer's meta bytes (in shared memory)
     int writer = -1;
+    bool broadcast = false;  // read from the writer's broadcast channel
   };
+  // Ranks of a block (CMA only), read as one block in this order.
+  using Segments = std::span<const IoVec>;
 
   // Collective over the whole group: every rank calls it with the same server map and options.
   // serverOf[r] is rank r's server; only ranks on the caller's server are its peers. Throws
@@ -163,6 +174,16 @@ class ShmLink {
   // unchanged) until released(reader, number).
   Completion publishBlock(int reader, void* data, std::size_t bytes,
                           std::uint64_t* number = nullptr);
+  // The same for a block made of several ranges (more than one needs CMA), with `meta` bytes
+  // the readers see as Post::meta. Throws std::invalid_argument when descriptor and meta do not
+  // fit in a slot (blockCapacity()).
+  Completion publishBlock(int reader, Segments segments, std::span<const std::byte> meta,
+                          std::uint64_t* number = nullptr);
+  // Whether a block of `segments` ranges with `metaBytes` of meta fits in a slot.
+  bool blockFits(std::size_t segments, std::size_t metaBytes) const;
+  // Withdraws a published block post not yet released (its buffer is about to change): every
+  // read of it that has not finished fails. The post still has to be released by its readers.
+  void revoke(int reader, std::uint64_t number);
   // Every reader of the channel has released post `number`.
   bool released(int reader, std::uint64_t number) const;
   Completion waitReleased(int reader, std::uint64_t number);
@@ -173,6 +194,23 @@ class ShmLink {
   Completion peek(int writer, bool broadcast, Post* post);
   // Releases the oldest unreleased post of the channel (the one peek returns).
   void release(int writer, bool broadcast);
+  // The next post not yet taken, if published and fewer than slotsPerChannel are held.
+  bool tryTake(int writer, bool broadcast, Post* post);
+  // Releases a taken post (any order). The post's data is not to be touched afterwards.
+  void releasePost(const Post& post);
+  // Posts taken and not yet released on the channel.
+  std::size_t held(int writer, bool broadcast) const;
+  // Whether tryTake must wait for a release: slotsPerChannel posts are taken since the oldest
+  // one still held, and until that one is released its writer cannot reuse a slot (releases
+  // of later posts do not help).
+  bool windowFull(int writer, bool broadcast) const;
+
+  // Whether a peer's process still runs (false once it exited), and the options' waits: for
+  // callers that wait through the try* calls themselves.
+  bool peerRunning(int peer) const;
+  // Both pair channels with a peer in words (posts published, taken, released), for reports.
+  std::string channelState(int peer) const;
+  const ShmOptions& options() const;
 
   // ---- single copy on a Block post --------------------------------------------------------------
   // Copies [offset, offset + bytes) of the post's block into dst / from src into it.

@@ -1,5 +1,7 @@
 #include "ucx_tl/transport.hpp"
 
+#include <stdexcept>
+
 namespace hccl::tl {
 
 const char* name(LinkClass c) {
@@ -31,5 +33,21 @@ const char* name(Fault f) {
   }
   return "?";
 }
+
+bool Transport::direct(int, std::size_t) const {
+  return false;
+}
+
+void Transport::recvDirect(int peer, std::size_t bytes, Tag, Completion*) {
+  throw std::logic_error("Transport::recvDirect: this transport does not receive in place (peer " +
+                         std::to_string(peer) + ", " + std::to_string(bytes) + " bytes)");
+}
+
+Completion Transport::readDirect(const Completion*, std::size_t, std::span<std::byte>,
+                                 std::span<const std::byte>*) {
+  throw std::logic_error("Transport::readDirect: this transport does not receive in place");
+}
+
+void Transport::finishDirect(Completion*) {}
 
 }  // namespace hccl::tl

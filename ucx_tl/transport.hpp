@@ -80,8 +80,36 @@ class Transport {
   virtual int progress() = 0;
 
   // Give up on a pending transfer (after a failure elsewhere): the transport stops touching its
-  // memory and marks it Failed. Safe to call on a completed record (no effect).
+  // memory and marks it Failed. Safe to call on a completed record (no effect; a direct receive
+  // that is Done is finished as by finishDirect).
   virtual void cancel(Completion* done) = 0;
+
+  // ---- receiving in place (optional) ------------------------------------------------------------
+  // A link that reaches a peer's data directly (the shared-memory link) can leave a received
+  // message where it is and let the receiver read it from there: a reduction then reads a peer's
+  // bytes once, straight from shared memory or the peer's buffer, instead of after a copy.
+  //
+  //   if (t.direct(peer, n)) t.recvDirect(peer, n, tag, &done);   // instead of recv
+  //   ... once done is Done:
+  //   Completion c = t.readDirect(&done, offset, piece, &view);   // any ranges, any number
+  //   use(view);                                                  // valid until finishDirect
+  //   t.finishDirect(&done);                                      // exactly once
+  //
+  // The sender's side is an ordinary send. A direct receive holds link resources (a slot, the
+  // sender's buffer) until finished: finish it soon after it completes.
+
+  // Whether recvDirect serves a message of `bytes` from `peer`. Default: never.
+  virtual bool direct(int peer, std::size_t bytes) const;
+  // Posts a receive of `bytes` whose data stays with the link (only where direct() says yes).
+  virtual void recvDirect(int peer, std::size_t bytes, Tag tag, Completion* done);
+  // Bytes [offset, offset + into.size()) of a completed direct receive: *view shows them in
+  // place when the link holds them addressable, else they are copied into `into` and *view is
+  // `into`. Returns Done, or Failed with the error and fault (the peer went away, or withdrew its
+  // buffer).
+  virtual Completion readDirect(const Completion* done, std::size_t offset,
+                                std::span<std::byte> into, std::span<const std::byte>* view);
+  // Releases a completed direct receive; no effect on a failed one.
+  virtual void finishDirect(Completion* done);
 };
 
 }  // namespace hccl::tl

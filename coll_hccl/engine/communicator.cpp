@@ -15,6 +15,7 @@
 #include "coll_hccl/engine/sub_transport.hpp"
 #include "topology/error.hpp"
 #include "topology/resolve.hpp"
+#include "ucx_tl/shm_transport.hpp"
 #include "ucx_tl/ucx_tag.hpp"
 #include "ucx_tl/ucx_transport.hpp"
 
@@ -71,14 +72,25 @@ hccl_status_t Communicator::create(EngineState& engine, const hccl_comm_params_t
   }
   c->options_ = std::move(cfg.options);
   c->layout_ = std::make_unique<algo::Layout>(layoutOf(*c->hierarchy_));
-  c->selector_ =
-      std::make_unique<algo::Selector>(c->layout_->shape(), c->options_.settings, *cfg.model);
+  // Level0 on the shared-memory link is priced as that link class. Whether the link came up is
+  // decided alike on every rank (ShmLink's second round), so the ranks still decide alike.
+  const bool level0OnLink = dynamic_cast<tl::ShmTransport*>(c->linkLayer_.get()) != nullptr;
+  c->selector_ = std::make_unique<algo::Selector>(
+      c->layout_->shape(), c->options_.settings,
+      level0OnLink ? cfg.model->withLevel0OnSharedMemory() : *cfg.model);
 
   if (engine.logs(2)) {
     engine.log(2, fmt::format("{} rank {}: {} -> {}; links:{}", c->label_, c->rank_,
                               c->hierarchy_->describe(), c->layout_->shape().describe(),
                               c->options_.ucxSources));
-    if (auto* ucx = dynamic_cast<tl::UcxTransport*>(c->transport_.get()))
+    // The link layer is reported by the communicator that opened it (MPI_COMM_WORLD's), once.
+    tl::Transport* t = c->transport_ == c->linkLayer_ ? c->linkLayer_.get() : nullptr;
+    if (auto* shm = dynamic_cast<tl::ShmTransport*>(t)) {
+      engine.log(2,
+                 fmt::format("{} rank {} level0: {}", c->label_, c->rank_, shm->link().describe()));
+      t = &shm->base();
+    }
+    if (auto* ucx = dynamic_cast<tl::UcxTransport*>(t))
       engine.log(2, fmt::format("{} rank {} transport: {}", c->label_, c->rank_, ucx->describe()));
     if (c->rank_ == 0) engine.log(2, c->decisionTable());
   }
@@ -137,8 +149,10 @@ setup::Failure Communicator::joinWorld(const hccl_comm_params_t& params, setup::
     // Equal inputs on every rank from here: the outcome is the same everywhere.
     topo::Hierarchy world =
         declared ? std::move(*declared) : setup::discoveredWorldHierarchy(source, view);
-    transport_ = setup::openWorldTransport(exchange, params.world_rank, world, cfg.options,
-                                           engine.yieldWhenIdle);
+    setup::WorldTransport wt = setup::openWorldTransport(exchange, params.world_rank, world,
+                                                         cfg.options, engine.yieldWhenIdle);
+    transport_ = std::move(wt.transport);
+    if (!wt.note.empty() && engine.logs(1) && params.world_rank == 0) engine.log(1, wt.note);
     hierarchy_ = std::make_unique<topo::Hierarchy>(world);
     engine.world.emplace(
         EngineState::World{std::move(world), transport_, std::move(processes), std::move(board)});

@@ -213,6 +213,9 @@ hccl_status_t hccl_coll_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, v
       put(err, errlen, msg);
       return st;
     }
+    // Post the first step now rather than on the next progress round: a small call on the
+    // shared-memory link may even finish here (it is still handed back by hccl_progress).
+    r->progress();
     auto handle = std::make_unique<hccl_req>();
     handle->impl = std::move(r);
     handle->owner = owner;

@@ -61,6 +61,38 @@ bool memOverlap(const std::byte* x, const std::byte* y, std::size_t bytes) {
   return bytes > 0 && x < y + bytes && y < x + bytes;
 }
 
+// Pieces of a peer's buffer a fed Reduce reads at a time: they stay in the cache between the
+// copy that brings them and the reduction that reads them.
+constexpr std::size_t kPieceBytes = 64 * 1024;
+
+bool covers(const algo::Slice& outer, const algo::Slice& inner) {
+  return outer.buf == inner.buf && outer.offset <= inner.offset && inner.end() <= outer.end();
+}
+
+// Whether what slice `s` holds after op `op` of step `step` is never read again: every later
+// read of it comes after a write that covers it whole, or there is none and it is Scratch (the
+// user's buffers are read after the call). Later steps' transfers come before their ops.
+bool deadAfter(const algo::RankSchedule& rs, std::size_t step, std::size_t op,
+               const algo::Slice& s) {
+  const auto readsOp = [&](const algo::LocalOp& o) {
+    return o.a.overlaps(s) || (o.kind == algo::OpKind::Reduce && o.b.overlaps(s));
+  };
+  for (std::size_t t = step; t < rs.steps.size(); ++t) {
+    const algo::Step& st = rs.steps[t];
+    if (t > step) {
+      for (const algo::Transfer& x : st.xfers)
+        if (x.dir == algo::Dir::Send && x.slice.overlaps(s)) return false;
+      for (const algo::Transfer& x : st.xfers)
+        if (x.dir == algo::Dir::Recv && covers(x.slice, s)) return true;
+    }
+    for (std::size_t j = t == step ? op + 1 : 0; j < st.ops.size(); ++j) {
+      if (readsOp(st.ops[j])) return false;
+      if (covers(st.ops[j].dst, s)) return true;
+    }
+  }
+  return s.buf == algo::Buf::Scratch;
+}
+
 }  // namespace
 
 void MessageCounters::reset(int ranks) {
@@ -142,26 +174,11 @@ bool Executor::start(const algo::RankSchedule& schedule, const Bindings& binding
   return true;
 }
 
-namespace {
-
-// Whether `op` may run before `st`'s transfers complete: it writes nothing a transfer reads or
-// writes, and reads nothing a receive writes.
-bool independentOfTransfers(const algo::LocalOp& op, const algo::Step& st) {
-  const bool reduce = op.kind == algo::OpKind::Reduce;
-  for (const algo::Transfer& x : st.xfers) {
-    if (op.dst.overlaps(x.slice)) return false;
-    if (x.dir == algo::Dir::Recv && (op.a.overlaps(x.slice) || (reduce && op.b.overlaps(x.slice))))
-      return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 void Executor::plan(MessageCounters& counters, std::uint32_t comm, std::uint32_t seq) {
   transfers_.clear();
   stepFirst_.clear();
-  earlyOps_.clear();
+  stepOpFirst_.clear();
+  feeds_.clear();
   iovs_.clear();
   std::size_t widest = 0;
   for (std::size_t s = 0; s < schedule_->steps.size(); ++s) {
@@ -171,14 +188,50 @@ void Executor::plan(MessageCounters& counters, std::uint32_t comm, std::uint32_t
     for (std::size_t i = 0; i < st.xfers.size(); ++i)
       planTransfer(s, i, st.xfers[i], counters, comm, seq);
     for (std::size_t j = 0; j < st.ops.size(); ++j) checkOp(s, j, st.ops[j]);
-    std::size_t early = 0;
-    while (early < st.ops.size() && !st.xfers.empty() && independentOfTransfers(st.ops[early], st))
-      ++early;
-    earlyOps_.push_back(early);
+    stepOpFirst_.push_back(feeds_.size());
+    feeds_.resize(feeds_.size() + st.ops.size());
+    if (directReads_) planDirect(s);
   }
   stepFirst_.push_back(transfers_.size());
+  stepOpFirst_.push_back(feeds_.size());
   // Completion records must not move while a transfer is pending: size them before posting.
   if (completions_.size() < widest) completions_.resize(widest);
+  if (open_.size() < widest) open_.resize(widest, false);
+}
+
+// Receives of step `step` that one op reads in place (see the header): the op reads exactly the
+// received slice, nothing before it in the step touches that slice, no other transfer of the
+// step overlaps it, and it is dead after the op.
+void Executor::planDirect(std::size_t step) {
+  const algo::Step& st = schedule_->steps[step];
+  for (std::size_t i = 0; i < st.xfers.size(); ++i) {
+    const algo::Transfer& x = st.xfers[i];
+    PlannedTransfer& t = transfers_[stepFirst_[step] + i];
+    if (x.dir != algo::Dir::Recv || !transport_.direct(static_cast<int>(x.peer), t.bytes)) continue;
+    bool alone = true;
+    for (std::size_t k = 0; k < st.xfers.size() && alone; ++k)
+      alone = k == i || !st.xfers[k].slice.overlaps(x.slice);
+    if (!alone) continue;
+    for (std::size_t j = 0; j < st.ops.size(); ++j) {
+      const algo::LocalOp& op = st.ops[j];
+      const bool reduce = op.kind == algo::OpKind::Reduce;
+      const bool asA = op.a == x.slice, asB = reduce && op.b == x.slice;
+      const bool touches =
+          op.a.overlaps(x.slice) || op.dst.overlaps(x.slice) || (reduce && op.b.overlaps(x.slice));
+      if (!asA && !asB) {
+        if (touches) break;  // something else reads or writes it first
+        continue;
+      }
+      if (asA && asB) break;
+      Feed& f = feeds_[stepOpFirst_[step] + j];
+      const bool inPlace = reduce && op.dst == x.slice;
+      if (!inPlace && op.dst.overlaps(x.slice)) break;
+      if (!inPlace && !deadAfter(*schedule_, step, j, x.slice)) break;
+      (asA ? f.a : f.b) = static_cast<std::int32_t>(i);
+      t.direct = true;
+      break;
+    }
+  }
 }
 
 void Executor::planTransfer(std::size_t step, std::size_t index, const algo::Transfer& x,
@@ -276,11 +329,76 @@ void Executor::postStep() {
     c.error.clear();
     const std::span<const tl::IoVec> iov(iovs_.data() + t.iovBegin, t.iovCount);
     postedCount_ = i + 1;
+    open_[i] = t.direct;
     if (x.dir == algo::Dir::Send)
       transport_.send(static_cast<int>(x.peer), iov, t.tag, &c);
+    else if (t.direct)
+      transport_.recvDirect(static_cast<int>(x.peer), t.bytes, t.tag, &c);
     else
       transport_.recv(static_cast<int>(x.peer), iov, t.tag, &c);
   }
+}
+
+// Ops run in order as soon as no transfer still in flight conflicts with them: an op must not
+// read or write what a pending receive writes, nor write what a pending send reads, and an op
+// fed in place waits for its receive. Ops independent of every transfer run while the step's
+// transfers fly; an op fed in place runs as soon as its message is there, so that the peer's
+// buffer it reads is released without waiting for this rank's other transfers.
+bool Executor::ready(const algo::Step& st, const algo::LocalOp& op, const Feed& feed) const {
+  const bool reduce = op.kind == algo::OpKind::Reduce;
+  for (std::size_t i = 0; i < postedCount_; ++i) {
+    if (!completions_[i].pending()) continue;
+    const auto fed = static_cast<std::int32_t>(i);
+    if (feed.a == fed || feed.b == fed) return false;
+    const algo::Slice& x = st.xfers[i].slice;
+    if (op.dst.overlaps(x)) return false;
+    if (st.xfers[i].dir == algo::Dir::Recv && (op.a.overlaps(x) || (reduce && op.b.overlaps(x))))
+      return false;
+  }
+  return true;
+}
+
+bool Executor::runReadyOps(bool all) {
+  const algo::Step& st = schedule_->steps[step_];
+  const Feed* feeds = feeds_.data() + stepOpFirst_[step_];
+  for (; nextOp_ < st.ops.size(); ++nextOp_) {
+    const algo::LocalOp& op = st.ops[nextOp_];
+    const Feed& f = feeds[nextOp_];
+    if (!all && !ready(st, op, f)) break;
+    const auto open = [&](std::int32_t t) { return t >= 0 && open_[static_cast<std::size_t>(t)]; };
+    if (!open(f.a) && !open(f.b)) {
+      runOp(nextOp_, op);
+    } else if (!runFed(nextOp_, op, f)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A message received in place whose op cannot run yet is copied into its slice after all (as a
+// plain receive would have left it), so that no peer's buffer stays held while this rank waits.
+bool Executor::settleDirect() {
+  for (std::size_t i = 0; i < postedCount_; ++i) {
+    if (!open_[i] || completions_[i].state != tl::Completion::State::Done) continue;
+    const PlannedTransfer& t = transfers_[stepFirst_[step_] + i];
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < t.iovCount; ++k) {
+      const tl::IoVec& v = iovs_[t.iovBegin + k];
+      std::span<const std::byte> view;
+      const std::span<std::byte> into(static_cast<std::byte*>(v.base), v.length);
+      const tl::Completion c = transport_.readDirect(&completions_[i], at, into, &view);
+      if (c.state != tl::Completion::State::Done) {
+        fail(kindOf(c.fault), fmt::format("{}: {}", whereTransfer(step_, i), c.error));
+        return false;
+      }
+      if (view.data() != into.data()) std::memcpy(into.data(), view.data(), v.length);
+      at += v.length;
+    }
+    open_[i] = false;
+    transport_.finishDirect(&completions_[i]);
+    ++stats_.directSettled;
+  }
+  return true;
 }
 
 bool Executor::advance() {
@@ -289,11 +407,11 @@ bool Executor::advance() {
     if (!posted_) {
       postStep();
       posted_ = true;
+      nextOp_ = 0;
+      seenDone_ = std::numeric_limits<std::size_t>::max();
       if (postedCount_ > 0) transport_.progress();
-      const algo::Step& st = schedule_->steps[step_];
-      for (std::size_t j = 0; j < earlyOps_[step_]; ++j) runOp(j, st.ops[j]);
     }
-    bool pending = false;
+    std::size_t done = 0;
     for (std::size_t i = 0; i < postedCount_; ++i) {
       const tl::Completion& c = completions_[i];
       if (c.state == tl::Completion::State::Failed) {
@@ -303,9 +421,14 @@ bool Executor::advance() {
         fail(kindOf(c.fault), fmt::format("{}: {}", whereTransfer(step_, i), c.error));
         return true;
       }
-      pending = pending || c.pending();
+      if (!c.pending()) ++done;
     }
-    if (pending) return false;
+    if (done != seenDone_) {
+      seenDone_ = done;
+      if (!runReadyOps(done == postedCount_)) return true;
+      if (done < postedCount_ && !settleDirect()) return true;
+    }
+    if (done < postedCount_) return false;
 
     const algo::Step& st = schedule_->steps[step_];
     for (std::size_t i = 0; i < postedCount_; ++i) {
@@ -317,8 +440,11 @@ bool Executor::advance() {
         ++stats_.recvs;
         stats_.bytesReceived += bytes;
       }
+      if (open_[i]) {  // a fed op that had nothing to read
+        open_[i] = false;
+        transport_.finishDirect(&completions_[i]);
+      }
     }
-    for (std::size_t j = earlyOps_[step_]; j < st.ops.size(); ++j) runOp(j, st.ops[j]);
     ++stats_.steps;
     ++step_;
     posted_ = false;
@@ -380,6 +506,83 @@ int Executor::waitingFor(bool& recv) const {
   return -1;
 }
 
+// An op with operands received in place (planDirect; still open: not settled into their
+// slices). Walks the op's local slices piece by piece as runOp does; a received operand's bytes
+// come from the transport at the matching offset: for a Copy straight into the destination, for
+// a Reduce through a cache-sized buffer per operand (or, inline, in place in the slot). False
+// when reading them failed (the run failed).
+bool Executor::runFed(std::size_t index, const algo::LocalOp& op, const Feed& feed) {
+  const bool reduce = op.kind == algo::OpKind::Reduce;
+  const auto open = [&](std::int32_t t) { return t >= 0 && open_[static_cast<std::size_t>(t)]; };
+  const bool linkA = open(feed.a), linkB = reduce && open(feed.b);
+  Cursor d(bindings_->of(op.dst.buf), op.dst.offset, elemSize_);
+  Cursor a = linkA ? d : Cursor(bindings_->of(op.a.buf), op.a.offset, elemSize_);
+  Cursor b = !reduce || linkB ? d : Cursor(bindings_->of(op.b.buf), op.b.offset, elemSize_);
+  const std::uint64_t pieceElems = std::max<std::uint64_t>(1, kPieceBytes / elemSize_);
+  if (reduce && bounce_.size() < 2 * pieceElems * elemSize_)
+    bounce_.resize(2 * pieceElems * elemSize_);
+  // Bytes [at, at + into.size()) of the message transfer t carries: a view, in place or in `into`.
+  const auto read = [&](std::int32_t t, std::size_t at, std::span<std::byte> into,
+                        const std::byte** out) {
+    std::span<const std::byte> view;
+    const tl::Completion c =
+        transport_.readDirect(&completions_[static_cast<std::size_t>(t)], at, into, &view);
+    if (c.state != tl::Completion::State::Done) {
+      fail(kindOf(c.fault), fmt::format("{}: {}", whereOp(step_, index), c.error));
+      return false;
+    }
+    *out = view.data();
+    return true;
+  };
+  std::size_t at = 0;  // bytes of the op consumed
+  for (std::uint64_t left = op.dst.count; left > 0;) {
+    std::uint64_t n = std::min(left, d.run());
+    if (!linkA) n = std::min(n, a.run());
+    if (reduce) n = std::min({n, linkB ? n : b.run(), pieceElems});
+    const std::size_t bytes = static_cast<std::size_t>(n) * elemSize_;
+    std::byte* dp = d.ptr();
+    const std::byte* ap = nullptr;
+    const std::byte* bp = nullptr;
+    if (linkA) {
+      const std::span<std::byte> into =
+          reduce ? std::span(bounce_.data(), bytes) : std::span(dp, bytes);
+      if (!read(feed.a, at, into, &ap)) return false;
+    } else {
+      ap = a.ptr();
+    }
+    if (!reduce) {
+      if (ap != dp) std::memcpy(dp, ap, bytes);
+      stats_.elementsCopied += n;
+    } else {
+      if (linkB) {
+        if (!read(feed.b, at, std::span(bounce_.data() + pieceElems * elemSize_, bytes), &bp))
+          return false;
+      } else {
+        bp = b.ptr();
+      }
+      if ((!linkA && dp != ap && memOverlap(dp, ap, bytes)) ||
+          (!linkB && dp != bp && memOverlap(dp, bp, bytes)))
+        throw RunError(
+            fmt::format("{}: the bindings map the destination onto part of an operand's memory",
+                        whereOp(step_, index)));
+      reduction_->apply(dp, ap, bp, static_cast<std::size_t>(n));
+      stats_.elementsReduced += n;
+      if (!linkB) b.advance(n);
+    }
+    if (!linkA) a.advance(n);
+    d.advance(n);
+    at += bytes;
+    left -= n;
+  }
+  for (const std::int32_t t : {linkA ? feed.a : -1, linkB ? feed.b : -1}) {
+    if (t < 0) continue;
+    open_[static_cast<std::size_t>(t)] = false;
+    transport_.finishDirect(&completions_[static_cast<std::size_t>(t)]);
+    ++stats_.directReads;
+  }
+  return true;
+}
+
 bool Executor::progress() noexcept {
   if (state_ != State::Running) return true;
   try {
@@ -431,7 +634,9 @@ void Executor::fail(FailKind kind, std::string message) noexcept {
 
 void Executor::cancelPending() noexcept {
   for (std::size_t i = 0; i < postedCount_; ++i) {
-    if (!completions_[i].pending()) continue;
+    const bool finish = open_[i] && completions_[i].state == tl::Completion::State::Done;
+    open_[i] = false;
+    if (!completions_[i].pending() && !finish) continue;
     try {
       transport_.cancel(&completions_[i]);
     } catch (...) {

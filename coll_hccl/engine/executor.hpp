@@ -1,7 +1,18 @@
 // Runs one rank's schedule over a transport with real memory.
 //
 // A step posts all of its transfers, waits for all of them, then runs its local operations in
-// order (Copy: dst = a; Reduce: dst = a (+) b through the Reduction). The executor is a state
+// order (Copy: dst = a; Reduce: dst = a (+) b through the Reduction). An op runs earlier, while
+// transfers of its step are still in flight, when none of those touches what it reads or writes
+// (ops in order: the first one that must wait holds back the rest): AllGather's copy of its own
+// block overlaps the exchange, and a reduction starts once its operands are there.
+//
+// Reading in place. Where the transport receives in place (Transport::direct: the shared-memory
+// link), a receive whose slice feeds exactly one op of its step and is dead after it (read by
+// nothing later before being overwritten; Scratch at the end of the schedule) is not copied
+// into that slice: the op reads the peer's bytes where they are, a Reduce straight from the
+// peer's slot or, piece by cache-sized piece, from the peer's buffer; a Copy copies once from
+// there. The schedule, and what every named buffer holds afterwards that anything reads, stay
+// the same. The executor is a state
 // machine without threads: start() validates the schedule against the bindings and resolves every
 // transfer to an iov up front; progress() advances as far as it can without blocking and says
 // whether the run is over, so MPI's progress loop can drive nonblocking collectives; run() loops on
@@ -65,6 +76,8 @@ struct ExecStats {
   std::uint64_t bytesReceived = 0;
   std::uint64_t elementsReduced = 0;  // by Reduce ops
   std::uint64_t elementsCopied = 0;   // by Copy ops
+  std::uint64_t directReads = 0;      // receives an op read in place
+  std::uint64_t directSettled = 0;    // receives meant for that, copied after all (op not ready)
 };
 
 class Executor {
@@ -96,6 +109,9 @@ class Executor {
 
   // Rebinds the reduction for the next run (not while one is in flight).
   void setReduction(Reduction* reduction) { reduction_ = reduction; }
+  // Whether receives may be read in place (default: yes, where the transport can); for the next
+  // run.
+  void setDirectReads(bool on) { directReads_ = on; }
 
   State state() const { return state_; }
   bool done() const { return state_ == State::Done; }
@@ -117,6 +133,13 @@ class Executor {
     std::size_t iovCount = 0;
     std::size_t bytes = 0;
     tl::Tag tag;
+    bool direct = false;  // received in place, read by the op that `feeds` names
+  };
+  // What an op reads in place: the transfers of its step that carry its operands (-1: none).
+  struct Feed {
+    std::int32_t a = -1;
+    std::int32_t b = -1;
+    bool any() const { return a >= 0 || b >= 0; }
   };
 
   void plan(MessageCounters& counters, std::uint32_t comm, std::uint32_t seq);
@@ -124,6 +147,11 @@ class Executor {
                     MessageCounters& counters, std::uint32_t comm, std::uint32_t seq);
   void checkOp(std::size_t step, std::size_t index, const algo::LocalOp& op) const;
   void checkBound(const algo::Slice& s, std::size_t step, std::size_t index) const;
+  void planDirect(std::size_t step);
+  bool runFed(std::size_t index, const algo::LocalOp& op, const Feed& feed);
+  bool ready(const algo::Step& st, const algo::LocalOp& op, const Feed& feed) const;
+  bool runReadyOps(bool all);
+  bool settleDirect();
   void postStep();
   bool advance();  // true when the run is over
   void runOp(std::size_t index, const algo::LocalOp& op);
@@ -149,9 +177,11 @@ class Executor {
   // Resolved at start(), reused across runs.
   std::vector<PlannedTransfer> transfers_;  // every transfer of the schedule, step by step
   std::vector<std::size_t> stepFirst_;      // transfers_ index of each step's first transfer
-  // Per step: how many leading ops touch no slice its transfers use. They run while the
-  // transfers are in flight (AllGather's copy of the own block overlaps the exchange).
-  std::vector<std::size_t> earlyOps_;
+  std::vector<std::size_t> stepOpFirst_;    // feeds_ index of each step's first op
+  std::vector<Feed> feeds_;                 // one per op of the schedule
+  std::vector<std::byte> bounce_;           // pieces of a peer's buffer on their way to an op
+  std::vector<bool> open_;                  // per transfer of the step: a direct receive to finish
+  bool directReads_ = true;
   std::vector<tl::IoVec> iovs_;
   std::vector<tl::Completion> completions_;  // one per transfer of the current step
 
@@ -160,6 +190,8 @@ class Executor {
   bool failedRecv_ = false;
   bool posted_ = false;
   std::size_t postedCount_ = 0;
+  std::size_t nextOp_ = 0;    // the step's first op not yet run
+  std::size_t seenDone_ = 0;  // completed transfers when ops were last tried
 };
 
 }  // namespace hccl::engine

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -13,6 +15,51 @@ namespace {
 // Byte pattern of fresh scratch: a schedule that reads scratch before writing it gets garbage
 // that no reference result matches.
 constexpr std::byte kScratchPoison{0xA5};
+
+TransportWrap& defaultWrap() {
+  static TransportWrap w;
+  return w;
+}
+
+// An all-gather between the rank threads of one run: rounds of equal-size contributions.
+// Throws once the run was aborted (a rank failed and will never contribute).
+class ThreadGather {
+ public:
+  ThreadGather(int ranks, const tl::InProcFabric& fabric) : ranks_(ranks), fabric_(fabric) {}
+  void operator()(int rank, std::span<const std::byte> mine, std::span<std::byte> all) {
+    std::unique_lock lk(mu_);
+    const std::uint64_t round = round_;
+    if (arrived_ == 0) data_.assign(mine.size() * static_cast<std::size_t>(ranks_), std::byte{});
+    if (data_.size() != mine.size() * static_cast<std::size_t>(ranks_))
+      throw std::runtime_error("runLocal all-gather: ranks contributed different sizes");
+    if (!mine.empty())
+      std::memcpy(data_.data() + static_cast<std::size_t>(rank) * mine.size(), mine.data(),
+                  mine.size());
+    if (++arrived_ == ranks_) {
+      result_ = data_;
+      arrived_ = 0;
+      ++round_;
+      cv_.notify_all();
+    } else {
+      while (round_ == round) {
+        if (fabric_.aborted()) throw std::runtime_error("runLocal all-gather: the run was aborted");
+        cv_.wait_for(lk, std::chrono::milliseconds(20));
+      }
+    }
+    if (all.size() != result_.size())
+      throw std::runtime_error("runLocal all-gather: result of another size");
+    std::memcpy(all.data(), result_.data(), all.size());
+  }
+
+ private:
+  int ranks_;
+  const tl::InProcFabric& fabric_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+  std::uint64_t round_ = 0;
+  std::vector<std::byte> data_, result_;
+};
 
 std::string checkBuffers(const algo::Schedule& s, std::size_t elemSize,
                          const std::vector<RankBuffers>& buffers) {
@@ -60,6 +107,10 @@ LocalRunResult runRanks(const algo::Schedule& s, std::size_t elemSize, const Red
     fabric.markDead(r);
   }
 
+  const TransportWrap& wrap =
+      options.deadRanks.empty() ? (options.wrap ? options.wrap : defaultWrap()) : options.wrap;
+  ThreadGather gather(p, fabric);
+
   result.rankErrors.assign(static_cast<std::size_t>(p), {});
   result.stats.assign(static_cast<std::size_t>(p), {});
   std::mutex firstMu;
@@ -78,10 +129,19 @@ LocalRunResult runRanks(const algo::Schedule& s, std::size_t elemSize, const Red
       bind.output = Binding::contiguous(mine.output.data(), mine.output.size() / elemSize);
       bind.scratch = Binding::contiguous(scratch.data(), scratch.size() / elemSize);
       tl::InProcTransport& ep = fabric.endpoint(r);
-      Executor ex(ep, elemSize, red ? &*red : nullptr);
+      std::shared_ptr<tl::Transport> wrapped;
+      if (wrap)
+        wrapped = wrap(ep, [&gather, r](std::span<const std::byte> m, std::span<std::byte> a) {
+          gather(r, m, a);
+        });
+      Executor ex(wrapped ? *wrapped : ep, elemSize, red ? &*red : nullptr);
       MessageCounters counters(p);
-      if (ex.start(s.ranks[ur], bind, counters, options.comm, options.seq))
-        ex.run([&ep] { ep.wait(std::chrono::milliseconds(50)); });
+      if (ex.start(s.ranks[ur], bind, counters, options.comm, options.seq)) {
+        if (wrapped)
+          ex.run();  // messages over another link do not wake the endpoint: poll
+        else
+          ex.run([&ep] { ep.wait(std::chrono::milliseconds(50)); });
+      }
       if (ex.failed()) err = ex.error();
       result.stats[ur] = ex.stats();
     } catch (const std::exception& e) {
@@ -118,6 +178,10 @@ LocalRunResult runRanks(const algo::Schedule& s, std::size_t elemSize, const Red
 }
 
 }  // namespace
+
+void setDefaultTransportWrap(TransportWrap wrap) {
+  defaultWrap() = std::move(wrap);
+}
 
 LocalRunResult runLocal(const algo::Schedule& schedule, const Reduction& reduction,
                         std::vector<RankBuffers> buffers, const LocalRunOptions& options) {

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,17 @@ struct RankBuffers {
   std::vector<std::byte> output;
 };
 
+// Puts another transport over a rank's in-process endpoint (e.g. the shared-memory link between
+// the rank threads, with the endpoint for everything else). `allGather` is collective over the
+// run's ranks: rank r's `mine` lands at r * mine.size() of `all` on every rank.
+using AllGatherFn = std::function<void(std::span<const std::byte> mine, std::span<std::byte> all)>;
+using TransportWrap =
+    std::function<std::shared_ptr<tl::Transport>(tl::Transport& endpoint, const AllGatherFn&)>;
+
+// The wrap of runs whose options name none: a test binary sets it once to run every check over
+// another link (nothing: the in-process endpoints as they are).
+void setDefaultTransportWrap(TransportWrap wrap);
+
 struct LocalRunOptions {
   // Transfers unmatched this long fail, so a deadlocked schedule fails instead of hanging.
   std::chrono::milliseconds timeout{30000};
@@ -32,6 +45,8 @@ struct LocalRunOptions {
   std::vector<int> deadRanks;
   // Called on the fabric before the ranks start (e.g. to set link classes).
   std::function<void(tl::InProcFabric&)> configure;
+  // Empty: the default wrap (setDefaultTransportWrap). Runs with dead ranks never wrap.
+  TransportWrap wrap;
 };
 
 struct LocalRunResult {

@@ -129,12 +129,25 @@ algo::ConfigResult<EngineOptions> optionsFromLayers(
     if (!level.ok()) return fromLayer(level.error(), *l);
     o.verbose = level.value();
   }
+  if (const auto* l = top(layers[HCCL_SETTING_LEVEL0_LINK])) {
+    auto link = algo::parseLevel0Link(l->value);
+    if (!link.ok()) return fromLayer(link.error(), *l);
+    o.level0Link = link.value();
+    o.level0LinkSource = l->source;
+    sources += fmt::format(" level0_link={} ({})", name(o.level0Link), l->source);
+  }
+  if (o.level0Link == Level0Link::Shm && o.ucx.intraRoce)
+    return ConfigError{"level0_link", "shm", 0,
+                       fmt::format("level0_link: \"shm\" (from {}) contradicts intra_roce=1, "
+                                   "which sends same-server traffic over the RoCE class",
+                                   o.level0LinkSource),
+                       o.level0LinkSource};
   o.ucxSources = sources.empty() ? " defaults" : sources;
   return o;
 }
 
 std::string fingerprint(const EngineOptions& o) {
-  return algo::canonical(o.settings);
+  return fmt::format("{}|level0_link={}", algo::canonical(o.settings), name(o.level0Link));
 }
 
 }  // namespace hccl::engine

@@ -7,15 +7,20 @@
 #include <vector>
 
 #include "algorithms/config_settings.hpp"
+#include "algorithms/config_values.hpp"
 #include "coll_hccl/hccl_engine.h"
 #include "ucx_tl/ucx_transport.hpp"
 
 namespace hccl::engine {
 
+using algo::Level0Link;
+
 struct EngineOptions {
   algo::Settings settings;  // algo, buffsize, deterministic, selection, tuning file
   tl::UcxOptions ucx;       // link-class transport lists, intra-RoCE, timeout
-  std::string ucxSources;   // where the transport settings came from, for logs
+  Level0Link level0Link = Level0Link::Auto;
+  std::string level0LinkSource = "default";
+  std::string ucxSources;  // where the transport settings came from, for logs
   int verbose = 0;
   // Accepted settings that have no effect (HCCL_ALGO's level3, an entry for an op coll_hccl does
   // not take over through MPI, ...), one sentence each, for the verbose log.
@@ -27,8 +32,8 @@ struct EngineOptions {
 algo::ConfigResult<EngineOptions> optionsFromLayers(
     const hccl_setting_t (&layers)[HCCL_SETTING_COUNT]);
 
-// Every setting that must be equal on all ranks for them to decide alike, as one string.
-// (Transport lists and the timeout may differ between servers.)
+// Every setting that must be equal on all ranks for them to decide alike (and to carry level0
+// alike), as one string. (Transport lists and the timeout may differ between servers.)
 std::string fingerprint(const EngineOptions& o);
 
 }  // namespace hccl::engine

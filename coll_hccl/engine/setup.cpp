@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 
 #include "topology/error.hpp"
 #include "topology/records.hpp"
+#include "ucx_tl/shm_transport.hpp"
 #include "ucx_tl/ucx_transport.hpp"
 
 namespace hccl::engine::setup {
@@ -178,19 +181,54 @@ topo::Hierarchy memberHierarchy(const topo::Hierarchy& world, std::span<const in
   return world.subset(ranks);
 }
 
-std::shared_ptr<tl::Transport> openWorldTransport(const Exchange& exchange, int worldRank,
-                                                  const topo::Hierarchy& world,
-                                                  const EngineOptions& options,
-                                                  bool oversubscribed) {
+tl::ShmOptions shmOptions(std::size_t largestServer, const tl::UcxOptions& ucx,
+                          bool oversubscribed) {
+  tl::ShmOptions o;
+  constexpr std::size_t kSegmentBudget = std::size_t{64} << 20;
+  const std::size_t L = std::max<std::size_t>(largestServer, 1);
+  const std::size_t perSlot = kSegmentBudget / (L * L * o.slotsPerChannel);
+  o.slotBytes = std::clamp<std::size_t>(perSlot / 64 * 64, 1024, 16384) + 64;
+  o.timeout = ucx.timeout;
+  if (ucx.keepalive.count() > 0) o.liveness = ucx.keepalive;
+  o.yield = oversubscribed;
+  return o;
+}
+
+WorldTransport openWorldTransport(const Exchange& exchange, int worldRank,
+                                  const topo::Hierarchy& world, const EngineOptions& options,
+                                  bool oversubscribed) {
   std::vector<int> serverOf(world.size());
-  for (std::uint32_t r = 0; r < world.size(); ++r)
+  std::map<int, std::size_t> perServer;
+  for (std::uint32_t r = 0; r < world.size(); ++r) {
     serverOf[r] = static_cast<int>(world.serverOf(r));
+    ++perServer[serverOf[r]];
+  }
   const tl::AllGather gather = [&](std::span<const std::byte> m, std::span<std::byte> a) {
     if (!exchange(m, a)) throw tl::UcxError("the bootstrap all-gather over MPI_COMM_WORLD failed");
   };
   tl::UcxOptions ucx = options.ucx;
   ucx.oversubscribed = oversubscribed;
-  return std::make_shared<tl::UcxTransport>(worldRank, std::move(serverOf), gather, ucx);
+  WorldTransport out;
+  auto base = std::make_shared<tl::UcxTransport>(worldRank, serverOf, gather, ucx);
+  out.transport = base;
+  if (options.level0Link == Level0Link::Tagged) return out;
+  if (ucx.intraRoce) {  // same-server traffic rides the RoCE class: nothing for the link
+    out.note = "level0 stays on UCX tagged messages: intra_roce=1 sends it over the RoCE class";
+    return out;
+  }
+  std::size_t largest = 1;
+  for (const auto& [server, n] : perServer) largest = std::max(largest, n);
+  try {
+    auto link = std::make_shared<tl::ShmLink>(worldRank, serverOf, gather,
+                                              shmOptions(largest, ucx, oversubscribed));
+    out.transport = std::make_shared<tl::ShmTransport>(base, std::move(link));
+  } catch (const tl::UcxError& e) {
+    if (options.level0Link == Level0Link::Shm) throw;
+    out.note = fmt::format(
+        "level0 stays on UCX tagged messages: the shared-memory link could not be set up ({})",
+        e.what());
+  }
+  return out;
 }
 
 }  // namespace hccl::engine::setup

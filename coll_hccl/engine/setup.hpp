@@ -8,8 +8,9 @@
 //   3. worldHierarchy /   the hierarchy: MPI_COMM_WORLD's from the rank table, the spec or the
 //      memberHierarchy    records; any other communicator's as the subset of MPI_COMM_WORLD's
 //                         (local: equal inputs give equal hierarchies on every rank)
-//   4. openWorldTransport MPI_COMM_WORLD only, collective: the UCX transport every communicator
-//                         inside it shares
+//   4. openWorldTransport MPI_COMM_WORLD only, collective: the transport every communicator
+//                         inside it shares: UCX, with level0 over the shared-memory link (one
+//                         segment per server, made here) unless level0_link says tagged
 //
 // Only MPI_COMM_WORLD's set-up communicates, inside MPI_Init. Every other communicator is built
 // from what it learnt, without communication, because Open MPI creates communicators inside its
@@ -33,6 +34,7 @@
 #include "topology/hierarchy.hpp"
 #include "topology/records.hpp"
 #include "topology/resolve.hpp"
+#include "ucx_tl/shm_link.hpp"
 #include "ucx_tl/transport.hpp"
 
 namespace hccl::engine::setup {
@@ -90,11 +92,20 @@ topo::Hierarchy discoveredWorldHierarchy(const topo::TopologySource& source,
 topo::Hierarchy memberHierarchy(const topo::Hierarchy& world, std::span<const int> members);
 
 // ---- 4. openWorldTransport ----------------------------------------------------------------------
-// Collective over MPI_COMM_WORLD; throws tl::UcxError alike on every rank when UCX cannot be set
-// up. `oversubscribed`: ranks outnumber cores (Open MPI yields when idle).
-std::shared_ptr<tl::Transport> openWorldTransport(const Exchange& exchange, int worldRank,
-                                                  const topo::Hierarchy& world,
-                                                  const EngineOptions& options,
-                                                  bool oversubscribed);
+struct WorldTransport {
+  std::shared_ptr<tl::Transport> transport;  // a tl::ShmTransport over UCX, or UCX alone
+  std::string note;  // why level0 stays on tagged messages in auto mode, when it does
+};
+// Collective over MPI_COMM_WORLD; throws tl::UcxError alike on every rank when UCX (or, with
+// level0_link=shm, the shared-memory link) cannot be set up. `oversubscribed`: ranks outnumber
+// cores (Open MPI yields when idle; so do the link's own waits).
+WorldTransport openWorldTransport(const Exchange& exchange, int worldRank,
+                                  const topo::Hierarchy& world, const EngineOptions& options,
+                                  bool oversubscribed);
+// The shared-memory link's options for servers of up to `largestServer` ranks: slots of 16 KiB
+// (and a cache line, so a 16 KiB message still travels inline) while the segment, which grows
+// with the square of the ranks per server, stays within 64 MiB; smaller slots beyond.
+tl::ShmOptions shmOptions(std::size_t largestServer, const tl::UcxOptions& ucx,
+                          bool oversubscribed);
 
 }  // namespace hccl::engine::setup

@@ -38,4 +38,12 @@ void SubTransport::recv(int peer, std::span<const tl::IoVec> iov, tl::Tag tag,
   base_->recv(at(peer), iov, tag, done);
 }
 
+bool SubTransport::direct(int peer, std::size_t bytes) const {
+  return peer >= 0 && peer < size() && base_->direct(at(peer), bytes);
+}
+
+void SubTransport::recvDirect(int peer, std::size_t bytes, tl::Tag tag, tl::Completion* done) {
+  base_->recvDirect(at(peer), bytes, tag, done);
+}
+
 }  // namespace hccl::engine

@@ -22,6 +22,13 @@ class SubTransport final : public tl::Transport {
   void recv(int peer, std::span<const tl::IoVec> iov, tl::Tag tag, tl::Completion* done) override;
   int progress() override { return base_->progress(); }
   void cancel(tl::Completion* done) override { base_->cancel(done); }
+  bool direct(int peer, std::size_t bytes) const override;
+  void recvDirect(int peer, std::size_t bytes, tl::Tag tag, tl::Completion* done) override;
+  tl::Completion readDirect(const tl::Completion* done, std::size_t offset,
+                            std::span<std::byte> into, std::span<const std::byte>* view) override {
+    return base_->readDirect(done, offset, into, view);
+  }
+  void finishDirect(tl::Completion* done) override { base_->finishDirect(done); }
 
  private:
   int at(int peer) const;

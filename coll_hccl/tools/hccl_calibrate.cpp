@@ -14,12 +14,14 @@
 //   ring step does; steps back to back, time per step). First with every process on one server
 //   (the HCCS class: shared memory) -> level0; then with every process on its own server (the
 //   RoCE class: verbs, or tcp on a machine without RDMA) -> level1 and level2, which one machine
-//   cannot tell apart. Sizes: 0 B and powers of 4 from 64 B to --max-size (--quick: powers of
-//   16); at each size the median of --repeat samples, a sample being the lower quartile of the
-//   times of its steps (thousands of them for small messages), which leaves out the steps whose
-//   peer the scheduler had put aside: they measure the other tenants, not the link.
-//   If UCX cannot be set up (or with --inprocess) the in-process transport is timed instead,
-//   with threads, for level0 only; level1/2 then keep their defaults.
+//   cannot tell apart. Then the shared-memory link (ucx_tl/shm_link.hpp: slots for small
+//   messages, one CMA copy for large ones), which carries level0 unless level0_link=tagged, over
+//   the HCCS class as the engine builds it -> link_classes.shm. Sizes: 0 B and powers of 4 from
+//   64 B to --max-size (--quick: powers of 16); at each size the median of --repeat samples, a
+//   sample being the lower quartile of the times of its steps (thousands of them for small
+//   messages), which leaves out the steps whose peer the scheduler had put aside: they measure the
+//   other tenants, not the link. If UCX cannot be set up (or with --inprocess) the in-process
+//   transport is timed instead, with threads, for level0 only; level1/2 then keep their defaults.
 //   links (level0): with 3 processes on one server, rank 0 steps with one peer, then with two
 //   peers at once (alternating, 1 MiB each). With L links a step with k peers costs
 //   alpha + beta * m * max(1, k / L), so L = 2 (t1 - alpha) / (t2 - alpha), kept within [1, 2]:
@@ -70,6 +72,8 @@
 #include "coll_hccl/tools/calibrate_links.hpp"
 #include "coll_hccl/tools/size_option.hpp"
 #include "ucx_tl/inproc.hpp"
+#include "ucx_tl/shm_link.hpp"
+#include "ucx_tl/shm_transport.hpp"
 #include "ucx_tl/ucx_transport.hpp"
 
 namespace {
@@ -105,6 +109,8 @@ struct Measurements {
   std::string why;        // why in-process, when it is
   ClassTimings level0;
   std::optional<ClassTimings> level1;
+  std::optional<ClassTimings> shm;  // the shared-memory link (link class "shm")
+  std::string shmWhy;               // why not, when it could not be set up
   std::optional<LinksTimings> links;
 };
 
@@ -177,6 +183,27 @@ std::string ucxMember(MeshMember& m, const Plan& plan) {
     }
     m.barrier();  // nobody tears down while a peer still needs it
   }
+  // The shared-memory link over the HCCS class, built as the engine builds level0's: steps
+  // between rank 0 and rank 1 in its slots (small) and by one CMA copy (large).
+  try {
+    const std::vector<int> serverOf(static_cast<std::size_t>(m.size()), 0);
+    tl::UcxOptions options;
+    options.timeout = plan.stepLimit;
+    auto base = std::make_shared<tl::UcxTransport>(m.rank(), serverOf, m.allGatherFn(), options);
+    tl::ShmOptions so;  // as the engine's for a few ranks (setup::shmOptions): 16 KiB inline
+    so.slotBytes = 16384 + 64;
+    so.timeout = options.timeout;
+    auto link = std::make_shared<tl::ShmLink>(m.rank(), serverOf, m.allGatherFn(), so);
+    tl::ShmTransport t(base, link);
+    StepProbe probe(t, m, plan.maxBytes, plan.stepLimit);
+    ClassTimings c = timeSizes(probe, plan);
+    c.carriers = fmt::format("the shared-memory link ({} B slots, single copy: {})",
+                             link->slotBytes(), tl::name(link->singleCopy()));
+    out["shm"] = toJson(c);
+    m.barrier();
+  } catch (const tl::UcxError& e) {  // every rank alike: ShmLink agrees on its outcome
+    out["shm_error"] = e.what();
+  }
   return out.dump();
 }
 
@@ -193,6 +220,10 @@ Measurements measureOverUcx(const Plan& plan, std::chrono::milliseconds deadline
   ms.transport = "UCX";
   ms.level0 = classFrom(j.at("level0"));
   ms.level1 = classFrom(j.at("level1"));
+  if (j.contains("shm"))
+    ms.shm = classFrom(j.at("shm"));
+  else
+    ms.shmWhy = j.value("shm_error", std::string("not measured"));
   if (j.contains("links")) {
     const json& l = j.at("links");
     ms.links =
@@ -457,9 +488,14 @@ int main(int argc, char** argv) {
     }
 
     const LineFit f0 = fitAndReport("level0 (HCCS class)", ms.level0, plan.repeat, verbose);
-    std::optional<LineFit> f1;
+    std::optional<LineFit> f1, fShm;
     if (ms.level1)
       f1 = fitAndReport("level1/level2 (RoCE class)", *ms.level1, plan.repeat, verbose);
+    if (ms.shm)
+      fShm = fitAndReport("level0 on the shared-memory link (link class shm)", *ms.shm, plan.repeat,
+                          verbose);
+    else if (ms.level1)
+      fmt::print(stderr, "shared-memory link: not measured ({})\n\n", ms.shmWhy);
     double links = 1;
     if (ms.links)
       links = estimateLinks(*ms.links, f0);
@@ -475,8 +511,10 @@ int main(int argc, char** argv) {
     const std::string mode = quick ? " --quick" : "";
     std::string what;
     if (ms.level1)
-      what = fmt::format("hccl_calibrate{} on {}: level0 over UCX {}, level1/2 over UCX {}", mode,
-                         hostAndDate(), ms.level0.carriers, ms.level1->carriers);
+      what = fmt::format(
+          "hccl_calibrate{} on {}: level0 over UCX {}, level1/2 over UCX {}, shm over {}", mode,
+          hostAndDate(), ms.level0.carriers, ms.level1->carriers,
+          ms.shm ? ms.shm->carriers : "nothing (" + ms.shmWhy + ")");
     else
       what = fmt::format(
           "hccl_calibrate{} on {}: level0 over the in-process transport ({}); level1/2 not "
@@ -488,6 +526,7 @@ int main(int argc, char** argv) {
       doc["levels"]["level1"] = levelJson(*f1, std::nullopt);
       doc["levels"]["level2"] = levelJson(*f1, std::nullopt);
     }
+    if (fShm) doc["link_classes"][algo::kSharedMemoryClass] = levelJson(*fShm, links);
     doc["gamma"] = gammaJson(gamma, plan.repeat, gammaBytes);
     const std::string text = doc.dump(2);
 

@@ -10,12 +10,14 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/config_settings.hpp"
+#include "algorithms/config_values.hpp"
 #include "algorithms/cost_model.hpp"
 #include "algorithms/generators.hpp"
 #include "algorithms/selector.hpp"
@@ -47,6 +49,7 @@ std::map<std::string, std::string, std::less<>> pairs(const std::vector<std::str
 struct ConfigOptions {
   std::vector<std::string> mca, info;
   std::string tuning;
+  std::string level0Link;  // as coll_hccl_level0_link; empty: COLL_HCCL_LEVEL0_LINK, else auto
 
   void add(CLI::App* app) {
     app->add_option("--mca", mca,
@@ -54,6 +57,10 @@ struct ConfigOptions {
                     "coll_hccl_algorithm=level0:NA;level1:ring");
     app->add_option("--info", info, "Set a communicator info key, e.g. hccl_algo=level1:NHR");
     app->add_option("--tuning", tuning, "Tuning file (overrides coll_hccl_tuning_file)");
+    app->add_option("--level0-link", level0Link,
+                    "What carries level0, as coll_hccl_level0_link: auto or shm (the "
+                    "shared-memory link's costs, as where it sets up), tagged (UCX tagged "
+                    "messages); default COLL_HCCL_LEVEL0_LINK, else auto");
   }
 
   Settings settings() const {
@@ -66,14 +73,28 @@ struct ConfigOptions {
     return r.value();
   }
 
-  CostModel model(const Settings& s) const {
+  // The model as loaded (defaults and tuning file), as `tuning` prints it.
+  CostModel loadedModel(const Settings& s) const {
     const std::string path = !tuning.empty() ? tuning : s.tuningFile.value;
-    if (path.empty()) return defaultCostModel();
-    std::vector<std::string> warnings;
-    auto r = loadTuningFile(defaultCostModel(), path, warnings);
-    for (const auto& w : warnings) fmt::print(stderr, "hccl_info: warning: {}\n", w);
-    if (!r.ok()) throw std::runtime_error(r.error().message);
-    return r.value();
+    CostModel m = defaultCostModel();
+    if (!path.empty()) {
+      std::vector<std::string> warnings;
+      auto r = loadTuningFile(defaultCostModel(), path, warnings);
+      for (const auto& w : warnings) fmt::print(stderr, "hccl_info: warning: {}\n", w);
+      if (!r.ok()) throw std::runtime_error(r.error().message);
+      m = std::move(r).value();
+    }
+    return m;
+  }
+
+  // The model decisions use: level0 priced as the link that carries it.
+  CostModel model(const Settings& s) const {
+    const CostModel m = loadedModel(s);
+    const char* env = std::getenv("COLL_HCCL_LEVEL0_LINK");
+    const std::string text = !level0Link.empty() ? level0Link : env ? env : "auto";
+    auto link = parseLevel0Link(text);
+    if (!link.ok()) throw std::runtime_error(link.error().message);
+    return link.value() == Level0Link::Tagged ? m : m.withLevel0OnSharedMemory();
   }
 };
 
@@ -296,7 +317,7 @@ int main(int argc, char** argv) {
     }
     if (*tuning) {
       const Settings s = co.settings();
-      fmt::print("{}\n", co.model(s).toJson());
+      fmt::print("{}\n", co.loadedModel(s).toJson());
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "hccl_info: error: {}\n", e.what());

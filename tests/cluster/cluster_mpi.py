@@ -134,6 +134,9 @@ def jobs_for(layout, progs, probe):
     # The automatic choice, with the transport evidence.
     jobs.append(Job("auto_smoke", smoke, [], decisions=auto,
                     calls=ALL_CALLS, ucx_log=True))
+    # Level0 over UCX tagged messages instead of the shared-memory link: UCX shared memory again.
+    jobs.append(Job("tagged_smoke", smoke, ["--quick"], env={"COLL_HCCL_LEVEL0_LINK": "tagged"},
+                    decisions=auto, calls=ALL_CALLS, ucx_log=True))
     # Every level-1 algorithm forced (HCCL's own syntax). On unequal servers, the outermost
     # level's algorithm runs flat; pipeline needs equal servers and falls back.
     for algo in LEVEL1_ALGOS:
@@ -276,15 +279,47 @@ def ucx_endpoint_classes(text):
     return out
 
 
+def shm_link_reports(layout, text, failures, notes):
+    """rank -> the ranks its level0 shared-memory link (coll_hccl's own, ucx_tl/shm_link) spans.
+    Level0 rides it by default (coll_hccl_level0_link=auto), so same-server traffic then shows no
+    UCX endpoint at all. Each rank on a server of k > 1 ranks must list k ranks, itself among them."""
+    links = {int(r): [int(x) for x in ranks.split(",")] for r, ranks in re.findall(
+        r"rank (\d+) level0: shared-memory link: ranks ([\d,]+) on one segment", text)}
+    if not links:
+        return links
+    want = sorted(k for k in layout.slots if k > 1 for _ in range(k))
+    got = sorted(len(v) for v in links.values())
+    if got != want:
+        failures.append(f"shared-memory link reports span {got} ranks, expected {want} "
+                        f"(one per rank on a server of several)")
+    for rank, ranks in sorted(links.items()):
+        if rank not in ranks:
+            failures.append(f"rank {rank}: its shared-memory link spans {ranks}, not itself")
+    notes.append(f"level0 shared-memory link on {len(links)} ranks, e.g. rank "
+                 f"{min(links)}: ranks {','.join(map(str, links[min(links)]))}")
+    return links
+
+
 def check_transports(layout, job, text, failures, notes):
     per_proc = ucx_endpoint_classes(text)
-    if len(per_proc) != layout.np:
+    # Same-server traffic on coll_hccl's shared-memory link: UCX shared memory becomes optional
+    # (the link hands UCX only what it cannot carry), and never tcp for it, as before. A rank
+    # whose flat schedule talks only to its own server then opens no UCX endpoint at all.
+    on_link = len(shm_link_reports(layout, text, failures, notes)) == \
+        sum(k for k in layout.slots if k > 1) > 0
+    if len(per_proc) > layout.np or (len(per_proc) < layout.np and
+                                     (layout.symmetric or not on_link)):
         failures.append(f"UCX endpoint reports from {len(per_proc)} processes, expected "
                         f"{layout.np}")
     # Endpoints are made on first use, so a process shows the classes of the peers its schedule
     # talks to. Hierarchical (equal servers): every rank has a same-server peer at level 0 and
     # other-server peers at level 1. Flat (unequal servers): a rank may talk to one kind only,
     # but never to a kind its server cannot have, and each server as a whole uses what it has.
+    def matches(classes, want, subset):
+        if on_link:
+            classes, want = classes - {"shm"}, want - {"shm"}
+        return classes <= want if subset else classes == want
+
     by_server = {}
     for proc, classes in sorted(per_proc.items()):
         server = int(proc.split(":")[0][2:])
@@ -294,14 +329,15 @@ def check_transports(layout, job, text, failures, notes):
         if layout.servers > 1:
             want.add("tcp")
         by_server.setdefault(server, set()).update(classes)
-        if classes != want if layout.symmetric else not classes <= want:
+        if not matches(classes, want, not layout.symmetric):
             failures.append(f"process {proc} used {sorted(classes)}, expected "
                             f"{'' if layout.symmetric else 'a subset of '}{sorted(want)} "
-                            f"(shm = sysv/posix/cma only, tcp = tcp/eth0 only)")
+                            f"(shm = sysv/posix/cma only, tcp = tcp/eth0 only"
+                            f"{'; shm optional: level0 on the shared-memory link' if on_link else ''})")
     for server, classes in sorted(by_server.items()):
         want = ({"shm"} if layout.slots[server] > 1 else set()) | \
             ({"tcp"} if layout.servers > 1 else set())
-        if classes != want:
+        if not matches(classes, want, False):
             failures.append(f"the ranks of ns{server} used {sorted(classes)} together, expected "
                             f"{sorted(want)}")
     summary = {}

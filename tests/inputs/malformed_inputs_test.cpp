@@ -113,6 +113,7 @@ constexpr AdapterSetting kAdapter[] = {
     {"tuning_file", HCCL_SETTING_TUNING_FILE, nullptr, nullptr},
     {"timeout", HCCL_SETTING_TIMEOUT, nullptr, "HCCL_EXEC_TIMEOUT"},
     {"verbose", HCCL_SETTING_VERBOSE, nullptr, nullptr},
+    {"level0_link", HCCL_SETTING_LEVEL0_LINK, nullptr, "COLL_HCCL_LEVEL0_LINK"},
 };
 
 const AdapterSetting* adapterSetting(std::string_view name) {

@@ -41,6 +41,7 @@ ADAPTER = {
     "tuning_file": (None, None),
     "timeout": (None, "HCCL_EXEC_TIMEOUT"),
     "verbose": (None, None),
+    "level0_link": (None, "COLL_HCCL_LEVEL0_LINK"),
 }
 # Open MPI parses coll_hccl_verbose as an integer itself; the engine's check is not reachable.
 MPI_SKIP = {"verbose"}

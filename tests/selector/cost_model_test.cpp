@@ -62,6 +62,45 @@ TEST(CostModel, PartialOverride) {
   EXPECT_NE(r.value().fingerprint(), defaultCostModel().fingerprint());
 }
 
+// The shared-memory link has numbers of its own, which level0 takes when it rides that link.
+TEST(CostModel, SharedMemoryLinkClassPricesLevel0OnTheLink) {
+  const CostModel& d = defaultCostModel();
+  ASSERT_TRUE(d.sharedMemory.has_value()) << "the defaults ship link_classes.shm";
+  EXPECT_GT(d.sharedMemory->alpha, 0);
+  EXPECT_GT(d.sharedMemory->beta, 0);
+  // No request, no tag matching: its startup is below UCX tagged messages' on the same peers.
+  EXPECT_LT(d.sharedMemory->alpha, d.level[0].alpha);
+  const CostModel on = d.withLevel0OnSharedMemory();
+  EXPECT_DOUBLE_EQ(on.level[0].alpha, d.sharedMemory->alpha);
+  EXPECT_DOUBLE_EQ(on.level[0].beta, d.sharedMemory->beta);
+  EXPECT_DOUBLE_EQ(on.level[1].alpha, d.level[1].alpha);  // other levels as they were
+  EXPECT_NE(on.source.find("shared-memory link"), std::string::npos) << on.source;
+  EXPECT_NE(on.fingerprint(), d.fingerprint());
+
+  std::vector<std::string> warnings;
+  auto r = tune(R"({"link_classes": {"shm": {"alpha_us": 0.25, "bandwidth_GBps": 9}}})", warnings);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_DOUBLE_EQ(r.value().sharedMemory->alpha, 0.25e-6);
+  EXPECT_DOUBLE_EQ(r.value().sharedMemory->beta, 1.0 / 9e9);
+  EXPECT_DOUBLE_EQ(r.value().level[0].alpha, d.level[0].alpha);  // tagged level0 untouched
+  // Round trip through the document calibration writes.
+  auto back = applyTuning(CostModel{}, r.value().toJson(), "round trip", warnings);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_TRUE(back.value().sharedMemory.has_value());
+  EXPECT_DOUBLE_EQ(back.value().sharedMemory->alpha, 0.25e-6);
+  // Without the class, level0 keeps its own numbers.
+  EXPECT_DOUBLE_EQ(CostModel{}.withLevel0OnSharedMemory().level[0].alpha, 0);
+
+  auto unknown = tune(R"({"link_classes": {"xpmem": {"alpha_us": 1}}})", warnings);
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_NE(warnings.back().find("\"xpmem\""), std::string::npos) << warnings.back();
+  auto bad = tune(R"({"link_classes": {"shm": {"bandwidth_GBps": -1}}})", warnings);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("link_classes.shm.bandwidth_GBps"), std::string::npos)
+      << bad.error().message;
+}
+
 TEST(CostModel, UnknownNamesAreWarningsNotErrors) {
   std::vector<std::string> warnings;
   auto r = tune(R"({"levels": {"level7": {}}, "gamma": {"fp8": {"sum": 1}, "fp32": {"avg": 1}},

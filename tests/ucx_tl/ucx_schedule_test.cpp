@@ -9,6 +9,10 @@
 // bitwise, against the in-process output: the same schedule reduces in the same order, so even
 // floating-point sums must agree to the last bit.
 //
+// With COLL_HCCL_TEST_LEVEL0=shm (the *_shm variants) each child carries its same-server traffic
+// over the shared-memory link (tl::ShmTransport over a tl::ShmLink, with slots small enough that
+// larger messages go by CMA) and reads receives in place where it can: the bits must not change.
+//
 // Integers (int32, wrapping sum) have an exact expectation. Floats (fp32) are drawn over several
 // binades so that the order of reduction changes the rounding; their exact sum fits a double, and
 // any order of the p - 1 additions stays within (p - 1) * 2^-24 * sum|x| of it.
@@ -30,6 +34,7 @@
 #include "fork_group.hpp"
 #include "patterns.hpp"
 #include "ucx_checks.hpp"
+#include "ucx_tl/shm_transport.hpp"
 #include "ucx_tl/ucx_transport.hpp"
 
 namespace hccl::test {
@@ -199,17 +204,34 @@ void checkLevels(const tl::Transport& t, const Case& c, const algo::RankSchedule
   }
 }
 
-// One child: every case's own-rank schedule over one UCX transport, checked.
+bool overShm() {
+  const char* v = std::getenv("COLL_HCCL_TEST_LEVEL0");
+  return v != nullptr && std::string(v) == "shm";
+}
+
+// One child: every case's own-rank schedule over one UCX transport (with the shared-memory link
+// for same-server peers when overShm()), checked.
 void runOverUcx(Child& child, const std::vector<int>& serverOf, const std::vector<Case>& cases) {
   tl::UcxOptions options;
   options.timeout = 15s;  // a schedule that deadlocks fails instead of waiting for the deadline
-  tl::UcxTransport t(child.rank(), serverOf, child.allGather(), options);
+  auto ucx = std::make_shared<tl::UcxTransport>(child.rank(), serverOf, child.allGather(), options);
+  std::shared_ptr<tl::ShmTransport> shm;
+  if (overShm()) {
+    tl::ShmOptions so;
+    so.slotBytes = 1024;
+    so.slotsPerChannel = 2;
+    so.timeout = 15s;
+    shm = std::make_shared<tl::ShmTransport>(
+        ucx, std::make_shared<tl::ShmLink>(child.rank(), serverOf, child.allGather(), so));
+  }
+  tl::Transport& t = shm ? static_cast<tl::Transport&>(*shm) : *ucx;
+  std::uint64_t directReads = 0;
   const auto r = static_cast<std::size_t>(child.rank());
   // Where levels matter, UCX's own endpoint report must show shared memory to same-server peers
   // and a network transport to the others.
   if (std::ranges::any_of(cases, [](const Case& c) { return c.levelsMapped; }))
     for (int q = 0; q < t.size(); ++q)
-      if (q != t.rank()) checkLink(child, t, q, serverOf);
+      if (q != t.rank()) checkLink(child, *ucx, q, serverOf);
   engine::MessageCounters counters;
   std::uint32_t seq = 0;
   std::size_t reordered = 0, floats = 0;
@@ -234,6 +256,7 @@ void runOverUcx(Child& child, const std::vector<int>& serverOf, const std::vecto
     counters.reset(t.size());
     if (ex.start(mine, bind, counters, 1, ++seq)) ex.run();
     CHILD_CHECK(ex.done(), fmt::format("{}: {}", c.label, ex.error()));
+    directReads += ex.stats().directReads;
     const std::string wrong = checkSum(c, output);
     CHILD_CHECK(wrong.empty(), fmt::format("{}: rank {}: {}", c.label, r, wrong));
     const std::string diff = bitwiseDiff(c, output, c.local[r]);
@@ -248,6 +271,18 @@ void runOverUcx(Child& child, const std::vector<int>& serverOf, const std::vecto
         fmt::format("p={}: {} cases match the in-process runs bitwise; {} of {} fp32 "
                     "results differ from the rank-order sum",
                     t.size(), cases.size(), reordered, floats));
+  if (shm) {
+    const auto& n = shm->counters();
+    child.report(
+        fmt::format("rank {} over the shared-memory link: {} inline and {} block "
+                    "messages, {} copied out of their slot, {} over UCX; {} receives "
+                    "read in place",
+                    r, n.inlineSends, n.blockSends, n.unexpected, n.viaBase, directReads));
+    // Rank 0 sends to a same-server peer in every case here (flat rings and meshes start with
+    // rank 1, which shares its server; compositions begin inside the server).
+    CHILD_CHECK(r != 0 || (n.inlineSends > 0 && n.blockSends > 0),
+                "rank 0 sent no inline or no block message over the link");
+  }
   child.barrier();  // nobody tears down while a peer still needs it
 }
 

@@ -1,0 +1,153 @@
+// Receives read in place (executor.hpp): which ones the executor reads where they are, that the
+// results do not change, and that reading in place never holds a peer's buffer while this rank
+// waits for something else. The ranks are threads over the shared-memory link (shm_wrap.hpp).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "algorithms/generators.hpp"
+#include "coll_hccl/engine/local_cluster.hpp"
+#include "tests/engine/shm_wrap.hpp"
+
+namespace hccl::engine {
+namespace {
+
+using algo::Buf;
+
+std::vector<std::byte> ints(std::uint64_t n, std::int32_t base) {
+  std::vector<std::byte> b(n * 4);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const auto v = static_cast<std::int32_t>(base + static_cast<std::int32_t>(i));
+    std::memcpy(b.data() + i * 4, &v, 4);
+  }
+  return b;
+}
+
+std::int32_t at(const std::vector<std::byte>& b, std::uint64_t i) {
+  std::int32_t v;
+  std::memcpy(&v, b.data() + i * 4, 4);
+  return v;
+}
+
+LocalRunOptions overShm(std::size_t slotBytes) {
+  tl::ShmOptions o = test::checkShmOptions();
+  o.slotBytes = slotBytes;
+  LocalRunOptions opt;
+  opt.wrap = test::shmWrap(o);
+  return opt;
+}
+
+// Rank r's input is r*1000 + i: the sum over p ranks is known in closed form.
+std::vector<RankBuffers> inputs(std::uint32_t p, std::uint64_t n) {
+  std::vector<RankBuffers> bufs(p);
+  for (std::uint32_t r = 0; r < p; ++r) {
+    bufs[r].input = ints(n, static_cast<std::int32_t>(r * 1000));
+    bufs[r].output.assign(n * 4, std::byte{0x11});
+  }
+  return bufs;
+}
+
+void expectSums(const LocalRunResult& res, std::uint32_t p, std::uint64_t n) {
+  ASSERT_TRUE(res.ok) << res.error;
+  for (std::uint32_t r = 0; r < p; ++r)
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const auto want = static_cast<std::int32_t>(1000 * p * (p - 1) / 2 + p * i);
+      ASSERT_EQ(at(res.outputs[r], i), want) << "rank " << r << " element " << i;
+    }
+}
+
+// The one-shot mesh reduces every peer's whole vector from scratch: each of those receives is
+// read in place, inline (small) or piecewise from the peer's buffer (large); the first fold of a
+// rank whose own vector is not first reads both its operands from peers.
+TEST(DirectReads, OneShotMeshReducesStraightFromThePeers) {
+  for (std::uint64_t n : {3u, 5000u}) {  // 12 B inline, 20 KB by CMA (slots of 256 B)
+    const std::uint32_t p = 3;
+    const algo::Schedule s =
+        algo::buildSchedule(algo::meshOneShotAllReduce, algo::Problem::allReduce(p, n));
+    const LocalRunResult res =
+        runLocal(s, DataType::Int32, ReduceOp::Sum, inputs(p, n), overShm(256));
+    expectSums(res, p, n);
+    for (std::uint32_t r = 0; r < p; ++r) {
+      EXPECT_EQ(res.stats[r].directReads + res.stats[r].directSettled, p - 1) << "rank " << r;
+      EXPECT_GT(res.stats[r].directReads, 0u) << "rank " << r << " read nothing in place";
+    }
+  }
+}
+
+// Without the link nothing is read in place, and the result is the same.
+TEST(DirectReads, NoneOverTaggedMessages) {
+  const std::uint32_t p = 3;
+  const std::uint64_t n = 100;
+  const algo::Schedule s =
+      algo::buildSchedule(algo::meshOneShotAllReduce, algo::Problem::allReduce(p, n));
+  LocalRunOptions tagged;
+  tagged.wrap = [](tl::Transport&, const AllGatherFn&) { return std::shared_ptr<tl::Transport>(); };
+  const LocalRunResult res = runLocal(s, DataType::Int32, ReduceOp::Sum, inputs(p, n), tagged);
+  expectSums(res, p, n);
+  for (const ExecStats& st : res.stats) EXPECT_EQ(st.directReads + st.directSettled, 0u);
+}
+
+// Two ranks: out = in + peer's in, received into scratch. In `variant` 1 a later step reads the
+// received scratch again, so it must really be written: it is not read in place. In variant 0 it
+// is dead after the reduction.
+algo::Schedule exchangeAndReduce(std::uint64_t n, int variant) {
+  algo::Schedule s;
+  s.problem = algo::Problem::allReduce(2, n);
+  for (std::uint32_t r = 0; r < 2; ++r) {
+    algo::RankSchedule rs;
+    algo::Step& x = rs.newStep();
+    algo::send(x, 1 - r, algo::in(0, n));
+    algo::recv(x, 1 - r, algo::scratch(0, n));
+    algo::reduce(x, algo::out(0, n), r == 0 ? algo::in(0, n) : algo::scratch(0, n),
+                 r == 0 ? algo::scratch(0, n) : algo::in(0, n));
+    if (variant == 1) algo::copy(rs.newStep(), algo::scratch(n, n), algo::scratch(0, n));
+    s.ranks.push_back(std::move(rs));
+  }
+  return s;
+}
+
+TEST(DirectReads, OnlyWhatNothingReadsLater) {
+  for (std::uint64_t n : {10u, 4000u}) {
+    const LocalRunResult fused = runLocal(exchangeAndReduce(n, 0), DataType::Int32, ReduceOp::Sum,
+                                          inputs(2, n), overShm(256));
+    expectSums(fused, 2, n);
+    for (const ExecStats& st : fused.stats) EXPECT_EQ(st.directReads, 1u);
+    const LocalRunResult kept = runLocal(exchangeAndReduce(n, 1), DataType::Int32, ReduceOp::Sum,
+                                         inputs(2, n), overShm(256));
+    expectSums(kept, 2, n);
+    for (const ExecStats& st : kept.stats) EXPECT_EQ(st.directReads + st.directSettled, 0u);
+  }
+}
+
+// Each rank's reduction writes the very buffer its own block send reads, so it cannot run
+// before the peer has read that block, and the peer's reduction cannot either: holding the
+// peer's block until then would deadlock both. The executor copies it in after all instead.
+TEST(DirectReads, AnOpThatMustWaitDoesNotHoldThePeersBuffer) {
+  const std::uint64_t n = 4000;  // 16 KB: blocks, not slots
+  algo::Schedule s;
+  s.problem = algo::Problem::allReduce(2, n, /*inPlace=*/true);
+  for (std::uint32_t r = 0; r < 2; ++r) {
+    algo::RankSchedule rs;
+    algo::Step& x = rs.newStep();
+    algo::send(x, 1 - r, algo::out(0, n));
+    algo::recv(x, 1 - r, algo::scratch(0, n));
+    algo::reduce(x, algo::out(0, n), r == 0 ? algo::out(0, n) : algo::scratch(0, n),
+                 r == 0 ? algo::scratch(0, n) : algo::out(0, n));
+    s.ranks.push_back(std::move(rs));
+  }
+  std::vector<RankBuffers> bufs(2);
+  for (std::uint32_t r = 0; r < 2; ++r)
+    bufs[r].output = ints(n, static_cast<std::int32_t>(r * 1000));
+  LocalRunOptions opt = overShm(256);
+  opt.timeout = std::chrono::milliseconds(20000);
+  const LocalRunResult res = runLocal(s, DataType::Int32, ReduceOp::Sum, std::move(bufs), opt);
+  expectSums(res, 2, n);
+  // The first rank whose message arrives copies it in; the other may find its send done by then.
+  EXPECT_GE(res.stats[0].directSettled + res.stats[1].directSettled, 1u);
+  for (const ExecStats& st : res.stats) EXPECT_EQ(st.directReads + st.directSettled, 1u);
+}
+
+}  // namespace
+}  // namespace hccl::engine
