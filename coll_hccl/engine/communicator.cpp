@@ -40,6 +40,24 @@ const char* collName(hccl_coll_t c) {
   return c >= 0 && c < HCCL_COLL_COUNT ? kNames[c] : "?";
 }
 
+// ReduceScatter and AllGather with MPI's per-rank counts (recvcounts, in elements of `scale`).
+void setPerRankCounts(algo::Problem base, const std::size_t* counts, std::uint32_t p,
+                      std::uint64_t scale, CallShape& s) {
+  std::vector<std::uint64_t> blocks(p);
+  for (std::uint32_t r = 0; r < p; ++r) blocks[r] = counts[r] * scale;
+  s.problem = std::move(base);
+  s.problem.blocks = algo::Blocks::of(blocks);
+  s.info.count = s.problem.total() / p;
+  s.info.uneven = !s.problem.blocks.isUniform();
+}
+
+// False, with why, when a rooted call names a root outside the communicator.
+bool rootInside(int root, std::uint32_t p, std::string& why) {
+  if (root >= 0 && static_cast<std::uint32_t>(root) < p) return true;
+  why = fmt::format("root {} outside the communicator's {} ranks", root, p);
+  return false;
+}
+
 }  // namespace
 
 hccl_status_t Communicator::create(EngineState& engine, const hccl_comm_params_t& params,
@@ -254,22 +272,14 @@ hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
         why = "reduce_scatter without recvcounts";
         return HCCL_ERR_ARG;
       }
-      std::vector<std::uint64_t> counts(p);
-      for (std::uint32_t r = 0; r < p; ++r) counts[r] = d.recvcounts[r] * scale;
       ci.coll = Collective::ReduceScatter;
-      s.problem = algo::Problem::reduceScatter(p, 0, ci.inPlace);
-      s.problem.blocks = algo::Blocks::of(counts);
-      ci.count = s.problem.total() / p;
-      ci.uneven = !s.problem.blocks.isUniform();
+      setPerRankCounts(algo::Problem::reduceScatter(p, 0, ci.inPlace), d.recvcounts, p, scale, s);
       break;
     }
     case HCCL_COLL_BCAST:
     case HCCL_COLL_REDUCE:
     case HCCL_COLL_SCATTER: {
-      if (d.root < 0 || static_cast<std::uint32_t>(d.root) >= p) {
-        why = fmt::format("root {} outside the communicator's {} ranks", d.root, p);
-        return HCCL_ERR_ARG;
-      }
+      if (!rootInside(d.root, p, why)) return HCCL_ERR_ARG;
       const auto root = static_cast<std::uint32_t>(d.root);
       ci.count = d.count * scale;
       // Only the root may be in place, so the choice (made alike on every rank) ignores it; the
@@ -303,22 +313,14 @@ hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
         why = "allgatherv with displacements (the adapter packs them)";
         return HCCL_ERR_ARG;
       }
-      std::vector<std::uint64_t> counts(p);
-      for (std::uint32_t r = 0; r < p; ++r) counts[r] = d.recvcounts[r] * scale;
       ci.coll = Collective::AllGather;
-      s.problem = algo::Problem::allGather(p, 0, ci.inPlace);
-      s.problem.blocks = algo::Blocks::of(counts);
-      ci.count = s.problem.total() / p;
-      ci.uneven = !s.problem.blocks.isUniform();
+      setPerRankCounts(algo::Problem::allGather(p, 0, ci.inPlace), d.recvcounts, p, scale, s);
       break;
     }
     case HCCL_COLL_GATHER:
     case HCCL_COLL_GATHERV:
     case HCCL_COLL_SCATTERV: {
-      if (d.root < 0 || static_cast<std::uint32_t>(d.root) >= p) {
-        why = fmt::format("root {} outside the communicator's {} ranks", d.root, p);
-        return HCCL_ERR_ARG;
-      }
+      if (!rootInside(d.root, p, why)) return HCCL_ERR_ARG;
       const auto root = static_cast<std::uint32_t>(d.root);
       const auto me = static_cast<std::uint32_t>(rank_);
       const bool gather = d.coll != HCCL_COLL_SCATTERV;
