@@ -233,11 +233,7 @@ mca_coll_base_module_t* mca_coll_hccl_comm_query(ompi_communicator_t* comm, int*
   *priority = c->priority;
   if (!c->engine_ready || c->priority < 0) return NULL;
   /* Same answer on every rank: it depends only on the communicator's shape. */
-  if (OMPI_COMM_IS_INTER(comm)) {
-    opal_output_verbose(3, c->output, "declining cid %u: intercommunicator",
-                        (unsigned)MCA_COLL_HCCL_CID(comm));
-    return NULL;
-  }
+  if (OMPI_COMM_IS_INTER(comm)) return mca_coll_hccl_inter_query(comm);
   bool single = ompi_comm_size(comm) < 2;
   if (single) {
     opal_output_verbose(3, c->output,
@@ -259,6 +255,7 @@ mca_coll_base_module_t* mca_coll_hccl_comm_query(ompi_communicator_t* comm, int*
 #define INSTALL(name) m->super.coll_##name = single ? NULL : mca_coll_hccl_##name;
   FOR_EACH_COLL(INSTALL)
 #undef INSTALL
+  mca_coll_hccl_neighbor_install(&m->super);
   m->super.coll_reduce_local = mca_coll_hccl_reduce_local;
   return &m->super;
 }
