@@ -69,6 +69,16 @@ static int hccl_register(void) {
       "debugging.",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &c->verbose);
   c->setting_var[HCCL_SETTING_VERBOSE] = verbose_var;
+  c->force_floor = 0;
+  (void)mca_base_component_var_register(
+      &c->super.collm_version, "force_floor",
+      "Diagnostic: 1 sends every collective to coll_hccl's own point-to-point implementation (the "
+      "floor, linear algorithms over the PML that serve calls no engine path or other coll "
+      "component takes, as with --mca coll hccl alone), bypassing the engine and the other "
+      "components; for testing the floor. 0 (default): engine, else the previous component, else "
+      "the floor.",
+      MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
+      &c->force_floor);
   return mca_coll_hccl_register_settings();
 }
 

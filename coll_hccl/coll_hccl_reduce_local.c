@@ -34,5 +34,9 @@ int mca_coll_hccl_reduce_local(const void* inbuf, void* inoutbuf, int count, omp
                       NULL != why            ? why
                       : HCCL_OP_USER == e.op ? "user op"
                                              : "empty");
-  return m->prev_reduce_local(inbuf, inoutbuf, count, dtype, op, m->prev_reduce_local_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, reduce_local)) {
+    return m->prev_reduce_local(inbuf, inoutbuf, count, dtype, op, m->prev_reduce_local_module);
+  }
+  ompi_op_reduce(op, (void*)(uintptr_t)inbuf, inoutbuf, (size_t)count, dtype);
+  return OMPI_SUCCESS;
 }
