@@ -3,7 +3,9 @@
  *
  * The adapter is a thin translation layer: it maps MPI calls onto hccl_coll_desc_t, asks the
  * engine (hccl_engine.h) whether it takes the call, and otherwise hands the call unchanged to the
- * component Open MPI had selected before coll_hccl. All HCCL logic lives behind the engine API.
+ * component Open MPI had selected before coll_hccl, or, where there is none (coll_hccl listed
+ * alone), to its own point-to-point floor (coll_hccl_floor.h). All HCCL logic lives behind the
+ * engine API.
  */
 #ifndef MCA_COLL_HCCL_H
 #define MCA_COLL_HCCL_H

@@ -56,7 +56,8 @@ static int hccl_register(void) {
       "MPI_Reduce_scatter(_block), MPI_Bcast, MPI_Reduce, MPI_Scatter, MPI_Gather, MPI_Alltoall, "
       "MPI_Barrier, MPI_Scan, MPI_Exscan (blocking, nonblocking and persistent) and "
       "MPI_Reduce_local; everything else, and every call the engine declines, goes to the "
-      "component that would have been used without hccl. A "
+      "component that would have been used without hccl, or, where there is none (--mca coll "
+      "hccl alone), to coll_hccl's own point-to-point implementation. A "
       "negative value disables the component (as does --mca coll ^hccl).",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
       &c->priority);

@@ -82,8 +82,7 @@ static bool path_is_prev(const mca_coll_hccl_module_t* m, const char* mpi_name) 
 static const char* why_not_engine(const mca_coll_hccl_module_t* m) {
   if (mca_coll_hccl_component.force_floor) return "coll_hccl_force_floor is set";
   if (NULL == m->engine_comm) {
-    return ompi_comm_size(m->comm) < 2 ? "single rank"
-                                       : "coll_hccl is disabled on this communicator";
+    return ompi_comm_size(m->comm) < 2 ? "single rank" : "no engine on this communicator";
   }
   return NULL;
 }

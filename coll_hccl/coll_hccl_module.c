@@ -3,10 +3,12 @@
  *
  * Enable runs inside communicator creation, after Open MPI enabled the lower-priority components,
  * so comm->c_coll then holds what coll_hccl replaces: those functions are saved (and retained)
- * for fallback. MPI_COMM_WORLD's enable (inside MPI_Init) bootstraps the engine over the PML
- * (coll_hccl_bootstrap.c); every other communicator's enable runs inside Open MPI's progress loop,
- * so it does not communicate: the engine builds it from what MPI_COMM_WORLD's bootstrap learnt and
- * the members' world ranks, which every rank knows locally.
+ * for fallback; an entry with nothing below it (coll_hccl listed alone) is served by coll_hccl's
+ * point-to-point floor (coll_hccl_floor.h), and so is every intracommunicator the engine is not
+ * set up on, single ranks included. MPI_COMM_WORLD's enable (inside MPI_Init) bootstraps the engine
+ * over the PML (coll_hccl_bootstrap.c); every other communicator's enable runs inside Open MPI's
+ * progress loop, so it does not communicate: the engine builds it from what MPI_COMM_WORLD's
+ * bootstrap learnt and the members' world ranks, which every rank knows locally.
  */
 #include "coll_hccl.h"
 
