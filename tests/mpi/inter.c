@@ -40,7 +40,8 @@ static void pair_sum_fn(void* in, void* inout, int* len, MPI_Datatype* dt) {
 typedef struct ic {
   MPI_Comm comm;
   const char* name;
-  int group; /* 0 or 1 */
+  int group;     /* 0 or 1 */
+  int color[64]; /* every world rank's group */
   int lrank, lsize, rsize;
 } ic_t;
 
@@ -579,6 +580,7 @@ static void make_inter(ic_t* ic, const char* name, const int* color, bool leader
   MPI_Comm local;
   ic->name = name;
   ic->group = color[wrank];
+  for (int q = 0; q < wsize && q < 64; ++q) ic->color[q] = color[q];
   MPI_Comm_split(MPI_COMM_WORLD, ic->group, wrank, &local);
   MPI_Comm_rank(local, &ic->lrank);
   MPI_Comm_size(local, &ic->lsize);
@@ -595,6 +597,39 @@ static void make_inter(ic_t* ic, const char* name, const int* color, bool leader
   check(flag, "%s: not an intercommunicator", name);
   MPI_Comm_set_name(ic->comm, (char*)name);
   MPI_Comm_free(&local);
+}
+
+/* MPI_Comm_split of an intercommunicator (Open MPI runs an Allgather on it): local ranks of
+ * even and odd local rank form two new intercommunicators (MPI_COMM_NULL where one side would be
+ * empty); an Allreduce on each sums the world ranks of the remote side's members. */
+static void split_case(const ic_t* ic) {
+  int color = ic->lrank % 2;
+  MPI_Comm sub;
+  int rc = MPI_Comm_split(ic->comm, color, ic->lrank, &sub);
+  if (!check(MPI_SUCCESS == rc, "%s split: rc %d", ic->name, rc)) return;
+  /* the members of colour `color` in the other group: its ranks whose local rank has that parity */
+  int want = 0, members = 0, seen = 0;
+  for (int q = 0; q < wsize; ++q) {
+    if (ic->color[q] != 1 - ic->group) continue;
+    if (seen++ % 2 == color) {
+      want += q;
+      ++members;
+    }
+  }
+  if (0 == members) {
+    check(MPI_COMM_NULL == sub, "%s split colour %d: expected MPI_COMM_NULL", ic->name, color);
+    return;
+  }
+  if (!check(MPI_COMM_NULL != sub, "%s split colour %d: MPI_COMM_NULL", ic->name, color)) return;
+  int flag = 0, rsize = 0, sum = -1;
+  MPI_Comm_test_inter(sub, &flag);
+  MPI_Comm_remote_size(sub, &rsize);
+  check(flag && rsize == members, "%s split colour %d: inter %d, remote size %d, expected %d",
+        ic->name, color, flag, rsize, members);
+  rc = MPI_Allreduce(&wrank, &sum, 1, MPI_INT, MPI_SUM, sub);
+  check(MPI_SUCCESS == rc && sum == want, "%s split colour %d allreduce: %d, expected %d (rc %d)",
+        ic->name, color, sum, want, rc);
+  MPI_Comm_free(&sub);
 }
 
 /* Merged (group 0 first): an intracommunicator; its Allreduce sums every world rank. */
@@ -620,8 +655,8 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &wsize);
   quick = has_flag(argc, argv, "--quick");
   stock = has_flag(argc, argv, "--stock");
-  if (wsize < 2) {
-    fprintf(stderr, "inter needs at least 2 ranks\n");
+  if (wsize < 2 || wsize > 64) {
+    fprintf(stderr, "inter runs on 2 to 64 ranks\n");
     MPI_Finalize();
     return 77;
   }
@@ -655,6 +690,8 @@ int main(int argc, char** argv) {
   }
   merged_case(&block);
   merged_case(&woven);
+  split_case(&block);
+  split_case(&woven);
   MPI_Comm_free(&dup.comm);
   MPI_Comm_free(&block.comm);
   MPI_Comm_free(&woven.comm);
