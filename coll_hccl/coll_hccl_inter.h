@@ -49,7 +49,7 @@ typedef struct mca_coll_hccl_local {
 int mca_coll_hccl_inter_local(mca_coll_hccl_sched_t* s, ompi_communicator_t* comm,
                               const mca_coll_hccl_local_t* what);
 
-/* `count` x `dtype` bytes from `buf` (by extent: where element `i` starts). */
+/* Where element `i` of `buf` starts (by extent). */
 static inline char* mca_coll_hccl_at(const void* buf, ompi_datatype_t* dtype, size_t i) {
   ptrdiff_t lb = 0, extent = 0;
   ompi_datatype_get_extent(dtype, &lb, &extent);
