@@ -135,6 +135,66 @@ static void allreduce_case(const ic_t* ic, int mode, MPI_Op op, bool use_pair) {
   free(r);
 }
 
+/* A non-commutative op: composition of affine maps x -> a x + b (mod P), pairs (a, b); MPI applies
+ * inout = in o inout with `in` from the lower ranks, so the result is v_0 o v_1 o ... in rank
+ * order, and any other order gives another map. */
+enum { AFFINE_P = 10007 };
+static MPI_Op affine;
+static void affine_fn(void* in, void* inout, int* len, MPI_Datatype* dt) {
+  (void)dt;
+  const int* x = in;
+  int* y = inout;
+  for (int i = 0; i < *len; ++i) {
+    long long a1 = x[2 * i], b1 = x[2 * i + 1], a2 = y[2 * i], b2 = y[2 * i + 1];
+    y[2 * i] = (int)(a1 * a2 % AFFINE_P);
+    y[2 * i + 1] = (int)((a1 * b2 + b1) % AFFINE_P);
+  }
+}
+static void affine_of(int g, int r, int i, int out[2]) {
+  out[0] = val(g, r, i) % 97 + 2;
+  out[1] = val(g, r, i) % 89;
+}
+
+static int root_arg(const ic_t* ic, int rg, int root);
+
+/* Allreduce (rg < 0) or Reduce to rank `root` of group `rg` with the affine op on 3 pairs. */
+static void affine_case(const ic_t* ic, int mode, int rg, int root) {
+  const int n = 3;
+  int* s = ints(2 * n);
+  int* r = ints(2 * n);
+  for (int i = 0; i < n; ++i) affine_of(ic->group, ic->lrank, i, s + 2 * i);
+  MPI_Request req;
+  int ra = rg < 0 ? 0 : root_arg(ic, rg, root);
+  int rc = rg < 0 ? RUN(mode, Allreduce, allreduce, s, r, n, pair, affine, ic->comm)
+                  : RUN(mode, Reduce, reduce, s, r, n, pair, affine, ra, ic->comm);
+  char what[96];
+  snprintf(what, sizeof what, "%s non-commutative %s", rg < 0 ? "allreduce" : "reduce",
+           modes[mode]);
+  if (check(MPI_SUCCESS == rc, "%s %s: rc %d", ic->name, what, rc)) {
+    bool has = rg < 0 || MPI_ROOT == ra;
+    for (int i = 0; i < n; ++i) {
+      int acc[2], v[2];
+      affine_of(1 - ic->group, 0, i, acc);
+      for (int q = 1; q < ic->rsize; ++q) {
+        affine_of(1 - ic->group, q, i, v);
+        int len = 1;
+        /* acc o v: v is inout, acc comes from the lower ranks */
+        affine_fn(acc, v, &len, NULL);
+        acc[0] = v[0];
+        acc[1] = v[1];
+      }
+      int w0 = has ? acc[0] : SENTINEL, w1 = has ? acc[1] : SENTINEL;
+      if (!check(r[2 * i] == w0 && r[2 * i + 1] == w1,
+                 "%s %s: pair %d is (%d, %d), expected "
+                 "(%d, %d)",
+                 ic->name, what, i, r[2 * i], r[2 * i + 1], w0, w1))
+        break;
+    }
+  }
+  free(s);
+  free(r);
+}
+
 /* Group g sends cnt(g) ints per rank. */
 static int cnt(int g) {
   return 2 + 3 * g;
@@ -546,6 +606,7 @@ static void run_all(const ic_t* ic) {
     allreduce_case(ic, mode, MPI_SUM, false);
     allreduce_case(ic, mode, MPI_MAX, false);
     allreduce_case(ic, mode, MPI_SUM, true);
+    affine_case(ic, mode, -1, 0);
     allgather_case(ic, mode, MPI_INT);
     allgather_case(ic, mode, gapint);
     allgatherv_case(ic, mode);
@@ -563,6 +624,7 @@ static void run_all(const ic_t* ic) {
         bcast_case(ic, mode, rg, root, MPI_INT);
         bcast_case(ic, mode, rg, root, gapint);
         reduce_case(ic, mode, rg, root, odd);
+        affine_case(ic, mode, rg, root);
         scatter_case(ic, mode, rg, root, odd ? gapint : MPI_INT);
         scatterv_case(ic, mode, rg, root);
         gather_case(ic, mode, rg, root, odd ? MPI_INT : gapint);
@@ -597,6 +659,21 @@ static void make_inter(ic_t* ic, const char* name, const int* color, bool leader
   check(flag, "%s: not an intercommunicator", name);
   MPI_Comm_set_name(ic->comm, (char*)name);
   MPI_Comm_free(&local);
+}
+
+/* Nothing to move: zero counts complete and write nothing. */
+static void zero_case(const ic_t* ic, int mode) {
+  int s[2] = {1, 2}, r[2] = {SENTINEL, SENTINEL};
+  MPI_Request req;
+  int rc = RUN(mode, Allreduce, allreduce, s, r, 0, MPI_INT, MPI_SUM, ic->comm);
+  check(MPI_SUCCESS == rc && SENTINEL == r[0], "%s allreduce of nothing %s: rc %d, wrote %d",
+        ic->name, modes[mode], rc, r[0]);
+  rc = RUN(mode, Allgather, allgather, s, 0, MPI_INT, r, 0, MPI_INT, ic->comm);
+  check(MPI_SUCCESS == rc && SENTINEL == r[0], "%s allgather of nothing %s: rc %d, wrote %d",
+        ic->name, modes[mode], rc, r[0]);
+  rc = RUN(mode, Bcast, bcast, r, 0, MPI_INT, root_arg(ic, 0, 0), ic->comm);
+  check(MPI_SUCCESS == rc && SENTINEL == r[0], "%s bcast of nothing %s: rc %d, wrote %d", ic->name,
+        modes[mode], rc, r[0]);
 }
 
 /* MPI_Comm_split of an intercommunicator (Open MPI runs an Allgather on it): local ranks of
@@ -665,6 +742,7 @@ int main(int argc, char** argv) {
   MPI_Type_contiguous(2, MPI_INT, &pair);
   MPI_Type_commit(&pair);
   MPI_Op_create(pair_sum_fn, 1, &pair_sum);
+  MPI_Op_create(affine_fn, 0, &affine);
 
   int* color = malloc((size_t)wsize * sizeof(int));
   /* block split about 2:3 (1:2 at 3 ranks, 2:3 at 5), leaders the first ranks */
@@ -687,6 +765,7 @@ int main(int argc, char** argv) {
   for (int mode = 0; mode < 3; ++mode) {
     allreduce_case(&dup, mode, MPI_SUM, false);
     bcast_case(&dup, mode, 1, 0, MPI_INT);
+    zero_case(&dup, mode);
   }
   merged_case(&block);
   merged_case(&woven);
@@ -698,5 +777,6 @@ int main(int argc, char** argv) {
   MPI_Type_free(&gapint);
   MPI_Type_free(&pair);
   MPI_Op_free(&pair_sum);
+  MPI_Op_free(&affine);
   return check_finish("inter");
 }
