@@ -12,8 +12,14 @@
 
 static void describe(const mca_coll_hccl_call_t* call, char* buf, size_t len) {
   const hccl_coll_desc_t* d = &call->desc;
-  const char* type = NULL != call->dtype ? call->dtype->name : "?";
-  const char* op = NULL != call->op ? call->op->o_name : "";
+  const char* type = NULL == call->dtype            ? "per-peer types"
+                     : '\0' == call->dtype->name[0] ? "derived type"
+                                                    : call->dtype->name;
+  /* a non-commutative op must run rank-ordered: say so next to the algorithm chosen */
+  char op[MPI_MAX_OBJECT_NAME + 24] = "";
+  if (NULL != call->op)
+    snprintf(op, sizeof op, "%s%s", call->op->o_name,
+             HCCL_OP_USER == d->op && !d->user_commutative ? " (non-commutative)" : "");
   switch (d->coll) {
     case HCCL_COLL_ALLREDUCE:
       snprintf(buf, len, "%zu x %s, %s, %zu bytes", d->count, type, op, call->bytes);
@@ -66,10 +72,14 @@ bool mca_coll_hccl_decide(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t*
                           const char* adapter_why) {
   char explain[512] = "";
   bool take = false;
-  if (NULL == adapter_why && NULL == m->engine_comm) {
+  if (call->empty) {
+    /* every rank completes it alike, on or off the engine: no peer waits for anything */
+    take = true;
+    adapter_why = "nothing to move, completed locally";
+  } else if (NULL == adapter_why && NULL == m->engine_comm) {
     adapter_why = "coll_hccl is disabled on this communicator";
   }
-  if (NULL == adapter_why) {
+  if (!call->empty && NULL == adapter_why) {
     int rc = hccl_coll_supported(m->engine_comm, &call->desc, explain, sizeof explain);
     if (rc < 0) {
       /* Cannot be rank-dependent for a correct engine; say so loudly rather than hide it. */
@@ -91,4 +101,9 @@ bool mca_coll_hccl_decide(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t*
                 take ? "hccl" : "fallback", NULL != adapter_why ? adapter_why : explain);
   }
   return take;
+}
+
+const char* mca_coll_hccl_nothing(mca_coll_hccl_call_t* call) {
+  call->empty = true;
+  return NULL;
 }

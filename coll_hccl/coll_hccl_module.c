@@ -58,6 +58,18 @@
   X(barrier)                   \
   X(ibarrier)                  \
   X(barrier_init)              \
+  X(gatherv)                   \
+  X(igatherv)                  \
+  X(gatherv_init)              \
+  X(scatterv)                  \
+  X(iscatterv)                 \
+  X(scatterv_init)             \
+  X(alltoallv)                 \
+  X(ialltoallv)                \
+  X(alltoallv_init)            \
+  X(alltoallw)                 \
+  X(ialltoallw)                \
+  X(alltoallw_init)            \
   X(reduce_local)
 
 static void module_construct(mca_coll_hccl_module_t* m) {
