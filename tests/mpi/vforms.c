@@ -424,14 +424,43 @@ static layout_t pair_layout_of(const pair_t* t) {
   return l;
 }
 
-typedef enum { R_ALLREDUCE = 0, R_REDUCE, R_SCAN, R_EXSCAN, R_RSB, R_COUNT } red_t;
-static const char* const red_names[] = {"allreduce", "reduce", "scan", "exscan",
-                                        "reduce_scatter_block"};
+typedef enum { R_ALLREDUCE = 0, R_REDUCE, R_SCAN, R_EXSCAN, R_RSB, R_RS, R_COUNT } red_t;
+static const char* const red_names[] = {
+    "allreduce", "reduce", "scan", "exscan", "reduce_scatter_block", "reduce_scatter"};
 
-/* One reduction of `count` elements (per rank for reduce_scatter_block) in form f; the result
- * region of rank `rank` is elements [first, first + n) of the fold over ranks [lo, hi). */
+/* Reduce_scatter's counts: rank 0 gets nothing, the others 1 to 3 elements of `count`. */
+static int rs_count(int r, size_t count) {
+  return (int)((size_t)(r % 3) * count / 2);
+}
+
+/* The part of the reduced vector rank `rank` receives, and the vector's length. */
+typedef struct {
+  size_t mine, first, in_elems;
+  int rcounts[MAX_RANKS];
+} red_shape_t;
+
+static red_shape_t red_shape(red_t which, size_t count) {
+  red_shape_t sh = {count, 0, count, {0}};
+  if (R_RSB == which) {
+    sh.first = count * (size_t)rank;
+    sh.in_elems = count * (size_t)nranks;
+  } else if (R_RS == which) {
+    sh.in_elems = 0;
+    for (int r = 0; r < nranks; ++r) {
+      sh.rcounts[r] = rs_count(r, count);
+      if (r < rank) sh.first += (size_t)sh.rcounts[r];
+      sh.in_elems += (size_t)sh.rcounts[r];
+    }
+    sh.mine = (size_t)sh.rcounts[rank];
+  }
+  return sh;
+}
+
+/* Posts one reduction of `count` elements (per rank for reduce_scatter_block, rcounts for
+ * reduce_scatter) in form f (persistent: the init; complete() starts it). */
 static int post_reduction(red_t which, form_t f, const void* sbuf, void* rbuf, int count,
-                          MPI_Datatype type, MPI_Op op, int root, MPI_Request* req) {
+                          const int* rcounts, MPI_Datatype type, MPI_Op op, int root,
+                          MPI_Request* req) {
   MPI_Comm c = MPI_COMM_WORLD;
   switch (which) {
     case R_ALLREDUCE:
@@ -454,6 +483,11 @@ static int post_reduction(red_t which, form_t f, const void* sbuf, void* rbuf, i
              : NONBLOCKING == f
                  ? MPI_Iexscan(sbuf, rbuf, count, type, op, c, req)
                  : MPIX_Exscan_init(sbuf, rbuf, count, type, op, c, MPI_INFO_NULL, req);
+    case R_RS:
+      return BLOCKING == f ? MPI_Reduce_scatter(sbuf, rbuf, rcounts, type, op, c)
+             : NONBLOCKING == f
+                 ? MPI_Ireduce_scatter(sbuf, rbuf, rcounts, type, op, c, req)
+                 : MPIX_Reduce_scatter_init(sbuf, rbuf, rcounts, type, op, c, MPI_INFO_NULL, req);
     default:
       return BLOCKING == f      ? MPI_Reduce_scatter_block(sbuf, rbuf, count, type, op, c)
              : NONBLOCKING == f ? MPI_Ireduce_scatter_block(sbuf, rbuf, count, type, op, c, req)
@@ -473,8 +507,8 @@ static bool result_range(red_t which, int root, int* lo, int* hi) {
 }
 
 static void loc_case(const pair_t* t, bool is_max, red_t which, int root, form_t f) {
-  const size_t count = 5, per = R_RSB == which ? count : 0;
-  const size_t in_elems = R_RSB == which ? count * (size_t)nranks : count;
+  const red_shape_t sh = red_shape(which, 5);
+  const size_t count = sh.mine, in_elems = sh.in_elems;
   char what[160];
   snprintf(what, sizeof what, "%s %s on %s root %d %s", red_names[which],
            is_max ? "MAXLOC" : "MINLOC", t->name, root, form_names[f]);
@@ -487,14 +521,14 @@ static void loc_case(const pair_t* t, bool is_max, red_t which, int root, form_t
   bool gets = result_range(which, root, &lo, &hi);
   guarded_snapshot(&g);
   MPI_Request req;
-  int rc = post_reduction(which, f, send, recv, (int)count, t->type,
+  int rc = post_reduction(which, f, send, recv, (int)count, sh.rcounts, t->type,
                           is_max ? MPI_MAXLOC : MPI_MINLOC, root, &req);
   rc = complete(rc, f, &req, 0);
   if (check(MPI_SUCCESS == rc, "%s: rc %d", what, rc)) {
     if (gets) {
       for (size_t k = 0; k < count; ++k) {
         /* reduce_scatter_block: this rank's block of the whole vector */
-        size_t at = per * (size_t)rank + k;
+        size_t at = sh.first + k;
         int v, i;
         loc_expect(is_max, at, lo, hi, &v, &i);
         const void* e = recv + k * t->extent;
@@ -542,8 +576,8 @@ static void affine_of(int r, size_t k, long long* a, long long* b) {
 }
 
 static void affine_case(red_t which, int root, form_t f, MPI_Op op) {
-  const size_t count = 6, per = R_RSB == which ? count : 0;
-  const size_t in_elems = R_RSB == which ? count * (size_t)nranks : count;
+  const red_shape_t sh = red_shape(which, 6);
+  const size_t count = sh.mine, in_elems = sh.in_elems;
   char what[160];
   snprintf(what, sizeof what, "%s non-commutative user op on a vector root %d %s", red_names[which],
            root, form_names[f]);
@@ -562,12 +596,13 @@ static void affine_case(red_t which, int root, form_t f, MPI_Op op) {
   bool gets = result_range(which, root, &lo, &hi);
   guarded_snapshot(&g);
   MPI_Request req;
-  int rc = post_reduction(which, f, send, recv, (int)count, affine_type, op, root, &req);
+  int rc =
+      post_reduction(which, f, send, recv, (int)count, sh.rcounts, affine_type, op, root, &req);
   rc = complete(rc, f, &req, 0);
   if (check(MPI_SUCCESS == rc, "%s: rc %d", what, rc)) {
     if (gets) {
       for (size_t k = 0; k < count; ++k) {
-        size_t at = per * (size_t)rank + k;
+        size_t at = sh.first + k;
         long long ea, eb;
         affine_of(lo, at, &ea, &eb);
         for (int r = lo + 1; r < hi; ++r) {
