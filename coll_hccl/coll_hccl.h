@@ -3,7 +3,9 @@
  *
  * The adapter is a thin translation layer: it maps MPI calls onto hccl_coll_desc_t, asks the
  * engine (hccl_engine.h) whether it takes the call, and otherwise hands the call unchanged to the
- * component Open MPI had selected before coll_hccl. All HCCL logic lives behind the engine API.
+ * component Open MPI had selected before coll_hccl, or, where there is none (coll_hccl listed
+ * alone), to its own point-to-point floor (coll_hccl_floor.h). All HCCL logic lives behind the
+ * engine API.
  */
 #ifndef MCA_COLL_HCCL_H
 #define MCA_COLL_HCCL_H
@@ -55,6 +57,7 @@ typedef struct mca_coll_hccl_component_t {
   int output; /* opal_output stream, prefix "coll:hccl: " */
   bool engine_ready;
   bool progress_registered;
+  int force_floor; /* diagnostic (coll_hccl_force_floor): every call to the floor */
 } mca_coll_hccl_component_t;
 
 OMPI_DECLSPEC extern mca_coll_hccl_component_t mca_coll_hccl_component;
@@ -107,6 +110,7 @@ typedef struct mca_coll_hccl_module_t {
   MCA_COLL_HCCL_PREV(barrier);
   MCA_COLL_HCCL_PREV(ibarrier);
   MCA_COLL_HCCL_PREV(barrier_init);
+  MCA_COLL_HCCL_PREV(reduce_local);
   MCA_COLL_HCCL_PREV(gatherv);
   MCA_COLL_HCCL_PREV(igatherv);
   MCA_COLL_HCCL_PREV(gatherv_init);
@@ -119,7 +123,6 @@ typedef struct mca_coll_hccl_module_t {
   MCA_COLL_HCCL_PREV(alltoallw);
   MCA_COLL_HCCL_PREV(ialltoallw);
   MCA_COLL_HCCL_PREV(alltoallw_init);
-  MCA_COLL_HCCL_PREV(reduce_local);
 } mca_coll_hccl_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_hccl_module_t);
@@ -476,12 +479,22 @@ int mca_coll_hccl_alltoallw_init(const void* sbuf, const int* scounts, const int
                                  ompi_request_t** request, mca_coll_base_module_t* module);
 
 /* Decision (coll_hccl_decide.c): asks the engine and prints the per-call line. Returns true if
- * the engine takes the call; `adapter_why` non-NULL means the adapter already declined. */
+ * the engine takes the call; `adapter_why` non-NULL means the adapter already declined. A call
+ * the engine does not take goes to the previous component when there is one (and
+ * coll_hccl_force_floor is off), else to the floor (coll_hccl_floor.h); the line names which. */
 bool mca_coll_hccl_decide(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
                           const char* adapter_why);
 /* For a describe function whose call moves nothing on any rank: marks it empty (see
  * mca_coll_hccl_call_t) and returns NULL, no reason to decline. */
 const char* mca_coll_hccl_nothing(mca_coll_hccl_call_t* call);
+/* Whether the lower-priority implementation of the entry `slot` ("iallreduce",
+ * "allreduce_init") exists on this module (coll_hccl_module.c). */
+bool mca_coll_hccl_has_prev_slot(const mca_coll_hccl_module_t* m, const char* slot);
+/* The choice every entry makes for a call the engine does not take. */
+static inline bool mca_coll_hccl_use_prev(bool has_prev) {
+  return has_prev && !mca_coll_hccl_component.force_floor;
+}
+#define MCA_COLL_HCCL_HAS_PREV(m, name) mca_coll_hccl_use_prev(NULL != (m)->prev_##name)
 
 END_C_DECLS
 

@@ -12,6 +12,7 @@
  * input is the receive buffer in the receive layout, read before anything is written.
  */
 #include "coll_hccl.h"
+#include "coll_hccl_floor.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -86,8 +87,11 @@ int mca_coll_hccl_alltoallv(const void* sbuf, const int* scounts, const int* sdi
   a2av_args_t a = {sbuf, scounts, sdispls, sdtype, NULL, rbuf, rcounts, rdispls, rdtype, NULL};
   int rc = OMPI_SUCCESS;
   if (alltoallv(&a, v_names, m, NULL, false, &rc)) return rc;
-  return m->prev_alltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm,
-                           m->prev_alltoallv_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, alltoallv))
+    return m->prev_alltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm,
+                             m->prev_alltoallv_module);
+  return mca_coll_hccl_floor_alltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls,
+                                       rdtype, comm, NULL, false);
 }
 
 int mca_coll_hccl_ialltoallv(const void* sbuf, const int* scounts, const int* sdispls,
@@ -98,8 +102,11 @@ int mca_coll_hccl_ialltoallv(const void* sbuf, const int* scounts, const int* sd
   a2av_args_t a = {sbuf, scounts, sdispls, sdtype, NULL, rbuf, rcounts, rdispls, rdtype, NULL};
   int rc = OMPI_SUCCESS;
   if (alltoallv(&a, v_names, m, request, false, &rc)) return rc;
-  return m->prev_ialltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm,
-                            request, m->prev_ialltoallv_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, ialltoallv))
+    return m->prev_ialltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm,
+                              request, m->prev_ialltoallv_module);
+  return mca_coll_hccl_floor_alltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls,
+                                       rdtype, comm, request, false);
 }
 
 /* Persistent (MPIX_Alltoallv_init): decided and planned once, run by every MPI_Start. */
@@ -112,8 +119,11 @@ int mca_coll_hccl_alltoallv_init(const void* sbuf, const int* scounts, const int
   a2av_args_t a = {sbuf, scounts, sdispls, sdtype, NULL, rbuf, rcounts, rdispls, rdtype, NULL};
   int rc = OMPI_SUCCESS;
   if (alltoallv(&a, v_names, m, request, true, &rc)) return rc;
-  return m->prev_alltoallv_init(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype,
-                                comm, info, request, m->prev_alltoallv_init_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, alltoallv_init))
+    return m->prev_alltoallv_init(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype,
+                                  comm, info, request, m->prev_alltoallv_init_module);
+  return mca_coll_hccl_floor_alltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls,
+                                       rdtype, comm, request, true);
 }
 
 /* ---- Alltoallw ------------------------------------------------------------------------------ */
@@ -128,8 +138,11 @@ int mca_coll_hccl_alltoallw(const void* sbuf, const int* scounts, const int* sdi
   a2av_args_t a = {sbuf, scounts, sdispls, NULL, stypes, rbuf, rcounts, rdispls, NULL, rtypes};
   int rc = OMPI_SUCCESS;
   if (alltoallv(&a, w_names, m, NULL, false, &rc)) return rc;
-  return m->prev_alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm,
-                           m->prev_alltoallw_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, alltoallw))
+    return m->prev_alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm,
+                             m->prev_alltoallw_module);
+  return mca_coll_hccl_floor_alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls,
+                                       rtypes, comm, NULL, false);
 }
 
 int mca_coll_hccl_ialltoallw(const void* sbuf, const int* scounts, const int* sdispls,
@@ -141,8 +154,11 @@ int mca_coll_hccl_ialltoallw(const void* sbuf, const int* scounts, const int* sd
   a2av_args_t a = {sbuf, scounts, sdispls, NULL, stypes, rbuf, rcounts, rdispls, NULL, rtypes};
   int rc = OMPI_SUCCESS;
   if (alltoallv(&a, w_names, m, request, false, &rc)) return rc;
-  return m->prev_ialltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm,
-                            request, m->prev_ialltoallw_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, ialltoallw))
+    return m->prev_ialltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm,
+                              request, m->prev_ialltoallw_module);
+  return mca_coll_hccl_floor_alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls,
+                                       rtypes, comm, request, false);
 }
 
 /* Persistent (MPIX_Alltoallw_init): decided and planned once, run by every MPI_Start. */
@@ -155,6 +171,9 @@ int mca_coll_hccl_alltoallw_init(const void* sbuf, const int* scounts, const int
   a2av_args_t a = {sbuf, scounts, sdispls, NULL, stypes, rbuf, rcounts, rdispls, NULL, rtypes};
   int rc = OMPI_SUCCESS;
   if (alltoallv(&a, w_names, m, request, true, &rc)) return rc;
-  return m->prev_alltoallw_init(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes,
-                                comm, info, request, m->prev_alltoallw_init_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, alltoallw_init))
+    return m->prev_alltoallw_init(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes,
+                                  comm, info, request, m->prev_alltoallw_init_module);
+  return mca_coll_hccl_floor_alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls,
+                                       rtypes, comm, request, true);
 }

@@ -9,6 +9,7 @@
  * between blocks and inside derived types are never written).
  */
 #include "coll_hccl.h"
+#include "coll_hccl_floor.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -84,8 +85,11 @@ int mca_coll_hccl_gatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype,
   int rc = OMPI_SUCCESS;
   if (gatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, m, NULL, false, &rc))
     return rc;
-  return m->prev_gatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm,
-                         m->prev_gatherv_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, gatherv))
+    return m->prev_gatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm,
+                           m->prev_gatherv_module);
+  return mca_coll_hccl_floor_gatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root,
+                                     comm, NULL, false);
 }
 
 int mca_coll_hccl_igatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
@@ -96,8 +100,11 @@ int mca_coll_hccl_igatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype
   int rc = OMPI_SUCCESS;
   if (gatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, m, request, false, &rc))
     return rc;
-  return m->prev_igatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm, request,
-                          m->prev_igatherv_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, igatherv))
+    return m->prev_igatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm,
+                            request, m->prev_igatherv_module);
+  return mca_coll_hccl_floor_gatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root,
+                                     comm, request, false);
 }
 
 /* Persistent (MPIX_Gatherv_init): decided and planned once, run by every MPI_Start. */
@@ -109,6 +116,9 @@ int mca_coll_hccl_gatherv_init(const void* sbuf, int scount, ompi_datatype_t* sd
   int rc = OMPI_SUCCESS;
   if (gatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, m, request, true, &rc))
     return rc;
-  return m->prev_gatherv_init(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm, info,
-                              request, m->prev_gatherv_init_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, gatherv_init))
+    return m->prev_gatherv_init(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm,
+                                info, request, m->prev_gatherv_init_module);
+  return mca_coll_hccl_floor_gatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root,
+                                     comm, request, true);
 }

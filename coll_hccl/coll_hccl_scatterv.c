@@ -8,6 +8,7 @@
  * receive buffer is neither read nor written and its own block stays where it is.
  */
 #include "coll_hccl.h"
+#include "coll_hccl_floor.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +83,11 @@ int mca_coll_hccl_scatterv(const void* sbuf, const int* scounts, const int* disp
   int rc = OMPI_SUCCESS;
   if (scatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, m, NULL, false, &rc))
     return rc;
-  return m->prev_scatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm,
-                          m->prev_scatterv_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, scatterv))
+    return m->prev_scatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm,
+                            m->prev_scatterv_module);
+  return mca_coll_hccl_floor_scatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root,
+                                      comm, NULL, false);
 }
 
 int mca_coll_hccl_iscatterv(const void* sbuf, const int* scounts, const int* displs,
@@ -94,8 +98,11 @@ int mca_coll_hccl_iscatterv(const void* sbuf, const int* scounts, const int* dis
   int rc = OMPI_SUCCESS;
   if (scatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, m, request, false, &rc))
     return rc;
-  return m->prev_iscatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm, request,
-                           m->prev_iscatterv_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, iscatterv))
+    return m->prev_iscatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm,
+                             request, m->prev_iscatterv_module);
+  return mca_coll_hccl_floor_scatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root,
+                                      comm, request, false);
 }
 
 /* Persistent (MPIX_Scatterv_init): decided and planned once, run by every MPI_Start. */
@@ -108,6 +115,9 @@ int mca_coll_hccl_scatterv_init(const void* sbuf, const int* scounts, const int*
   int rc = OMPI_SUCCESS;
   if (scatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, m, request, true, &rc))
     return rc;
-  return m->prev_scatterv_init(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm,
-                               info, request, m->prev_scatterv_init_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, scatterv_init))
+    return m->prev_scatterv_init(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm,
+                                 info, request, m->prev_scatterv_init_module);
+  return mca_coll_hccl_floor_scatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root,
+                                      comm, request, true);
 }
