@@ -16,7 +16,9 @@
 //   Broadcast      two levels: L0 Broadcast on the root's server, L1 Broadcast of one piece per
 //                  server rank, L0 AllGather on the other servers (HCCL's intra Scatter, inter
 //                  Broadcast, intra AllGather, with the root receiving nothing).
-//   Others (Reduce, AllToAll(V), Barrier, Scan, Exscan; Broadcast on three levels): not split by
+//   Reduce         L0 RS -> ... -> top Reduce -> ... -> L0 Gather (hier_reduce.cpp): HCCL's intra
+//                  RS, inter Reduce, intra Gather; each Gather only in the root's unit.
+//   Others (AllToAll(V), Barrier, Scan, Exscan; Broadcast on three levels): not split by
 //                  level yet; the outermost level's algorithm over every rank.
 //
 // Data is laid out server by server. When servers do not hold consecutive rank ranges (MPI rank

@@ -55,6 +55,15 @@ std::vector<std::vector<Phase>> phasesPerLevel(Collective c, const CommShape& sh
       out[k - 1] = {{Collective::AllReduce, n}};
       break;
     }
+    case Collective::Reduce: {  // AllReduce's levels, with Gathers to the root
+      std::uint64_t n = count;
+      for (std::size_t i = 0; i + 1 < k; ++i) {
+        out[i] = {{Collective::ReduceScatter, n}, {Collective::Gather, n}};
+        n = (n + shape.levels[i].size - 1) / shape.levels[i].size;  // the largest block
+      }
+      out[k - 1] = {{Collective::Reduce, n}};
+      break;
+    }
     case Collective::ReduceScatter: {
       std::uint64_t n = count * shape.ranks;
       for (std::size_t i = k; i-- > 0;) {
