@@ -259,6 +259,12 @@ RankSchedule composeLevels(const Layout& layout, const LevelAlgorithms& algs, co
     case Collective::Reduce:
       composeReduce(c, used, pb);
       break;
+    case Collective::AllToAll:
+      if (used.size() != 2)  // three levels: not split yet
+        return composeFlat(layout, algs[static_cast<std::size_t>(used.back())], used.back(), pb,
+                           rank);
+      composeAllToAll(c, used, pb);
+      break;
     case Collective::Gather:
       // The Scatter composition run backwards: each level's Gather is its Scatter reversed.
       return gatherByReversing(pb, rank, [&](const Problem& sp, std::uint32_t r) {
@@ -292,10 +298,10 @@ RankSchedule composeFlat(const Layout& layout, Algorithm a, int level, const Pro
 
 bool levelsRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Collective c) {
   const std::vector<int> used = levelsInUse(layout);
-  const bool composed = c == Collective::AllReduce || c == Collective::ReduceScatter ||
-                        c == Collective::AllGather || c == Collective::Scatter ||
-                        c == Collective::Gather || c == Collective::Reduce ||
-                        (c == Collective::Broadcast && used.size() == 2);
+  const bool composed =
+      c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::AllGather ||
+      c == Collective::Scatter || c == Collective::Gather || c == Collective::Reduce ||
+      ((c == Collective::Broadcast || c == Collective::AllToAll) && used.size() == 2);
   if (!layout.symmetric() || !composed) {  // flat over every rank with the outermost algorithm
     const GeneratorSpec* spec =
         findGenerator(algs[static_cast<std::size_t>(used.empty() ? 0 : used.back())], c);

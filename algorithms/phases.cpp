@@ -99,6 +99,14 @@ std::vector<std::vector<Phase>> phasesPerLevel(Collective c, const CommShape& sh
       out[0] = {{Collective::Broadcast, count}, {Collective::AllGather, count}};
       out[1] = {{Collective::Broadcast, (count + shape.levels[0].size - 1) / shape.levels[0].size}};
       break;
+    case Collective::AllToAll:  // per pair: a server's share for one index, then a server's
+      if (k != 2) {
+        out[k - 1] = {{c, count}};
+        break;
+      }
+      out[0] = {{c, count * shape.levels[1].size}};
+      out[1] = {{c, count * shape.levels[0].size}};
+      break;
     default:  // the other collectives run flat on the top level until composed
       out[k - 1] = {{c, count}};
       break;

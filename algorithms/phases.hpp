@@ -8,6 +8,8 @@
 //   Gather         L0 Ga -> ... -> top Ga        (the Scatter reversed)
 //   Broadcast      two levels: L0 Bc (root's server) -> L1 Bc (one piece per server rank) ->
 //                  L0 AG (the other servers); three levels: flat
+//   AllToAll       two levels: L0 AllToAll (S*c per pair) -> L1 AllToAll (g*c per pair);
+//                  three levels: flat
 //   others         the whole collective flat over every rank on the outermost level
 // With one level in use this is just the collective itself.
 #pragma once

@@ -6,8 +6,9 @@
 //
 // The collectives of kWeighed compose over levels too but ran flat before that composition
 // existed; for them the model weighs this plan against the per-level one (a small Reduce pays
-// fewer steps flat than through three phases), unless HCCL_ALGO names a level0 algorithm for the
-// call, which asks for the levels.
+// fewer steps flat than through three phases, an AllToAll's local copies and intra-server
+// exchange only pay where the server links' latency dominates), unless HCCL_ALGO names a level0
+// algorithm for the call, which asks for the levels.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,7 +23,7 @@ const Plan& levelsPlan();
 
 namespace {
 
-constexpr std::array kWeighed = {Collective::Reduce};
+constexpr std::array kWeighed = {Collective::Reduce, Collective::AllToAll};
 
 bool weighed(const Selection& s, const CallInfo& call) {
   return std::find(kWeighed.begin(), kWeighed.end(), call.coll) != kWeighed.end() &&
@@ -42,8 +43,8 @@ class FlatPlan final : public Plan {
     if (s.shape().levels.size() > 1 && (!levelsPlan().whyNot(s, call).empty() || weighed(s, call)))
       return {};
     return "a flat plan serves only what the levels cannot split (rank-order reductions they "
-           "would reorder, rank-local gatherv and scatterv), and reduce where the model weighs "
-           "it against the levels";
+           "would reorder, rank-local gatherv and scatterv), and reduce and alltoall where the "
+           "model weighs them against the levels";
   }
 
   std::string beaten(double predicted) const override {

@@ -262,6 +262,51 @@ TEST(Hierarchical, ReducePhasesAndVolumes) {
   EXPECT_EQ(level1, 2u * 1200);
 }
 
+// AllToAll over two levels (hier_alltoall.cpp): in and out of place, block-order and
+// interleaved servers, both level algorithms that have it at either level; three levels and
+// unequal servers run flat.
+TEST(Hierarchical, AllToAllOverLevels) {
+  const std::vector<LevelAlgorithms> algSets = {
+      {Algorithm::Mesh, Algorithm::Pairwise, Algorithm::Pairwise},
+      {Algorithm::Pairwise, Algorithm::Mesh, Algorithm::Mesh},
+      {Algorithm::Mesh, Algorithm::Mesh, Algorithm::Pairwise},
+      {Algorithm::Pairwise, Algorithm::Pairwise, Algorithm::Mesh}};
+  std::vector<Layout> layouts;
+  for (std::uint32_t servers = 1; servers <= 5; ++servers)
+    for (std::uint32_t perServer = 1; perServer <= 4; ++perServer)
+      layouts.push_back(Layout::servers(servers, perServer));
+  for (const auto& sizes :
+       std::vector<std::vector<std::uint32_t>>{{3, 3}, {2, 2, 2}, {4, 4}, {3, 5}})
+    layouts.push_back(Layout::uneven(sizes, true));
+  layouts.push_back(Layout::pods(2, 2, 2));
+  std::size_t k = 0;
+  for (const Layout& lay : layouts)
+    for (std::uint64_t n : {0u, 1u, 3u, 50u})
+      for (bool inPlace : {false, true}) {
+        expectClean(lay, algSets[k++ % algSets.size()], Problem::allToAll(lay.ranks(), n, inPlace));
+        if (HasFailure()) return;
+      }
+}
+
+// Between servers a rank sends one message of g*c to each other server's rank of its index.
+TEST(Hierarchical, AllToAllAggregatesBetweenServers) {
+  const Layout lay = Layout::servers(3, 4);
+  const Schedule s = composeAll(lay, {Algorithm::Mesh, Algorithm::Pairwise, Algorithm::Ring},
+                                Problem::allToAll(12, 10));
+  for (std::uint32_t r = 0; r < 12; ++r) {
+    std::uint64_t messages = 0, elements = 0;
+    for (const Step& st : s.ranks[r].steps)
+      for (const Transfer& t : st.xfers)
+        if (t.level == 1 && t.dir == Dir::Send) {
+          ++messages;
+          elements += t.slice.count;
+          EXPECT_EQ(t.peer % 4, r % 4) << "rank " << r;
+        }
+    EXPECT_EQ(messages, 2u) << "rank " << r;
+    EXPECT_EQ(elements, 2u * 4 * 10) << "rank " << r;
+  }
+}
+
 // Phases: the Scatter runs at every level, outer first; a carrier receives its unit once.
 TEST(Hierarchical, ScatterPhasesAndVolumes) {
   const Layout lay = Layout::servers(4, 2);
@@ -297,7 +342,9 @@ TEST(Hierarchical, OtherCollectivesRunFlatOnTheOuterLevel) {
           c == Collective::AllGather || c == Collective::Scatter || c == Collective::Gather ||
           c == Collective::Reduce)
         continue;
-      if (c == Collective::Broadcast && lay.shape().levels.size() == 2) continue;
+      if ((c == Collective::Broadcast || c == Collective::AllToAll) &&
+          lay.shape().levels.size() == 2)
+        continue;
       LevelAlgorithms algs{Algorithm::Ring, Algorithm::Ring, Algorithm::Ring};
       algs[static_cast<std::size_t>(top)] = spec.algorithm;
       if (planOwning(spec.algorithm)) continue;

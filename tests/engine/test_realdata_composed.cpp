@@ -149,6 +149,23 @@ TEST(RealDataComposed, Reduce) {
   }
 }
 
+// AllToAll over two levels (hier_alltoall.cpp; three levels and unequal servers flat): every
+// layout, in and out of place, fullmesh and pairwise at either level.
+TEST(RealDataComposed, AllToAll) {
+  const std::array<LevelAlgorithms, 2> sets = {
+      {{Algorithm::Mesh, Algorithm::Pairwise, Algorithm::Pairwise},
+       {Algorithm::Pairwise, Algorithm::Mesh, Algorithm::Mesh}}};
+  std::size_t k = 0;
+  for (const NamedLayout& l : layouts())
+    for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{7}})
+      for (bool inPlace : {false, true}) {
+        ++k;
+        expectData(l, sets[k % sets.size()], Problem::allToAll(l.layout.ranks(), n, inPlace),
+                   k % 2 ? DataType::Int32 : DataType::Float16, ReduceOp::Sum, k);
+        if (::testing::Test::HasFailure()) return;
+      }
+}
+
 TEST(RealDataComposed, UnevenBlocks) {
   const std::vector<std::uint64_t> six{4, 0, 7, 1, 3, 9};
   const std::vector<std::uint64_t> eight{0, 5, 2, 11, 0, 1, 6, 3};
