@@ -6,30 +6,12 @@
 #include <stdexcept>
 #include <vector>
 
+#include "algorithms/compose_levels.hpp"
 #include "algorithms/plan.hpp"
 #include "algorithms/reverse.hpp"
 
 namespace hccl::algo {
 namespace {
-
-// Runs one group collective of rank `me` and appends it to `out`.
-struct Composer {
-  const Layout& layout;
-  const LevelAlgorithms& algs;
-  std::uint32_t me;
-  RankSchedule& out;
-
-  void phase(int level, const Problem& q, BufferRegion in, BufferRegion outRegion,
-             BufferRegion scratchRegion) const {
-    Embedding e;
-    e.members = layout.groupOf(level, me);
-    e.level = static_cast<std::uint8_t>(level);
-    e.to = {in, outRegion, scratchRegion};
-    const Generator g =
-        phaseGenerator(algs[static_cast<std::size_t>(level)], q.coll, "the hierarchy");
-    embed(out, g(q, layout.indexIn(level, me)), e);
-  }
-};
 
 std::vector<int> levelsInUse(const Layout& layout) {
   std::vector<int> u;
@@ -274,6 +256,15 @@ RankSchedule composeLevels(const Layout& layout, const LevelAlgorithms& algs, co
                            rank);
       broadcast(c, used, pb);
       break;
+    case Collective::Reduce:
+      composeReduce(c, used, pb);
+      break;
+    case Collective::AllToAll:
+      if (used.size() != 2)  // three levels: not split yet
+        return composeFlat(layout, algs[static_cast<std::size_t>(used.back())], used.back(), pb,
+                           rank);
+      composeAllToAll(c, used, pb);
+      break;
     case Collective::Gather:
       // The Scatter composition run backwards: each level's Gather is its Scatter reversed.
       return gatherByReversing(pb, rank, [&](const Problem& sp, std::uint32_t r) {
@@ -307,9 +298,10 @@ RankSchedule composeFlat(const Layout& layout, Algorithm a, int level, const Pro
 
 bool levelsRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Collective c) {
   const std::vector<int> used = levelsInUse(layout);
-  const bool composed = c == Collective::AllReduce || c == Collective::ReduceScatter ||
-                        c == Collective::AllGather || c == Collective::Scatter ||
-                        c == Collective::Gather || (c == Collective::Broadcast && used.size() == 2);
+  const bool composed =
+      c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::AllGather ||
+      c == Collective::Scatter || c == Collective::Gather || c == Collective::Reduce ||
+      ((c == Collective::Broadcast || c == Collective::AllToAll) && used.size() == 2);
   if (!layout.symmetric() || !composed) {  // flat over every rank with the outermost algorithm
     const GeneratorSpec* spec =
         findGenerator(algs[static_cast<std::size_t>(used.empty() ? 0 : used.back())], c);
@@ -320,8 +312,9 @@ bool levelsRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Collec
   if (used.size() > 1 && (!layout.blockOrder() || c == Collective::ReduceScatter)) return false;
   for (std::size_t i = 0; i < used.size(); ++i) {
     const Algorithm a = algs[static_cast<std::size_t>(used[i])];
-    const Collective phaseColl =
-        c == Collective::AllReduce && i + 1 < used.size() ? Collective::ReduceScatter : c;
+    // AllReduce and Reduce reduce-scatter at the inner levels (their AllGather/Gather only copy).
+    const bool splits = c == Collective::AllReduce || c == Collective::Reduce;
+    const Collective phaseColl = splits && i + 1 < used.size() ? Collective::ReduceScatter : c;
     const GeneratorSpec* spec = findGenerator(a, phaseColl);
     if (!spec || !spec->rankOrdered) return false;
   }

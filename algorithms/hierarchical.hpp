@@ -16,7 +16,11 @@
 //   Broadcast      two levels: L0 Broadcast on the root's server, L1 Broadcast of one piece per
 //                  server rank, L0 AllGather on the other servers (HCCL's intra Scatter, inter
 //                  Broadcast, intra AllGather, with the root receiving nothing).
-//   Others (Reduce, AllToAll(V), Barrier, Scan, Exscan; Broadcast on three levels): not split by
+//   Reduce         L0 RS -> ... -> top Reduce -> ... -> L0 Gather (hier_reduce.cpp): HCCL's intra
+//                  RS, inter Reduce, intra Gather; each Gather only in the root's unit.
+//   AllToAll       two levels: L0 AllToAll (each rank collects what its server sends to its local
+//                  index's ranks), L1 AllToAll among same-index ranks (hier_alltoall.cpp).
+//   Others (AllToAllV, Barrier, Scan, Exscan; Broadcast, AllToAll on three levels): not split by
 //                  level yet; the outermost level's algorithm over every rank.
 //
 // Data is laid out server by server. When servers do not hold consecutive rank ranges (MPI rank

@@ -55,6 +55,15 @@ std::vector<std::vector<Phase>> phasesPerLevel(Collective c, const CommShape& sh
       out[k - 1] = {{Collective::AllReduce, n}};
       break;
     }
+    case Collective::Reduce: {  // AllReduce's levels, with Gathers to the root
+      std::uint64_t n = count;
+      for (std::size_t i = 0; i + 1 < k; ++i) {
+        out[i] = {{Collective::ReduceScatter, n}, {Collective::Gather, n}};
+        n = (n + shape.levels[i].size - 1) / shape.levels[i].size;  // the largest block
+      }
+      out[k - 1] = {{Collective::Reduce, n}};
+      break;
+    }
     case Collective::ReduceScatter: {
       std::uint64_t n = count * shape.ranks;
       for (std::size_t i = k; i-- > 0;) {
@@ -89,6 +98,14 @@ std::vector<std::vector<Phase>> phasesPerLevel(Collective c, const CommShape& sh
       // between servers: a Broadcast of one piece per server rank.
       out[0] = {{Collective::Broadcast, count}, {Collective::AllGather, count}};
       out[1] = {{Collective::Broadcast, (count + shape.levels[0].size - 1) / shape.levels[0].size}};
+      break;
+    case Collective::AllToAll:  // per pair: a server's share for one index, then a server's
+      if (k != 2) {
+        out[k - 1] = {{c, count}};
+        break;
+      }
+      out[0] = {{c, count * shape.levels[1].size}};
+      out[1] = {{c, count * shape.levels[0].size}};
       break;
     default:  // the other collectives run flat on the top level until composed
       out[k - 1] = {{c, count}};

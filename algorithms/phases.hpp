@@ -3,10 +3,13 @@
 //   AllReduce      L0 RS -> L1 RS -> ... -> top AR -> ... -> L1 AG -> L0 AG
 //   ReduceScatter  top RS -> ... -> L0 RS        (outer first: blocks crossing servers stay whole)
 //   AllGather      L0 AG -> ... -> top AG        (inner first, for the same reason)
+//   Reduce         L0 RS -> L1 RS -> ... -> top Reduce -> ... -> L1 Gather -> L0 Gather
 //   Scatter        top Sc -> ... -> L0 Sc        (HCCL: inter Scatter, then intra Scatter)
 //   Gather         L0 Ga -> ... -> top Ga        (the Scatter reversed)
 //   Broadcast      two levels: L0 Bc (root's server) -> L1 Bc (one piece per server rank) ->
 //                  L0 AG (the other servers); three levels: flat
+//   AllToAll       two levels: L0 AllToAll (S*c per pair) -> L1 AllToAll (g*c per pair);
+//                  three levels: flat
 //   others         the whole collective flat over every rank on the outermost level
 // With one level in use this is just the collective itself.
 #pragma once

@@ -3,7 +3,16 @@
 // whose non-roots know only their own counts (plan_levels.cpp), runs the outermost level's
 // algorithm over every rank as one group, on that level's links. The choice is the whole
 // selection again, on the communicator seen as one flat group.
+//
+// The collectives of kWeighed compose over levels too but ran flat before that composition
+// existed; for them the model weighs this plan against the per-level one (a small Reduce pays
+// fewer steps flat than through three phases, an AllToAll's local copies and intra-server
+// exchange only pay where the server links' latency dominates), unless HCCL_ALGO names a level0
+// algorithm for the call, which asks for the levels.
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
 
 #include "algorithms/hierarchical.hpp"
 #include "algorithms/plan.hpp"
@@ -13,6 +22,13 @@ namespace hccl::algo {
 const Plan& levelsPlan();
 
 namespace {
+
+constexpr std::array kWeighed = {Collective::Reduce, Collective::AllToAll};
+
+bool weighed(const Selection& s, const CallInfo& call) {
+  return std::find(kWeighed.begin(), kWeighed.end(), call.coll) != kWeighed.end() &&
+         !s.forced(call, 0);
+}
 
 int outermostLevel(const Layout& layout) {
   const CommShape shape = layout.shape();
@@ -24,19 +40,27 @@ class FlatPlan final : public Plan {
   std::string_view name() const override { return "flat"; }
 
   std::string whyNot(const Selection& s, const CallInfo& call) const override {
-    if (s.shape().levels.size() > 1 && !levelsPlan().whyNot(s, call).empty()) return {};
+    if (s.shape().levels.size() > 1 && (!levelsPlan().whyNot(s, call).empty() || weighed(s, call)))
+      return {};
     return "a flat plan serves only what the levels cannot split (rank-order reductions they "
-           "would reorder, rank-local gatherv and scatterv)";
+           "would reorder, rank-local gatherv and scatterv), and reduce and alltoall where the "
+           "model weighs them against the levels";
   }
 
-  Decision decide(const Selection& s, const CallInfo& call, const Choice&) const override {
+  std::string beaten(double predicted) const override {
+    return fmt::format("; flat plan {}", secondsText(predicted));
+  }
+
+  Decision decide(const Selection& s, const CallInfo& call, const Choice& choice) const override {
     Decision d = select(s.flattened(), call);
     if (d.ok() && &planOf(d.plan) != &levelsPlan()) {
       // One flat group has no servers for a whole plan to span; say so rather than compose it.
       d.error = fmt::format("one flat group cannot run the {} plan", planOf(d.plan).name());
       return d;
     }
-    const std::string why = "; flat over all ranks: " + levelsPlan().whyNot(s, call);
+    const std::string reordered = levelsPlan().whyNot(s, call);
+    const std::string why =
+        "; flat over all ranks: " + (reordered.empty() ? choice.text(d.predicted) : reordered);
     for (LevelChoice& c : d.levels) c.detail += why;
     return d;
   }

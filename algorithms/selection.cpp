@@ -89,6 +89,9 @@ Decision Selection::chooseLevels(const CallInfo& call, const LevelPhases& phases
       d.levels.clear();
       return d;
     }
+    // A level the call runs no phase on (the collectives not composed over levels run flat on
+    // the outermost one) still names its algorithm; say that nothing runs there.
+    if (phases[i].empty()) c->detail += "; no phase of the call runs at this level";
     d.predicted += c->predicted;
     d.levels.push_back(std::move(*c));
   }

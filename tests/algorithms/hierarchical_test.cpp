@@ -43,6 +43,22 @@ void expectClean(const Layout& lay, const LevelAlgorithms& algs, const Problem& 
                               << describe(issues);
 }
 
+// `algs` made able to compose a Reduce on `lay`: the inner levels need a ReduceScatter and a
+// Gather (H-D_R has no Gather: fullmesh instead), the outermost a Reduce (NHR and NB have none:
+// ring and H-D_R instead).
+LevelAlgorithms forReduce(const Layout& lay, LevelAlgorithms algs) {
+  std::vector<LevelGroup> levels = lay.shape().levels;
+  if (levels.empty()) levels.push_back({0, 1});  // one rank: level0's algorithm runs it
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    Algorithm& a = algs[static_cast<std::size_t>(levels[i].level)];
+    if (i + 1 == levels.size() && !findGenerator(a, Collective::Reduce))
+      a = a == Algorithm::NHR ? Algorithm::Ring : Algorithm::Rhd;
+    else if (i + 1 < levels.size() && !findGenerator(a, Collective::Gather))
+      a = Algorithm::Mesh;
+  }
+  return algs;
+}
+
 void sweepLayout(const Layout& lay, const LevelAlgorithms& algs, bool bigCount) {
   const std::uint64_t p = lay.ranks();
   std::vector<std::uint64_t> counts{0, 1, p - 1, p, p + 1, 1000};
@@ -51,6 +67,14 @@ void sweepLayout(const Layout& lay, const LevelAlgorithms& algs, bool bigCount) 
     for (std::uint64_t n : counts)
       for (bool inPlace : {false, true}) {
         expectClean(lay, algs, test::problemFor(c, lay.ranks(), n, inPlace));
+        if (::testing::Test::HasFailure()) return;
+      }
+  // Reduce: the first, a middle and the last rank as root (every root: ReduceOverLevels).
+  const LevelAlgorithms red = forReduce(lay, algs);
+  for (std::uint32_t root : {std::uint32_t{0}, lay.ranks() / 2, lay.ranks() - 1})
+    for (std::uint64_t n : counts)
+      for (bool inPlace : {false, true}) {
+        expectClean(lay, red, test::problemFor(Collective::Reduce, lay.ranks(), n, inPlace, root));
         if (::testing::Test::HasFailure()) return;
       }
 }
@@ -164,6 +188,125 @@ TEST(Hierarchical, BroadcastOnTwoLevels) {
   EXPECT_EQ(level1, 2u * 1200);
 }
 
+// Reduce over levels (hier_reduce.cpp): every root, in and out of place, counts that leave
+// uneven and empty slices, every inner algorithm with a Gather under both outer ones with a
+// Reduce; block-order and interleaved servers, two and three levels.
+TEST(Hierarchical, ReduceOverLevels) {
+  const std::vector<LevelAlgorithms> algSets = {{Algorithm::Ring, Algorithm::Ring, Algorithm::Rhd},
+                                                {Algorithm::Mesh, Algorithm::Rhd, Algorithm::Ring},
+                                                {Algorithm::NHR, Algorithm::Ring, Algorithm::Rhd},
+                                                {Algorithm::NB, Algorithm::Rhd, Algorithm::Ring},
+                                                {Algorithm::Mesh, Algorithm::NB, Algorithm::Rhd}};
+  std::vector<Layout> layouts;
+  for (std::uint32_t servers = 1; servers <= 5; ++servers)
+    for (std::uint32_t perServer = 1; perServer <= 4; ++perServer)
+      layouts.push_back(Layout::servers(servers, perServer));
+  layouts.push_back(Layout::pods(2, 2, 2));
+  layouts.push_back(Layout::pods(2, 3, 2));
+  layouts.push_back(Layout::pods(3, 1, 2));
+  layouts.push_back(Layout::uneven({3, 3}, true));
+  layouts.push_back(Layout::uneven({2, 2, 2}, true));
+  std::size_t k = 0;
+  for (const Layout& lay : layouts) {
+    const std::uint64_t g = lay.shape().levels.empty() ? 1 : lay.shape().levels.front().size;
+    for (std::uint32_t root = 0; root < lay.ranks(); ++root, ++k) {
+      const LevelAlgorithms algs = forReduce(lay, algSets[k % algSets.size()]);
+      for (std::uint64_t n :
+           {std::uint64_t{0}, std::uint64_t{1}, g - 1, g + 1, 7 * g + 3, std::uint64_t{1000}})
+        for (bool inPlace : {false, true}) {
+          expectClean(lay, algs, Problem::reduce(lay.ranks(), n, root, inPlace));
+          if (HasFailure()) return;
+        }
+    }
+  }
+}
+
+// Reduce's rank order: consecutive servers under rank-ordered levels keep it; ring's
+// ReduceScatter, or interleaved servers, do not.
+TEST(Hierarchical, ReduceRankOrder) {
+  const LevelAlgorithms ordered{Algorithm::Mesh, Algorithm::Rhd, Algorithm::Rhd};
+  const LevelAlgorithms ring{Algorithm::Ring, Algorithm::Rhd, Algorithm::Rhd};
+  EXPECT_TRUE(composedRankOrdered(Layout::servers(3, 4), ordered, Collective::Reduce));
+  // H-D_R's ReduceScatter (an inner phase on three levels) pairs ranks p/2 apart.
+  EXPECT_FALSE(composedRankOrdered(Layout::pods(2, 2, 2), ordered, Collective::Reduce));
+  EXPECT_TRUE(composedRankOrdered(Layout::pods(2, 2, 2),
+                                  {Algorithm::Mesh, Algorithm::Mesh, Algorithm::Rhd},
+                                  Collective::Reduce));
+  EXPECT_FALSE(composedRankOrdered(Layout::servers(3, 4), ring, Collective::Reduce));
+  EXPECT_FALSE(composedRankOrdered(Layout::uneven({3, 3}, true), ordered, Collective::Reduce));
+  for (std::uint32_t root : {0u, 5u, 11u})
+    EXPECT_TRUE(verify(composeAll(Layout::servers(3, 4), ordered, Problem::reduce(12, 50, root)),
+                       {.requireRankOrder = true})
+                    .empty());
+}
+
+// Each slice crosses the server links once and only towards the root's server; the closing
+// Gather runs on the root's server alone.
+TEST(Hierarchical, ReducePhasesAndVolumes) {
+  const Layout lay = Layout::servers(3, 4);
+  const LevelAlgorithms algs{Algorithm::Mesh, Algorithm::Ring, Algorithm::Ring};
+  const Schedule s = composeAll(lay, algs, Problem::reduce(12, 1200, 6));
+  std::uint64_t level1 = 0;
+  for (std::uint32_t r = 0; r < 12; ++r) {
+    std::uint64_t gathered = 0;
+    for (const Step& st : s.ranks[r].steps)
+      for (const Transfer& t : st.xfers) {
+        if (t.level == 1 && t.dir == Dir::Recv) level1 += t.slice.count;
+        if (t.level == 0 && t.dir == Dir::Recv && r == 6) gathered += t.slice.count;
+      }
+    if (r == 6) {
+      EXPECT_EQ(gathered, 3u * 300 + 3u * 300);  // its RS piece from 3 peers, their 3 slices
+    }
+  }
+  // A ring Reduce over three servers: two hops for every 300-element slice.
+  EXPECT_EQ(level1, 2u * 1200);
+}
+
+// AllToAll over two levels (hier_alltoall.cpp): in and out of place, block-order and
+// interleaved servers, both level algorithms that have it at either level; three levels and
+// unequal servers run flat.
+TEST(Hierarchical, AllToAllOverLevels) {
+  const std::vector<LevelAlgorithms> algSets = {
+      {Algorithm::Mesh, Algorithm::Pairwise, Algorithm::Pairwise},
+      {Algorithm::Pairwise, Algorithm::Mesh, Algorithm::Mesh},
+      {Algorithm::Mesh, Algorithm::Mesh, Algorithm::Pairwise},
+      {Algorithm::Pairwise, Algorithm::Pairwise, Algorithm::Mesh}};
+  std::vector<Layout> layouts;
+  for (std::uint32_t servers = 1; servers <= 5; ++servers)
+    for (std::uint32_t perServer = 1; perServer <= 4; ++perServer)
+      layouts.push_back(Layout::servers(servers, perServer));
+  for (const auto& sizes :
+       std::vector<std::vector<std::uint32_t>>{{3, 3}, {2, 2, 2}, {4, 4}, {3, 5}})
+    layouts.push_back(Layout::uneven(sizes, true));
+  layouts.push_back(Layout::pods(2, 2, 2));
+  std::size_t k = 0;
+  for (const Layout& lay : layouts)
+    for (std::uint64_t n : {0u, 1u, 3u, 50u})
+      for (bool inPlace : {false, true}) {
+        expectClean(lay, algSets[k++ % algSets.size()], Problem::allToAll(lay.ranks(), n, inPlace));
+        if (HasFailure()) return;
+      }
+}
+
+// Between servers a rank sends one message of g*c to each other server's rank of its index.
+TEST(Hierarchical, AllToAllAggregatesBetweenServers) {
+  const Layout lay = Layout::servers(3, 4);
+  const Schedule s = composeAll(lay, {Algorithm::Mesh, Algorithm::Pairwise, Algorithm::Ring},
+                                Problem::allToAll(12, 10));
+  for (std::uint32_t r = 0; r < 12; ++r) {
+    std::uint64_t messages = 0, elements = 0;
+    for (const Step& st : s.ranks[r].steps)
+      for (const Transfer& t : st.xfers)
+        if (t.level == 1 && t.dir == Dir::Send) {
+          ++messages;
+          elements += t.slice.count;
+          EXPECT_EQ(t.peer % 4, r % 4) << "rank " << r;
+        }
+    EXPECT_EQ(messages, 2u) << "rank " << r;
+    EXPECT_EQ(elements, 2u * 4 * 10) << "rank " << r;
+  }
+}
+
 // Phases: the Scatter runs at every level, outer first; a carrier receives its unit once.
 TEST(Hierarchical, ScatterPhasesAndVolumes) {
   const Layout lay = Layout::servers(4, 2);
@@ -196,9 +339,12 @@ TEST(Hierarchical, OtherCollectivesRunFlatOnTheOuterLevel) {
     for (const GeneratorSpec& spec : generatorSpecs()) {
       const Collective c = spec.coll;
       if (c == Collective::AllReduce || c == Collective::ReduceScatter ||
-          c == Collective::AllGather || c == Collective::Scatter || c == Collective::Gather)
+          c == Collective::AllGather || c == Collective::Scatter || c == Collective::Gather ||
+          c == Collective::Reduce)
         continue;
-      if (c == Collective::Broadcast && lay.shape().levels.size() == 2) continue;
+      if ((c == Collective::Broadcast || c == Collective::AllToAll) &&
+          lay.shape().levels.size() == 2)
+        continue;
       LevelAlgorithms algs{Algorithm::Ring, Algorithm::Ring, Algorithm::Ring};
       algs[static_cast<std::size_t>(top)] = spec.algorithm;
       if (planOwning(spec.algorithm)) continue;

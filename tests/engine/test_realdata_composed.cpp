@@ -113,6 +113,59 @@ TEST(RealDataComposed, EveryTypeAndOp) {
   }
 }
 
+// Reduce over levels (hier_reduce.cpp): every layout, every root, in and out of place, counts
+// that leave uneven and empty slices. Inner levels need a ReduceScatter and a Gather, the
+// outermost a Reduce (ring or H-D_R); asymmetric layouts run the outermost algorithm flat.
+TEST(RealDataComposed, Reduce) {
+  const std::array<LevelAlgorithms, 4> sets = {{{Algorithm::Ring, Algorithm::Ring, Algorithm::Rhd},
+                                                {Algorithm::Mesh, Algorithm::Rhd, Algorithm::Ring},
+                                                {Algorithm::NHR, Algorithm::Ring, Algorithm::Rhd},
+                                                {Algorithm::NB, Algorithm::Rhd, Algorithm::Ring}}};
+  std::size_t k = 0;
+  for (const NamedLayout& l : layouts()) {
+    const std::uint32_t p = l.layout.ranks();
+    for (std::uint32_t root = 0; root < p; ++root, ++k)
+      for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{p + 1}, std::uint64_t{1000}})
+        for (bool inPlace : {false, true}) {
+          const Problem pb = Problem::reduce(p, root == 0 && n == 1 ? 0 : n, root, inPlace);
+          LevelAlgorithms algs = sets[k % sets.size()];
+          // On three levels level1 is inner too: H-D_R has no Gather there.
+          if (l.layout.shape().levels.size() == 3 && algs[1] == Algorithm::Rhd)
+            algs[1] = Algorithm::Mesh;
+          expectData(l, algs, pb, (k + inPlace) % 2 ? DataType::Int32 : DataType::Float32,
+                     ReduceOp::Sum, k * 10 + n + inPlace);
+        }
+    if (::testing::Test::HasFailure()) return;
+  }
+  // Every defined (type, op) pair, rank-ordered level algorithms on consecutive servers.
+  const LevelAlgorithms ordered{Algorithm::Mesh, Algorithm::Rhd, Algorithm::Rhd};
+  const NamedLayout lay{"3x2", Layout::servers(3, 2)};
+  const auto pairs = definedPairs();
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const auto [type, op] = pairs[i];
+    expectData(lay, ordered,
+               Problem::reduce(6, i % 2 ? 61 : 200, static_cast<std::uint32_t>(i % 6), i % 4 < 2),
+               type, op, i);
+  }
+}
+
+// AllToAll over two levels (hier_alltoall.cpp; three levels and unequal servers flat): every
+// layout, in and out of place, fullmesh and pairwise at either level.
+TEST(RealDataComposed, AllToAll) {
+  const std::array<LevelAlgorithms, 2> sets = {
+      {{Algorithm::Mesh, Algorithm::Pairwise, Algorithm::Pairwise},
+       {Algorithm::Pairwise, Algorithm::Mesh, Algorithm::Mesh}}};
+  std::size_t k = 0;
+  for (const NamedLayout& l : layouts())
+    for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{7}})
+      for (bool inPlace : {false, true}) {
+        ++k;
+        expectData(l, sets[k % sets.size()], Problem::allToAll(l.layout.ranks(), n, inPlace),
+                   k % 2 ? DataType::Int32 : DataType::Float16, ReduceOp::Sum, k);
+        if (::testing::Test::HasFailure()) return;
+      }
+}
+
 TEST(RealDataComposed, UnevenBlocks) {
   const std::vector<std::uint64_t> six{4, 0, 7, 1, 3, 9};
   const std::vector<std::uint64_t> eight{0, 5, 2, 11, 0, 1, 6, 3};
