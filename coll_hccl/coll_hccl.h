@@ -3,7 +3,9 @@
  *
  * The adapter is a thin translation layer: it maps MPI calls onto hccl_coll_desc_t, asks the
  * engine (hccl_engine.h) whether it takes the call, and otherwise hands the call unchanged to the
- * component Open MPI had selected before coll_hccl. All HCCL logic lives behind the engine API.
+ * component Open MPI had selected before coll_hccl, or, where there is none (coll_hccl listed
+ * alone), to its own point-to-point floor (coll_hccl_floor.h). All HCCL logic lives behind the
+ * engine API.
  */
 #ifndef MCA_COLL_HCCL_H
 #define MCA_COLL_HCCL_H
@@ -55,6 +57,7 @@ typedef struct mca_coll_hccl_component_t {
   int output; /* opal_output stream, prefix "coll:hccl: " */
   bool engine_ready;
   bool progress_registered;
+  int force_floor; /* diagnostic (coll_hccl_force_floor): every call to the floor */
 } mca_coll_hccl_component_t;
 
 OMPI_DECLSPEC extern mca_coll_hccl_component_t mca_coll_hccl_component;
@@ -108,6 +111,18 @@ typedef struct mca_coll_hccl_module_t {
   MCA_COLL_HCCL_PREV(ibarrier);
   MCA_COLL_HCCL_PREV(barrier_init);
   MCA_COLL_HCCL_PREV(reduce_local);
+  MCA_COLL_HCCL_PREV(gatherv);
+  MCA_COLL_HCCL_PREV(igatherv);
+  MCA_COLL_HCCL_PREV(gatherv_init);
+  MCA_COLL_HCCL_PREV(scatterv);
+  MCA_COLL_HCCL_PREV(iscatterv);
+  MCA_COLL_HCCL_PREV(scatterv_init);
+  MCA_COLL_HCCL_PREV(alltoallv);
+  MCA_COLL_HCCL_PREV(ialltoallv);
+  MCA_COLL_HCCL_PREV(alltoallv_init);
+  MCA_COLL_HCCL_PREV(alltoallw);
+  MCA_COLL_HCCL_PREV(ialltoallw);
+  MCA_COLL_HCCL_PREV(alltoallw_init);
 } mca_coll_hccl_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_hccl_module_t);
@@ -379,10 +394,79 @@ int mca_coll_hccl_barrier_init(ompi_communicator_t* comm, struct ompi_info_t* in
 int mca_coll_hccl_reduce_local(const void* inbuf, void* inoutbuf, int count, ompi_datatype_t* dtype,
                                ompi_op_t* op, mca_coll_base_module_t* module);
 
+/* V forms without an engine path (coll_hccl_vforms_floor.c): the previous component, else the
+ * floor. */
+int mca_coll_hccl_gatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                          const int* rcounts, const int* displs, ompi_datatype_t* rdtype, int root,
+                          ompi_communicator_t* comm, mca_coll_base_module_t* module);
+int mca_coll_hccl_igatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                           const int* rcounts, const int* displs, ompi_datatype_t* rdtype, int root,
+                           ompi_communicator_t* comm, ompi_request_t** request,
+                           mca_coll_base_module_t* module);
+int mca_coll_hccl_gatherv_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                               const int* rcounts, const int* displs, ompi_datatype_t* rdtype,
+                               int root, ompi_communicator_t* comm, struct ompi_info_t* info,
+                               ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_scatterv(const void* sbuf, const int* scounts, const int* displs,
+                           ompi_datatype_t* sdtype, void* rbuf, int rcount, ompi_datatype_t* rdtype,
+                           int root, ompi_communicator_t* comm, mca_coll_base_module_t* module);
+int mca_coll_hccl_iscatterv(const void* sbuf, const int* scounts, const int* displs,
+                            ompi_datatype_t* sdtype, void* rbuf, int rcount,
+                            ompi_datatype_t* rdtype, int root, ompi_communicator_t* comm,
+                            ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_scatterv_init(const void* sbuf, const int* scounts, const int* displs,
+                                ompi_datatype_t* sdtype, void* rbuf, int rcount,
+                                ompi_datatype_t* rdtype, int root, ompi_communicator_t* comm,
+                                struct ompi_info_t* info, ompi_request_t** request,
+                                mca_coll_base_module_t* module);
+int mca_coll_hccl_alltoallv(const void* sbuf, const int* scounts, const int* sdispls,
+                            ompi_datatype_t* sdtype, void* rbuf, const int* rcounts,
+                            const int* rdispls, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                            mca_coll_base_module_t* module);
+int mca_coll_hccl_ialltoallv(const void* sbuf, const int* scounts, const int* sdispls,
+                             ompi_datatype_t* sdtype, void* rbuf, const int* rcounts,
+                             const int* rdispls, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                             ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_alltoallv_init(const void* sbuf, const int* scounts, const int* sdispls,
+                                 ompi_datatype_t* sdtype, void* rbuf, const int* rcounts,
+                                 const int* rdispls, ompi_datatype_t* rdtype,
+                                 ompi_communicator_t* comm, struct ompi_info_t* info,
+                                 ompi_request_t** request, mca_coll_base_module_t* module);
+int mca_coll_hccl_alltoallw(const void* sbuf, const int* scounts, const int* sdispls,
+                            struct ompi_datatype_t* const* sdtypes, void* rbuf, const int* rcounts,
+                            const int* rdispls, struct ompi_datatype_t* const* rdtypes,
+                            ompi_communicator_t* comm, mca_coll_base_module_t* module);
+int mca_coll_hccl_ialltoallw(const void* sbuf, const int* scounts, const int* sdispls,
+                             struct ompi_datatype_t* const* sdtypes, void* rbuf, const int* rcounts,
+                             const int* rdispls, struct ompi_datatype_t* const* rdtypes,
+                             ompi_communicator_t* comm, ompi_request_t** request,
+                             mca_coll_base_module_t* module);
+int mca_coll_hccl_alltoallw_init(const void* sbuf, const int* scounts, const int* sdispls,
+                                 struct ompi_datatype_t* const* sdtypes, void* rbuf,
+                                 const int* rcounts, const int* rdispls,
+                                 struct ompi_datatype_t* const* rdtypes, ompi_communicator_t* comm,
+                                 struct ompi_info_t* info, ompi_request_t** request,
+                                 mca_coll_base_module_t* module);
+
 /* Decision (coll_hccl_decide.c): asks the engine and prints the per-call line. Returns true if
- * the engine takes the call; `adapter_why` non-NULL means the adapter already declined. */
+ * the engine takes the call; `adapter_why` non-NULL means the adapter already declined. A call
+ * the engine does not take goes to the previous component when there is one (and
+ * coll_hccl_force_floor is off), else to the floor (coll_hccl_floor.h); the line names which. */
 bool mca_coll_hccl_decide(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
                           const char* adapter_why);
+/* For calls without an engine path: prints the per-call line (dtype may be NULL, root < 0 for
+ * none) and returns true when the previous component takes the call, false for the floor. */
+bool mca_coll_hccl_decide_no_engine(mca_coll_hccl_module_t* m, const char* mpi_name,
+                                    ompi_datatype_t* dtype, int root, bool in_place,
+                                    const char* why);
+/* Whether the lower-priority implementation of the entry `slot` ("iallreduce",
+ * "allreduce_init") exists on this module (coll_hccl_module.c). */
+bool mca_coll_hccl_has_prev_slot(const mca_coll_hccl_module_t* m, const char* slot);
+/* The choice every entry makes for a call the engine does not take. */
+static inline bool mca_coll_hccl_use_prev(bool has_prev) {
+  return has_prev && !mca_coll_hccl_component.force_floor;
+}
+#define MCA_COLL_HCCL_HAS_PREV(m, name) mca_coll_hccl_use_prev(NULL != (m)->prev_##name)
 
 END_C_DECLS
 

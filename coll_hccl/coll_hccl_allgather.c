@@ -7,6 +7,7 @@
  * count per rank, which MPI makes equal everywhere.
  */
 #include "coll_hccl.h"
+#include "coll_hccl_floor.h"
 
 #include <limits.h>
 #include <string.h>
@@ -74,8 +75,12 @@ int mca_coll_hccl_allgather(const void* sbuf, int scount, ompi_datatype_t* sdtyp
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, NULL, false, &rc)) return rc;
-  return m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                           m->prev_allgather_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, allgather)) {
+    return m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                             m->prev_allgather_module);
+  }
+  return mca_coll_hccl_floor_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, NULL,
+                                       false);
 }
 
 int mca_coll_hccl_iallgather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
@@ -84,8 +89,12 @@ int mca_coll_hccl_iallgather(const void* sbuf, int scount, ompi_datatype_t* sdty
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, request, false, &rc)) return rc;
-  return m->prev_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
-                            m->prev_iallgather_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, iallgather)) {
+    return m->prev_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                              m->prev_iallgather_module);
+  }
+  return mca_coll_hccl_floor_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                                       false);
 }
 
 /* Persistent (MPIX_Allgather_init): decided and planned once, run by every MPI_Start. */
@@ -96,6 +105,10 @@ int mca_coll_hccl_allgather_init(const void* sbuf, int scount, ompi_datatype_t* 
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, request, true, &rc)) return rc;
-  return m->prev_allgather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request,
-                                m->prev_allgather_init_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, allgather_init)) {
+    return m->prev_allgather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request,
+                                  m->prev_allgather_init_module);
+  }
+  return mca_coll_hccl_floor_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                                       true);
 }

@@ -7,6 +7,7 @@
  * place, unpacks every block to its displacement afterwards), which is a local matter.
  */
 #include "coll_hccl.h"
+#include "coll_hccl_floor.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -104,8 +105,12 @@ int mca_coll_hccl_allgatherv(const void* sbuf, int scount, ompi_datatype_t* sdty
   int rc = OMPI_SUCCESS;
   if (allgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, m, NULL, false, &rc))
     return rc;
-  return m->prev_allgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, comm,
-                            m->prev_allgatherv_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, allgatherv)) {
+    return m->prev_allgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, comm,
+                              m->prev_allgatherv_module);
+  }
+  return mca_coll_hccl_floor_allgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, comm,
+                                        NULL, false);
 }
 
 int mca_coll_hccl_iallgatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
@@ -116,8 +121,12 @@ int mca_coll_hccl_iallgatherv(const void* sbuf, int scount, ompi_datatype_t* sdt
   int rc = OMPI_SUCCESS;
   if (allgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, m, request, false, &rc))
     return rc;
-  return m->prev_iallgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, comm, request,
-                             m->prev_iallgatherv_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, iallgatherv)) {
+    return m->prev_iallgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, comm, request,
+                               m->prev_iallgatherv_module);
+  }
+  return mca_coll_hccl_floor_allgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, comm,
+                                        request, false);
 }
 
 /* Persistent (MPIX_Allgatherv_init): decided and planned once, run by every MPI_Start. */
@@ -129,6 +138,10 @@ int mca_coll_hccl_allgatherv_init(const void* sbuf, int scount, ompi_datatype_t*
   int rc = OMPI_SUCCESS;
   if (allgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, m, request, true, &rc))
     return rc;
-  return m->prev_allgatherv_init(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, comm, info,
-                                 request, m->prev_allgatherv_init_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, allgatherv_init)) {
+    return m->prev_allgatherv_init(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, comm, info,
+                                   request, m->prev_allgatherv_init_module);
+  }
+  return mca_coll_hccl_floor_allgatherv(sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, comm,
+                                        request, true);
 }

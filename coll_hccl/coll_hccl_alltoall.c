@@ -6,6 +6,7 @@
  * own layouts when they are not contiguous.
  */
 #include "coll_hccl.h"
+#include "coll_hccl_floor.h"
 
 #include <string.h>
 
@@ -57,8 +58,12 @@ int mca_coll_hccl_alltoall(const void* sbuf, int scount, ompi_datatype_t* sdtype
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, NULL, false, &rc)) return rc;
-  return m->prev_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                          m->prev_alltoall_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, alltoall)) {
+    return m->prev_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                            m->prev_alltoall_module);
+  }
+  return mca_coll_hccl_floor_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, NULL,
+                                      false);
 }
 
 int mca_coll_hccl_ialltoall(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
@@ -67,8 +72,12 @@ int mca_coll_hccl_ialltoall(const void* sbuf, int scount, ompi_datatype_t* sdtyp
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, request, false, &rc)) return rc;
-  return m->prev_ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
-                           m->prev_ialltoall_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, ialltoall)) {
+    return m->prev_ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                             m->prev_ialltoall_module);
+  }
+  return mca_coll_hccl_floor_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                                      false);
 }
 
 /* Persistent (MPIX_Alltoall_init): decided and planned once, run by every MPI_Start. */
@@ -79,6 +88,10 @@ int mca_coll_hccl_alltoall_init(const void* sbuf, int scount, ompi_datatype_t* s
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, m, request, true, &rc)) return rc;
-  return m->prev_alltoall_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request,
-                               m->prev_alltoall_init_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, alltoall_init)) {
+    return m->prev_alltoall_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request,
+                                 m->prev_alltoall_init_module);
+  }
+  return mca_coll_hccl_floor_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                                      true);
 }

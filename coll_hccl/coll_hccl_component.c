@@ -56,7 +56,8 @@ static int hccl_register(void) {
       "MPI_Reduce_scatter(_block), MPI_Bcast, MPI_Reduce, MPI_Scatter, MPI_Gather, MPI_Alltoall, "
       "MPI_Barrier, MPI_Scan, MPI_Exscan (blocking, nonblocking and persistent) and "
       "MPI_Reduce_local; everything else, and every call the engine declines, goes to the "
-      "component that would have been used without hccl. A "
+      "component that would have been used without hccl, or, where there is none (--mca coll "
+      "hccl alone), to coll_hccl's own point-to-point implementation. A "
       "negative value disables the component (as does --mca coll ^hccl).",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
       &c->priority);
@@ -69,6 +70,16 @@ static int hccl_register(void) {
       "debugging.",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &c->verbose);
   c->setting_var[HCCL_SETTING_VERBOSE] = verbose_var;
+  c->force_floor = 0;
+  (void)mca_base_component_var_register(
+      &c->super.collm_version, "force_floor",
+      "Diagnostic: 1 sends every collective to coll_hccl's own point-to-point implementation (the "
+      "floor, linear algorithms over the PML that serve calls no engine path or other coll "
+      "component takes, as with --mca coll hccl alone), bypassing the engine and the other "
+      "components; for testing the floor. 0 (default): engine, else the previous component, else "
+      "the floor.",
+      MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
+      &c->force_floor);
   return mca_coll_hccl_register_settings();
 }
 

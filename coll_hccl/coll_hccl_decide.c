@@ -1,12 +1,18 @@
 /*
- * coll_hccl_decide.c - engine or previous component, and the one verbose line saying which.
+ * coll_hccl_decide.c - engine, previous component or coll_hccl's own point-to-point floor, and
+ * the one verbose line saying which (`-> hccl: ...`, `-> fallback: <why>`, `-> floor: <why>`).
  *
  * Every input of the decision is equal on every rank (see hccl_coll_desc_t), so all ranks of a
  * communicator take the same path: a rank falling back while another runs the engine would hang.
+ * Whether a previous component exists is a property of the communicator's selection, the same
+ * everywhere; the floor serves a call only where none does (`--mca coll hccl` alone), or every
+ * call under the coll_hccl_force_floor diagnostic.
  */
 #include "coll_hccl.h"
 
+#include <ctype.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "opal/util/output.h"
 
@@ -62,13 +68,45 @@ static void describe(const mca_coll_hccl_call_t* call, char* buf, size_t len) {
   }
 }
 
+/* "MPI_Iallreduce" -> "iallreduce", "MPIX_Allreduce_init" -> "allreduce_init" */
+static bool path_is_prev(const mca_coll_hccl_module_t* m, const char* mpi_name) {
+  const char* at = strchr(mpi_name, '_');
+  char slot[64];
+  size_t n = 0;
+  for (at = NULL != at ? at + 1 : mpi_name; '\0' != *at && n + 1 < sizeof slot; ++at)
+    slot[n++] = (char)tolower((unsigned char)*at);
+  slot[n] = '\0';
+  return mca_coll_hccl_use_prev(mca_coll_hccl_has_prev_slot(m, slot));
+}
+
+static const char* why_not_engine(const mca_coll_hccl_module_t* m) {
+  if (mca_coll_hccl_component.force_floor) return "coll_hccl_force_floor is set";
+  if (NULL == m->engine_comm) {
+    return ompi_comm_size(m->comm) < 2 ? "single rank" : "no engine on this communicator";
+  }
+  return NULL;
+}
+
+static void log_line(const mca_coll_hccl_module_t* m, const char* mpi_name, const char* what,
+                     bool in_place, bool take, const char* why) {
+  int rank = ompi_comm_rank(m->comm);
+  const char* path = take ? "hccl" : path_is_prev(m, mpi_name) ? "fallback" : "floor";
+  opal_output(mca_coll_hccl_component.output, "%s on %s (cid %u, rank %d of %d): %s%s -> %s: %s",
+              mpi_name, MCA_COLL_HCCL_NAME(m->comm), (unsigned)MCA_COLL_HCCL_CID(m->comm), rank,
+              ompi_comm_size(m->comm), what, in_place ? ", in place" : "", path, why);
+}
+
+/* Rank 0 speaks at level 1; every rank at level 2. */
+static bool wants_line(const mca_coll_hccl_module_t* m) {
+  int level = 0 == ompi_comm_rank(m->comm) ? 1 : 2;
+  return opal_output_get_verbosity(mca_coll_hccl_component.output) >= level;
+}
+
 bool mca_coll_hccl_decide(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
                           const char* adapter_why) {
   char explain[512] = "";
   bool take = false;
-  if (NULL == adapter_why && NULL == m->engine_comm) {
-    adapter_why = "coll_hccl is disabled on this communicator";
-  }
+  if (NULL == adapter_why) adapter_why = why_not_engine(m);
   if (NULL == adapter_why) {
     int rc = hccl_coll_supported(m->engine_comm, &call->desc, explain, sizeof explain);
     if (rc < 0) {
@@ -78,17 +116,28 @@ bool mca_coll_hccl_decide(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t*
     }
     take = 1 == rc;
   }
-
-  /* Rank 0 speaks at level 1; every rank at level 2. */
-  int rank = ompi_comm_rank(m->comm);
-  int level = 0 == rank ? 1 : 2;
-  if (opal_output_get_verbosity(mca_coll_hccl_component.output) >= level) {
+  if (wants_line(m)) {
     char what[256];
     describe(call, what, sizeof what);
-    opal_output(mca_coll_hccl_component.output, "%s on %s (cid %u, rank %d of %d): %s%s -> %s: %s",
-                call->mpi_name, MCA_COLL_HCCL_NAME(m->comm), (unsigned)MCA_COLL_HCCL_CID(m->comm),
-                rank, ompi_comm_size(m->comm), what, call->desc.in_place ? ", in place" : "",
-                take ? "hccl" : "fallback", NULL != adapter_why ? adapter_why : explain);
+    log_line(m, call->mpi_name, what, 0 != call->desc.in_place, take,
+             NULL != adapter_why ? adapter_why : explain);
   }
   return take;
+}
+
+bool mca_coll_hccl_decide_no_engine(mca_coll_hccl_module_t* m, const char* mpi_name,
+                                    ompi_datatype_t* dtype, int root, bool in_place,
+                                    const char* why) {
+  const char* adapter_why = why_not_engine(m);
+  if (wants_line(m)) {
+    char what[256];
+    const char* type = NULL != dtype ? dtype->name : "no data";
+    if (root >= 0) {
+      snprintf(what, sizeof what, "%s, root %d", type, root);
+    } else {
+      snprintf(what, sizeof what, "%s", type);
+    }
+    log_line(m, mpi_name, what, in_place, false, NULL != adapter_why ? adapter_why : why);
+  }
+  return path_is_prev(m, mpi_name);
 }

@@ -3,10 +3,12 @@
  *
  * Enable runs inside communicator creation, after Open MPI enabled the lower-priority components,
  * so comm->c_coll then holds what coll_hccl replaces: those functions are saved (and retained)
- * for fallback. MPI_COMM_WORLD's enable (inside MPI_Init) bootstraps the engine over the PML
- * (coll_hccl_bootstrap.c); every other communicator's enable runs inside Open MPI's progress loop,
- * so it does not communicate: the engine builds it from what MPI_COMM_WORLD's bootstrap learnt and
- * the members' world ranks, which every rank knows locally.
+ * for fallback; an entry with nothing below it (coll_hccl listed alone) is served by coll_hccl's
+ * point-to-point floor (coll_hccl_floor.h), and so is every intracommunicator the engine is not
+ * set up on, single ranks included. MPI_COMM_WORLD's enable (inside MPI_Init) bootstraps the engine
+ * over the PML (coll_hccl_bootstrap.c); every other communicator's enable runs inside Open MPI's
+ * progress loop, so it does not communicate: the engine builds it from what MPI_COMM_WORLD's
+ * bootstrap learnt and the members' world ranks, which every rank knows locally.
  */
 #include "coll_hccl.h"
 
@@ -58,7 +60,19 @@
   X(barrier)                   \
   X(ibarrier)                  \
   X(barrier_init)              \
-  X(reduce_local)
+  X(reduce_local)              \
+  X(gatherv)                   \
+  X(igatherv)                  \
+  X(gatherv_init)              \
+  X(scatterv)                  \
+  X(iscatterv)                 \
+  X(scatterv_init)             \
+  X(alltoallv)                 \
+  X(ialltoallv)                \
+  X(alltoallv_init)            \
+  X(alltoallw)                 \
+  X(ialltoallw)                \
+  X(alltoallw_init)
 
 static void module_construct(mca_coll_hccl_module_t* m) {
   m->comm = NULL;
@@ -130,6 +144,12 @@ static int agree(mca_coll_hccl_module_t* m, hccl_status_t mine, int* first_faile
   return rc;
 }
 
+/* Who serves a communicator the engine is not set up on (SAVE_PREV ran before). */
+static const char* serves_it(const mca_coll_hccl_module_t* m) {
+  return NULL != m->prev_allreduce ? "this communicator uses the other coll components"
+                                   : "coll_hccl's point-to-point floor serves it";
+}
+
 static int create_engine_comm(mca_coll_hccl_module_t* m, ompi_communicator_t* comm) {
   mca_coll_hccl_component_t* c = &mca_coll_hccl_component;
   int rank = ompi_comm_rank(comm);
@@ -177,8 +197,7 @@ static int create_engine_comm(mca_coll_hccl_module_t* m, ompi_communicator_t* co
   hccl_comm_destroy(m->engine_comm);
   m->engine_comm = NULL;
   if (OMPI_SUCCESS != rc) {
-    opal_output(c->output, "%s: could not agree on the engine set-up; using other components",
-                label);
+    opal_output(c->output, "%s: could not agree on the engine set-up; %s", label, serves_it(m));
     free(err);
     return OMPI_ERROR;
   }
@@ -186,18 +205,15 @@ static int create_engine_comm(mca_coll_hccl_module_t* m, ompi_communicator_t* co
   if (HCCL_SUCCESS != st && failed == params.size) {
     /* The engine fails on every rank alike, naming the rank that caused it: rank 0 says it. */
     int level = 0 == rank ? (HCCL_ERR_UNSUPPORTED == st ? 1 : 0) : 2;
-    opal_output_verbose(level, c->output,
-                        "%s: engine set-up failed: %s: %s; this communicator uses the other coll "
-                        "components",
-                        label, hccl_status_string(st), NULL != err ? err : "out of memory");
+    opal_output_verbose(level, c->output, "%s: engine set-up failed: %s: %s; %s", label,
+                        hccl_status_string(st), NULL != err ? err : "out of memory", serves_it(m));
   } else if (HCCL_SUCCESS != st) {
     int level = 2;
     if (rank == first_failed) level = HCCL_ERR_UNSUPPORTED == st ? 1 : 0;
     opal_output_verbose(level, c->output,
-                        "%s: engine set-up failed on rank %d (%d of %d ranks failed): %s: %s; "
-                        "this communicator uses the other coll components",
+                        "%s: engine set-up failed on rank %d (%d of %d ranks failed): %s: %s; %s",
                         label, rank, failed, params.size, hccl_status_string(st),
-                        NULL != err ? err : "out of memory");
+                        NULL != err ? err : "out of memory", serves_it(m));
   } else {
     opal_output_verbose(2, c->output, "%s: disabled because %d rank(s) failed, first rank %d",
                         label, failed, first_failed);
@@ -209,7 +225,8 @@ static int create_engine_comm(mca_coll_hccl_module_t* m, ompi_communicator_t* co
 static int module_enable(mca_coll_base_module_t* module, ompi_communicator_t* comm) {
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   m->comm = comm;
-  /* A collective without a lower-priority implementation could not fall back: leave it alone. */
+  /* Open MPI fills c_coll in ascending priority: what is there now is what coll_hccl falls back
+   * on. An entry with nothing below it (coll_hccl listed alone) is served by the floor. */
 #define SAVE_PREV(name)                                            \
   m->prev_##name = comm->c_coll->coll_##name;                      \
   m->prev_##name##_module = comm->c_coll->coll_##name##_module;    \
@@ -218,14 +235,25 @@ static int module_enable(mca_coll_base_module_t* module, ompi_communicator_t* co
   } else {                                                         \
     m->prev_##name = NULL;                                         \
     m->prev_##name##_module = NULL;                                \
-    m->super.coll_##name = NULL;                                   \
   }
   FOR_EACH_COLL(SAVE_PREV)
 #undef SAVE_PREV
-  /* A single rank has nothing to communicate: only MPI_Reduce_local (which Open MPI 4.1 runs
-   * through MPI_COMM_SELF) is served, on the engine's kernels. */
+  /* The engine needs two ranks: a single rank's collectives are local copies, which the previous
+   * component or the floor does; MPI_Reduce_local (which Open MPI 4.1 runs through
+   * MPI_COMM_SELF) stays on the engine's kernels. */
   if (ompi_comm_size(comm) < 2) return OMPI_SUCCESS;
-  return create_engine_comm(m, comm);
+  int rc = create_engine_comm(m, comm);
+  /* Without a previous component the module must stay: the floor serves what the engine can't. */
+  if (OMPI_SUCCESS != rc && NULL == m->prev_allreduce) return OMPI_SUCCESS;
+  return rc;
+}
+
+bool mca_coll_hccl_has_prev_slot(const mca_coll_hccl_module_t* m, const char* slot) {
+#define HAS_PREV(name) \
+  if (0 == strcmp(slot, #name)) return NULL != m->prev_##name;
+  FOR_EACH_COLL(HAS_PREV)
+#undef HAS_PREV
+  return false;
 }
 
 mca_coll_base_module_t* mca_coll_hccl_comm_query(ompi_communicator_t* comm, int* priority) {
@@ -237,12 +265,6 @@ mca_coll_base_module_t* mca_coll_hccl_comm_query(ompi_communicator_t* comm, int*
     opal_output_verbose(3, c->output, "declining cid %u: intercommunicator",
                         (unsigned)MCA_COLL_HCCL_CID(comm));
     return NULL;
-  }
-  bool single = ompi_comm_size(comm) < 2;
-  if (single) {
-    opal_output_verbose(3, c->output,
-                        "declining cid %u: single rank (serving MPI_Reduce_local only)",
-                        (unsigned)MCA_COLL_HCCL_CID(comm));
   }
   /* HAN builds its own two-level hierarchy out of sub-communicators it marks with this key and
    * hands them to tuned/sm/libnbc by preference, without excluding us: taking them would run
@@ -256,9 +278,10 @@ mca_coll_base_module_t* mca_coll_hccl_comm_query(ompi_communicator_t* comm, int*
   if (NULL == m) return NULL;
   m->super.coll_module_enable = module_enable;
   m->super.coll_module_disable = module_disable;
-#define INSTALL(name) m->super.coll_##name = single ? NULL : mca_coll_hccl_##name;
+  /* Every entry, on every intracommunicator including single ranks: the engine where it can, else
+   * the previous component, else the floor (so that `--mca coll hccl` alone runs any program). */
+#define INSTALL(name) m->super.coll_##name = mca_coll_hccl_##name;
   FOR_EACH_COLL(INSTALL)
 #undef INSTALL
-  m->super.coll_reduce_local = mca_coll_hccl_reduce_local;
   return &m->super;
 }

@@ -28,11 +28,15 @@ int mca_coll_hccl_reduce_local(const void* inbuf, void* inoutbuf, int count, omp
     }
     why = hccl_status_string(st);
   }
-  opal_output_verbose(3, mca_coll_hccl_component.output,
-                      "MPI_Reduce_local: %d x %s, %s -> fallback: %s", count, dtype->name,
-                      op->o_name,
+  bool prev = MCA_COLL_HCCL_HAS_PREV(m, reduce_local);
+  opal_output_verbose(3, mca_coll_hccl_component.output, "MPI_Reduce_local: %d x %s, %s -> %s: %s",
+                      count, dtype->name, op->o_name, prev ? "fallback" : "floor",
                       NULL != why            ? why
                       : HCCL_OP_USER == e.op ? "user op"
                                              : "empty");
-  return m->prev_reduce_local(inbuf, inoutbuf, count, dtype, op, m->prev_reduce_local_module);
+  if (prev) {
+    return m->prev_reduce_local(inbuf, inoutbuf, count, dtype, op, m->prev_reduce_local_module);
+  }
+  ompi_op_reduce(op, (void*)(uintptr_t)inbuf, inoutbuf, (size_t)count, dtype);
+  return OMPI_SUCCESS;
 }

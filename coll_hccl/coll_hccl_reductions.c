@@ -3,6 +3,7 @@
  * nonblocking forms: describe the call to the engine, or hand it to the previous component.
  */
 #include "coll_hccl.h"
+#include "coll_hccl_floor.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,10 @@ int mca_coll_hccl_allreduce(const void* sbuf, void* rbuf, int count, ompi_dataty
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (allreduce(sbuf, rbuf, count, dtype, op, m, NULL, false, &rc)) return rc;
-  return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm, m->prev_allreduce_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, allreduce)) {
+    return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm, m->prev_allreduce_module);
+  }
+  return mca_coll_hccl_floor_allreduce(sbuf, rbuf, count, dtype, op, comm, NULL, false);
 }
 
 int mca_coll_hccl_iallreduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
@@ -67,7 +71,11 @@ int mca_coll_hccl_iallreduce(const void* sbuf, void* rbuf, int count, ompi_datat
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (allreduce(sbuf, rbuf, count, dtype, op, m, request, false, &rc)) return rc;
-  return m->prev_iallreduce(sbuf, rbuf, count, dtype, op, comm, request, m->prev_iallreduce_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, iallreduce)) {
+    return m->prev_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
+                              m->prev_iallreduce_module);
+  }
+  return mca_coll_hccl_floor_allreduce(sbuf, rbuf, count, dtype, op, comm, request, false);
 }
 
 static bool reduce_scatter_block(const void* sbuf, void* rbuf, int rcount, ompi_datatype_t* dtype,
@@ -94,8 +102,11 @@ int mca_coll_hccl_reduce_scatter_block(const void* sbuf, void* rbuf, int rcount,
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, m, NULL, false, &rc)) return rc;
-  return m->prev_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
-                                      m->prev_reduce_scatter_block_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, reduce_scatter_block)) {
+    return m->prev_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
+                                        m->prev_reduce_scatter_block_module);
+  }
+  return mca_coll_hccl_floor_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, NULL, false);
 }
 
 int mca_coll_hccl_ireduce_scatter_block(const void* sbuf, void* rbuf, int rcount,
@@ -105,8 +116,12 @@ int mca_coll_hccl_ireduce_scatter_block(const void* sbuf, void* rbuf, int rcount
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, m, request, false, &rc)) return rc;
-  return m->prev_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
-                                       m->prev_ireduce_scatter_block_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, ireduce_scatter_block)) {
+    return m->prev_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
+                                         m->prev_ireduce_scatter_block_module);
+  }
+  return mca_coll_hccl_floor_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
+                                                  false);
 }
 
 static bool reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, ompi_datatype_t* dtype,
@@ -144,8 +159,11 @@ int mca_coll_hccl_reduce_scatter(const void* sbuf, void* rbuf, const int* rcount
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (reduce_scatter(sbuf, rbuf, rcounts, dtype, op, m, NULL, false, &rc)) return rc;
-  return m->prev_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
-                                m->prev_reduce_scatter_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, reduce_scatter)) {
+    return m->prev_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
+                                  m->prev_reduce_scatter_module);
+  }
+  return mca_coll_hccl_floor_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, NULL, false);
 }
 
 int mca_coll_hccl_ireduce_scatter(const void* sbuf, void* rbuf, const int* rcounts,
@@ -154,8 +172,11 @@ int mca_coll_hccl_ireduce_scatter(const void* sbuf, void* rbuf, const int* rcoun
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (reduce_scatter(sbuf, rbuf, rcounts, dtype, op, m, request, false, &rc)) return rc;
-  return m->prev_ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
-                                 m->prev_ireduce_scatter_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, ireduce_scatter)) {
+    return m->prev_ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
+                                   m->prev_ireduce_scatter_module);
+  }
+  return mca_coll_hccl_floor_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request, false);
 }
 
 /* Persistent (MPIX_Allreduce_init): decided and planned once, run by every MPI_Start. */
@@ -165,8 +186,11 @@ int mca_coll_hccl_allreduce_init(const void* sbuf, void* rbuf, int count, ompi_d
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (allreduce(sbuf, rbuf, count, dtype, op, m, request, true, &rc)) return rc;
-  return m->prev_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request,
-                                m->prev_allreduce_init_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, allreduce_init)) {
+    return m->prev_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request,
+                                  m->prev_allreduce_init_module);
+  }
+  return mca_coll_hccl_floor_allreduce(sbuf, rbuf, count, dtype, op, comm, request, true);
 }
 
 /* Persistent (MPIX_Reduce_scatter_block_init): decided and planned once, run by every MPI_Start. */
@@ -178,8 +202,12 @@ int mca_coll_hccl_reduce_scatter_block_init(const void* sbuf, void* rbuf, int rc
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, m, request, true, &rc)) return rc;
-  return m->prev_reduce_scatter_block_init(sbuf, rbuf, rcount, dtype, op, comm, info, request,
-                                           m->prev_reduce_scatter_block_init_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, reduce_scatter_block_init)) {
+    return m->prev_reduce_scatter_block_init(sbuf, rbuf, rcount, dtype, op, comm, info, request,
+                                             m->prev_reduce_scatter_block_init_module);
+  }
+  return mca_coll_hccl_floor_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
+                                                  true);
 }
 
 /* Persistent (MPIX_Reduce_scatter_init): decided and planned once, run by every MPI_Start. */
@@ -190,6 +218,9 @@ int mca_coll_hccl_reduce_scatter_init(const void* sbuf, void* rbuf, const int* r
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (reduce_scatter(sbuf, rbuf, rcounts, dtype, op, m, request, true, &rc)) return rc;
-  return m->prev_reduce_scatter_init(sbuf, rbuf, rcounts, dtype, op, comm, info, request,
-                                     m->prev_reduce_scatter_init_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, reduce_scatter_init)) {
+    return m->prev_reduce_scatter_init(sbuf, rbuf, rcounts, dtype, op, comm, info, request,
+                                       m->prev_reduce_scatter_init_module);
+  }
+  return mca_coll_hccl_floor_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request, true);
 }

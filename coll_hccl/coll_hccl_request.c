@@ -12,6 +12,7 @@
  *    after hccl_progress returned, outside the engine.
  */
 #include "coll_hccl.h"
+#include "coll_hccl_sched.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,5 +167,5 @@ int mca_coll_hccl_progress(void) {
   hccl_completion_t done[kBatch];
   int n = hccl_progress(done, kBatch);
   for (int i = 0; i < n; ++i) finish((mca_coll_hccl_request_t*)done[i].owner, done[i].status);
-  return n;
+  return n + mca_coll_hccl_sched_progress();
 }

@@ -7,6 +7,7 @@
  * engine's choice ignores in-place for rooted calls for that reason.
  */
 #include "coll_hccl.h"
+#include "coll_hccl_floor.h"
 
 #include <string.h>
 
@@ -83,7 +84,10 @@ int mca_coll_hccl_bcast(void* buff, int count, ompi_datatype_t* datatype, int ro
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (bcast(buff, count, datatype, root, m, NULL, false, &rc)) return rc;
-  return m->prev_bcast(buff, count, datatype, root, comm, m->prev_bcast_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, bcast)) {
+    return m->prev_bcast(buff, count, datatype, root, comm, m->prev_bcast_module);
+  }
+  return mca_coll_hccl_floor_bcast(buff, count, datatype, root, comm, NULL, false);
 }
 
 int mca_coll_hccl_ibcast(void* buff, int count, ompi_datatype_t* datatype, int root,
@@ -92,7 +96,10 @@ int mca_coll_hccl_ibcast(void* buff, int count, ompi_datatype_t* datatype, int r
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (bcast(buff, count, datatype, root, m, request, false, &rc)) return rc;
-  return m->prev_ibcast(buff, count, datatype, root, comm, request, m->prev_ibcast_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, ibcast)) {
+    return m->prev_ibcast(buff, count, datatype, root, comm, request, m->prev_ibcast_module);
+  }
+  return mca_coll_hccl_floor_bcast(buff, count, datatype, root, comm, request, false);
 }
 
 /* ---- Reduce --------------------------------------------------------------------------------- */
@@ -158,7 +165,10 @@ int mca_coll_hccl_reduce(const void* sbuf, void* rbuf, int count, ompi_datatype_
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (reduce(sbuf, rbuf, count, dtype, op, root, m, NULL, false, &rc)) return rc;
-  return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm, m->prev_reduce_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, reduce)) {
+    return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm, m->prev_reduce_module);
+  }
+  return mca_coll_hccl_floor_reduce(sbuf, rbuf, count, dtype, op, root, comm, NULL, false);
 }
 
 int mca_coll_hccl_ireduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
@@ -167,7 +177,11 @@ int mca_coll_hccl_ireduce(const void* sbuf, void* rbuf, int count, ompi_datatype
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (reduce(sbuf, rbuf, count, dtype, op, root, m, request, false, &rc)) return rc;
-  return m->prev_ireduce(sbuf, rbuf, count, dtype, op, root, comm, request, m->prev_ireduce_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, ireduce)) {
+    return m->prev_ireduce(sbuf, rbuf, count, dtype, op, root, comm, request,
+                           m->prev_ireduce_module);
+  }
+  return mca_coll_hccl_floor_reduce(sbuf, rbuf, count, dtype, op, root, comm, request, false);
 }
 
 /* ---- Scatter -------------------------------------------------------------------------------- */
@@ -224,8 +238,12 @@ int mca_coll_hccl_scatter(const void* sbuf, int scount, ompi_datatype_t* sdtype,
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, m, NULL, false, &rc)) return rc;
-  return m->prev_scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
-                         m->prev_scatter_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, scatter)) {
+    return m->prev_scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
+                           m->prev_scatter_module);
+  }
+  return mca_coll_hccl_floor_scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, NULL,
+                                     false);
 }
 
 int mca_coll_hccl_iscatter(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
@@ -234,8 +252,12 @@ int mca_coll_hccl_iscatter(const void* sbuf, int scount, ompi_datatype_t* sdtype
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, m, request, false, &rc)) return rc;
-  return m->prev_iscatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
-                          m->prev_iscatter_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, iscatter)) {
+    return m->prev_iscatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
+                            m->prev_iscatter_module);
+  }
+  return mca_coll_hccl_floor_scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
+                                     request, false);
 }
 
 /* Persistent (MPIX_Bcast_init): decided and planned once, run by every MPI_Start. */
@@ -245,8 +267,11 @@ int mca_coll_hccl_bcast_init(void* buff, int count, ompi_datatype_t* datatype, i
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (bcast(buff, count, datatype, root, m, request, true, &rc)) return rc;
-  return m->prev_bcast_init(buff, count, datatype, root, comm, info, request,
-                            m->prev_bcast_init_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, bcast_init)) {
+    return m->prev_bcast_init(buff, count, datatype, root, comm, info, request,
+                              m->prev_bcast_init_module);
+  }
+  return mca_coll_hccl_floor_bcast(buff, count, datatype, root, comm, request, true);
 }
 
 /* Persistent (MPIX_Reduce_init): decided and planned once, run by every MPI_Start. */
@@ -257,8 +282,11 @@ int mca_coll_hccl_reduce_init(const void* sbuf, void* rbuf, int count, ompi_data
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (reduce(sbuf, rbuf, count, dtype, op, root, m, request, true, &rc)) return rc;
-  return m->prev_reduce_init(sbuf, rbuf, count, dtype, op, root, comm, info, request,
-                             m->prev_reduce_init_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, reduce_init)) {
+    return m->prev_reduce_init(sbuf, rbuf, count, dtype, op, root, comm, info, request,
+                               m->prev_reduce_init_module);
+  }
+  return mca_coll_hccl_floor_reduce(sbuf, rbuf, count, dtype, op, root, comm, request, true);
 }
 
 /* Persistent (MPIX_Scatter_init): decided and planned once, run by every MPI_Start. */
@@ -269,8 +297,12 @@ int mca_coll_hccl_scatter_init(const void* sbuf, int scount, ompi_datatype_t* sd
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, m, request, true, &rc)) return rc;
-  return m->prev_scatter_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, info, request,
-                              m->prev_scatter_init_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, scatter_init)) {
+    return m->prev_scatter_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, info,
+                                request, m->prev_scatter_init_module);
+  }
+  return mca_coll_hccl_floor_scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
+                                     request, true);
 }
 
 /* ---- Gather --------------------------------------------------------------------------------- */
@@ -331,8 +363,12 @@ int mca_coll_hccl_gather(const void* sbuf, int scount, ompi_datatype_t* sdtype, 
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, m, NULL, false, &rc)) return rc;
-  return m->prev_gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
-                        m->prev_gather_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, gather)) {
+    return m->prev_gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
+                          m->prev_gather_module);
+  }
+  return mca_coll_hccl_floor_gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, NULL,
+                                    false);
 }
 
 int mca_coll_hccl_igather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
@@ -341,8 +377,12 @@ int mca_coll_hccl_igather(const void* sbuf, int scount, ompi_datatype_t* sdtype,
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, m, request, false, &rc)) return rc;
-  return m->prev_igather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
-                         m->prev_igather_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, igather)) {
+    return m->prev_igather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
+                           m->prev_igather_module);
+  }
+  return mca_coll_hccl_floor_gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
+                                    false);
 }
 
 int mca_coll_hccl_gather_init(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
@@ -352,6 +392,10 @@ int mca_coll_hccl_gather_init(const void* sbuf, int scount, ompi_datatype_t* sdt
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, m, request, true, &rc)) return rc;
-  return m->prev_gather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, info, request,
-                             m->prev_gather_init_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, gather_init)) {
+    return m->prev_gather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, info,
+                               request, m->prev_gather_init_module);
+  }
+  return mca_coll_hccl_floor_gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
+                                    true);
 }

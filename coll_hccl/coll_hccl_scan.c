@@ -7,6 +7,7 @@
  * data and is decided on the communicator alone.
  */
 #include "coll_hccl.h"
+#include "coll_hccl_floor.h"
 
 #include <string.h>
 
@@ -79,7 +80,10 @@ int mca_coll_hccl_scan(const void* sbuf, void* rbuf, int count, ompi_datatype_t*
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (scan(false, sbuf, rbuf, count, dtype, op, m, NULL, false, &rc)) return rc;
-  return m->prev_scan(sbuf, rbuf, count, dtype, op, comm, m->prev_scan_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, scan)) {
+    return m->prev_scan(sbuf, rbuf, count, dtype, op, comm, m->prev_scan_module);
+  }
+  return mca_coll_hccl_floor_scan(sbuf, rbuf, count, dtype, op, comm, NULL, false);
 }
 
 int mca_coll_hccl_iscan(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
@@ -88,7 +92,10 @@ int mca_coll_hccl_iscan(const void* sbuf, void* rbuf, int count, ompi_datatype_t
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (scan(false, sbuf, rbuf, count, dtype, op, m, request, false, &rc)) return rc;
-  return m->prev_iscan(sbuf, rbuf, count, dtype, op, comm, request, m->prev_iscan_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, iscan)) {
+    return m->prev_iscan(sbuf, rbuf, count, dtype, op, comm, request, m->prev_iscan_module);
+  }
+  return mca_coll_hccl_floor_scan(sbuf, rbuf, count, dtype, op, comm, request, false);
 }
 
 int mca_coll_hccl_scan_init(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
@@ -97,8 +104,11 @@ int mca_coll_hccl_scan_init(const void* sbuf, void* rbuf, int count, ompi_dataty
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (scan(false, sbuf, rbuf, count, dtype, op, m, request, true, &rc)) return rc;
-  return m->prev_scan_init(sbuf, rbuf, count, dtype, op, comm, info, request,
-                           m->prev_scan_init_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, scan_init)) {
+    return m->prev_scan_init(sbuf, rbuf, count, dtype, op, comm, info, request,
+                             m->prev_scan_init_module);
+  }
+  return mca_coll_hccl_floor_scan(sbuf, rbuf, count, dtype, op, comm, request, true);
 }
 
 int mca_coll_hccl_exscan(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
@@ -106,7 +116,10 @@ int mca_coll_hccl_exscan(const void* sbuf, void* rbuf, int count, ompi_datatype_
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (scan(true, sbuf, rbuf, count, dtype, op, m, NULL, false, &rc)) return rc;
-  return m->prev_exscan(sbuf, rbuf, count, dtype, op, comm, m->prev_exscan_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, exscan)) {
+    return m->prev_exscan(sbuf, rbuf, count, dtype, op, comm, m->prev_exscan_module);
+  }
+  return mca_coll_hccl_floor_exscan(sbuf, rbuf, count, dtype, op, comm, NULL, false);
 }
 
 int mca_coll_hccl_iexscan(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
@@ -115,7 +128,10 @@ int mca_coll_hccl_iexscan(const void* sbuf, void* rbuf, int count, ompi_datatype
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (scan(true, sbuf, rbuf, count, dtype, op, m, request, false, &rc)) return rc;
-  return m->prev_iexscan(sbuf, rbuf, count, dtype, op, comm, request, m->prev_iexscan_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, iexscan)) {
+    return m->prev_iexscan(sbuf, rbuf, count, dtype, op, comm, request, m->prev_iexscan_module);
+  }
+  return mca_coll_hccl_floor_exscan(sbuf, rbuf, count, dtype, op, comm, request, false);
 }
 
 int mca_coll_hccl_exscan_init(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
@@ -124,8 +140,11 @@ int mca_coll_hccl_exscan_init(const void* sbuf, void* rbuf, int count, ompi_data
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (scan(true, sbuf, rbuf, count, dtype, op, m, request, true, &rc)) return rc;
-  return m->prev_exscan_init(sbuf, rbuf, count, dtype, op, comm, info, request,
-                             m->prev_exscan_init_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, exscan_init)) {
+    return m->prev_exscan_init(sbuf, rbuf, count, dtype, op, comm, info, request,
+                               m->prev_exscan_init_module);
+  }
+  return mca_coll_hccl_floor_exscan(sbuf, rbuf, count, dtype, op, comm, request, true);
 }
 
 /* ---- Barrier -------------------------------------------------------------------------------- */
@@ -148,7 +167,10 @@ int mca_coll_hccl_barrier(ompi_communicator_t* comm, mca_coll_base_module_t* mod
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (barrier(m, NULL, false, &rc)) return rc;
-  return m->prev_barrier(comm, m->prev_barrier_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, barrier)) {
+    return m->prev_barrier(comm, m->prev_barrier_module);
+  }
+  return mca_coll_hccl_floor_barrier(comm, NULL, false);
 }
 
 int mca_coll_hccl_ibarrier(ompi_communicator_t* comm, ompi_request_t** request,
@@ -156,7 +178,10 @@ int mca_coll_hccl_ibarrier(ompi_communicator_t* comm, ompi_request_t** request,
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (barrier(m, request, false, &rc)) return rc;
-  return m->prev_ibarrier(comm, request, m->prev_ibarrier_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, ibarrier)) {
+    return m->prev_ibarrier(comm, request, m->prev_ibarrier_module);
+  }
+  return mca_coll_hccl_floor_barrier(comm, request, false);
 }
 
 int mca_coll_hccl_barrier_init(ompi_communicator_t* comm, struct ompi_info_t* info,
@@ -164,5 +189,8 @@ int mca_coll_hccl_barrier_init(ompi_communicator_t* comm, struct ompi_info_t* in
   mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
   int rc = OMPI_SUCCESS;
   if (barrier(m, request, true, &rc)) return rc;
-  return m->prev_barrier_init(comm, info, request, m->prev_barrier_init_module);
+  if (MCA_COLL_HCCL_HAS_PREV(m, barrier_init)) {
+    return m->prev_barrier_init(comm, info, request, m->prev_barrier_init_module);
+  }
+  return mca_coll_hccl_floor_barrier(comm, request, true);
 }

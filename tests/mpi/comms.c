@@ -2,8 +2,9 @@
  * comms.c - collectives on communicators other than MPI_COMM_WORLD, and user-defined ops.
  *
  *  - MPI_Comm_split with reversed keys, MPI_Comm_dup, MPI_Comm_idup, MPI_Comm_split_type,
- * single-rank communicators, MPI_COMM_SELF and an intercommunicator (coll_hccl must stay out of the
- * last three and the results must still be right);
+ * single-rank communicators, MPI_COMM_SELF and an intercommunicator (no engine on the last
+ * three: coll_hccl hands single ranks to the previous component or its floor and does not take
+ * intercommunicators; the results must still be right);
  *  - MAXLOC and MINLOC on pair types;
  *  - commutative and non-commutative user ops: the result must equal the reduction in the
  *    communicator's rank order, on a predefined type, a contiguous derived type and a vector type;
