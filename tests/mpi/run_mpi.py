@@ -29,6 +29,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 
 SKIP = 77
 
@@ -138,6 +139,19 @@ def as_fallback(line):
     return line.replace(" -> floor: ", " -> fallback: ")
 
 
+def read_rank_outputs(outdir, np):
+    """mpirun --output-filename DIR writes DIR/1/rank.N/{stdout,stderr}."""
+    texts = []
+    for r in range(np):
+        for stream in ("stdout", "stderr"):
+            path = os.path.join(outdir, "1", f"rank.{r}", stream)
+            if os.path.isfile(path):
+                with open(path, errors="replace") as f:
+                    part = f.read()
+                texts.append(part if part.endswith("\n") or not part else part + "\n")
+    return "".join(texts)
+
+
 def run_job(args):
     cmd = ["timeout", "-k", "10", str(args.timeout), "mpirun", "--allow-run-as-root",
            "--oversubscribe", "-np", str(args.np),
@@ -163,8 +177,14 @@ def run_job(args):
     if args.thread_multiple:
         cmd.append("--thread-multiple")
     print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
-    out = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    text = out.stdout + out.stderr
+    # Each rank's output to its own files (mpirun --output-filename): through mpirun's terminal,
+    # lines of ranks that all print (every rank is rank 0 of its MPI_COMM_SELF) interleave within
+    # a line, which breaks the line checks below. mpirun's own output holds the help messages.
+    with tempfile.TemporaryDirectory(prefix="run_mpi-") as outdir:
+        out = subprocess.run(cmd[:5] + ["--output-filename", outdir + ":nocopy"] + cmd[5:],
+                             capture_output=True, text=True, errors="replace",
+                             stdin=subprocess.DEVNULL)
+        text = out.stdout + out.stderr + read_rank_outputs(outdir, args.np)
     sys.stdout.write(text if len(text) < 200_000 else text[:100_000] + "\n[...]\n" + text[-100_000:])
     lines = text.splitlines()
 
