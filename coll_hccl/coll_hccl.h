@@ -448,6 +448,12 @@ int mca_coll_hccl_alltoallw_init(const void* sbuf, const int* scounts, const int
                                  struct ompi_info_t* info, ompi_request_t** request,
                                  mca_coll_base_module_t* module);
 
+/* Intercommunicators (coll_hccl_inter*.c): a module of leader exchanges over the local group,
+ * every collective but Scan and Exscan. Neighbourhood collectives (coll_hccl_neighbor.c): installed
+ * on every intracommunicator module. */
+mca_coll_base_module_t* mca_coll_hccl_inter_query(ompi_communicator_t* comm);
+void mca_coll_hccl_neighbor_install(mca_coll_base_module_t* m);
+
 /* Decision (coll_hccl_decide.c): asks the engine and prints the per-call line. Returns true if
  * the engine takes the call; `adapter_why` non-NULL means the adapter already declined. A call
  * the engine does not take goes to the previous component when there is one (and

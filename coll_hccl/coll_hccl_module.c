@@ -261,11 +261,7 @@ mca_coll_base_module_t* mca_coll_hccl_comm_query(ompi_communicator_t* comm, int*
   *priority = c->priority;
   if (!c->engine_ready || c->priority < 0) return NULL;
   /* Same answer on every rank: it depends only on the communicator's shape. */
-  if (OMPI_COMM_IS_INTER(comm)) {
-    opal_output_verbose(3, c->output, "declining cid %u: intercommunicator",
-                        (unsigned)MCA_COLL_HCCL_CID(comm));
-    return NULL;
-  }
+  if (OMPI_COMM_IS_INTER(comm)) return mca_coll_hccl_inter_query(comm);
   /* HAN builds its own two-level hierarchy out of sub-communicators it marks with this key and
    * hands them to tuned/sm/libnbc by preference, without excluding us: taking them would run
    * our hierarchy inside HAN's and make a HAN comparison partly ours. */
@@ -283,5 +279,6 @@ mca_coll_base_module_t* mca_coll_hccl_comm_query(ompi_communicator_t* comm, int*
 #define INSTALL(name) m->super.coll_##name = mca_coll_hccl_##name;
   FOR_EACH_COLL(INSTALL)
 #undef INSTALL
+  mca_coll_hccl_neighbor_install(&m->super);
   return &m->super;
 }

@@ -1,0 +1,466 @@
+/*
+ * coll_hccl_inter.c - coll_hccl on intercommunicators: the module (query, enable), what the
+ * families share (local-group sub-requests, the per-call line), and the all-to-one-to-all
+ * collectives: Allreduce, Allgather(v), Reduce_scatter(_block), Barrier.
+ *
+ * MPI defines these with results from the remote group (Allreduce on group A reduces group B's
+ * data), so each is a leader exchange: the local group condenses its contribution at its rank 0
+ * (a local collective), the two leaders swap over the intercommunicator, and each leader spreads
+ * what it received over its group (another local collective). The engine serves the local steps
+ * when it can, through the local group's own coll table; the exchange is point-to-point. Scan and
+ * Exscan are not defined on intercommunicators: their entries stay NULL, which Open MPI expects.
+ */
+#include "coll_hccl_inter.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "opal/util/output.h"
+
+/* --- shared helpers --- */
+
+void mca_coll_hccl_form_name(char* buf, size_t len, const char* base, ompi_request_t** req,
+                             bool persistent) {
+  if (NULL == req) {
+    snprintf(buf, len, "MPI_%s", base);
+  } else if (persistent) {
+    snprintf(buf, len, "MPIX_%s_init", base);
+  } else {
+    /* MPI_Iallreduce: I, then the name with its first letter in lower case */
+    char first = (char)(base[0] >= 'A' && base[0] <= 'Z' ? base[0] - 'A' + 'a' : base[0]);
+    snprintf(buf, len, "MPI_I%c%s", first, base + 1);
+  }
+}
+
+static int log_level(ompi_communicator_t* comm) {
+  return 0 == ompi_comm_rank(comm) ? 1 : 2;
+}
+
+bool mca_coll_hccl_wants_log(ompi_communicator_t* comm) {
+  return opal_output_get_verbosity(mca_coll_hccl_component.output) >= log_level(comm);
+}
+
+void mca_coll_hccl_inter_log(ompi_communicator_t* comm, const char* base, ompi_request_t** req,
+                             bool persistent, const char* how, const char* what_fmt, ...) {
+  if (!mca_coll_hccl_wants_log(comm)) return;
+  char name[64], what[256];
+  mca_coll_hccl_form_name(name, sizeof name, base, req, persistent);
+  va_list ap;
+  va_start(ap, what_fmt);
+  vsnprintf(what, sizeof what, what_fmt, ap);
+  va_end(ap);
+  char remote[48] = "";
+  if (OMPI_COMM_IS_INTER(comm)) {
+    snprintf(remote, sizeof remote, ", remote group of %d", ompi_comm_remote_size(comm));
+  }
+  opal_output(mca_coll_hccl_component.output, "%s on %s (cid %u, rank %d of %d%s): %s -> hccl: %s",
+              name, MCA_COLL_HCCL_NAME(comm), (unsigned)MCA_COLL_HCCL_CID(comm),
+              ompi_comm_rank(comm), ompi_comm_size(comm), remote, what, how);
+}
+
+int mca_coll_hccl_inter_count_error(ompi_communicator_t* comm, const char* base, size_t count) {
+  opal_output(mca_coll_hccl_component.output,
+              "MPI_%s on %s: %zu elements on the local group exceed what a collective count (an "
+              "int, at most %d) can say; split the call",
+              base, MCA_COLL_HCCL_NAME(comm), count, INT_MAX);
+  return MPI_ERR_COUNT;
+}
+
+typedef struct local_sub {
+  mca_coll_hccl_local_t what;
+  ompi_communicator_t* local;
+} local_sub_t;
+
+static int start_local(void* ctx, ompi_request_t** req) {
+  const local_sub_t* l = ctx;
+  const mca_coll_hccl_local_t* w = &l->what;
+  ompi_communicator_t* c = l->local;
+  mca_coll_base_comm_coll_t* t = c->c_coll;
+  switch (w->kind) {
+    case LOCAL_REDUCE:
+      return t->coll_ireduce(w->sbuf, w->rbuf, w->scount, w->sdt, w->op, w->root, c, req,
+                             t->coll_ireduce_module);
+    case LOCAL_BCAST:
+      return t->coll_ibcast(w->rbuf, w->rcount, w->rdt, w->root, c, req, t->coll_ibcast_module);
+    case LOCAL_SCATTER:
+      return t->coll_iscatter(w->sbuf, w->scount, w->sdt, w->rbuf, w->rcount, w->rdt, w->root, c,
+                              req, t->coll_iscatter_module);
+    case LOCAL_SCATTERV:
+      return t->coll_iscatterv(w->sbuf, w->counts, w->displs, w->sdt, w->rbuf, w->rcount, w->rdt,
+                               w->root, c, req, t->coll_iscatterv_module);
+    case LOCAL_BARRIER:
+      return t->coll_ibarrier(c, req, t->coll_ibarrier_module);
+  }
+  return OMPI_ERR_BAD_PARAM;
+}
+
+int mca_coll_hccl_inter_local(mca_coll_hccl_sched_t* s, ompi_communicator_t* comm,
+                              const mca_coll_hccl_local_t* what) {
+  local_sub_t* l = mca_coll_hccl_sched_tmp(s, sizeof *l);
+  if (NULL == l) return OMPI_ERR_OUT_OF_RESOURCE;
+  l->what = *what;
+  l->local = comm->c_local_comm;
+  return mca_coll_hccl_sched_sub(s, start_local, l);
+}
+
+/* Adds one action, stopping a builder at its first error (the schedule is freed by `fail`). */
+#define TRY(call)                      \
+  do {                                 \
+    rc = (call);                       \
+    if (OMPI_SUCCESS != rc) goto fail; \
+  } while (0)
+
+/* --- Allreduce: local reduce to the leader, leaders swap, local bcast --- */
+
+static int allreduce_sched(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                           ompi_op_t* op, ompi_communicator_t* comm, ompi_request_t** req,
+                           bool persistent) {
+  if (MPI_IN_PLACE == sbuf) return MPI_ERR_ARG; /* not defined on intercommunicators */
+  mca_coll_hccl_inter_log(comm, "Allreduce", req, persistent,
+                          "intercommunicator leader exchange (local reduce, leaders swap, local "
+                          "bcast)",
+                          "%d x %s, %s", count, dtype->name, op->o_name);
+  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
+  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
+  int rc = OMPI_SUCCESS;
+  bool leader = 0 == ompi_comm_rank(comm);
+  void* mine = leader ? mca_coll_hccl_sched_tmp_dt(s, (size_t)count, dtype) : NULL;
+  if (leader && NULL == mine) TRY(OMPI_ERR_OUT_OF_RESOURCE);
+  mca_coll_hccl_local_t red = {.kind = LOCAL_REDUCE,
+                               .sbuf = sbuf,
+                               .rbuf = mine,
+                               .scount = count,
+                               .sdt = dtype,
+                               .op = op,
+                               .root = 0};
+  TRY(mca_coll_hccl_inter_local(s, comm, &red));
+  TRY(mca_coll_hccl_sched_round(s));
+  if (leader) {
+    TRY(mca_coll_hccl_sched_send(s, mine, (size_t)count, dtype, 0));
+    TRY(mca_coll_hccl_sched_recv(s, rbuf, (size_t)count, dtype, 0));
+    TRY(mca_coll_hccl_sched_round(s));
+  }
+  mca_coll_hccl_local_t bc = {
+      .kind = LOCAL_BCAST, .rbuf = rbuf, .rcount = count, .rdt = dtype, .root = 0};
+  TRY(mca_coll_hccl_inter_local(s, comm, &bc));
+  return mca_coll_hccl_sched_finish(s, req, persistent);
+fail:
+  mca_coll_hccl_sched_free(s);
+  return rc;
+}
+MCA_COLL_HCCL_THREE_FORMS(allreduce,
+                          (const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                           ompi_op_t* op),
+                          (sbuf, rbuf, count, dtype, op))
+
+/* Spreads rbuf's `n` pieces (piece q: counts[q] elements at displs[q], or `count` each at q *
+ * count) from the leader over the local group. One bcast when the whole fits an int count. */
+static int spread(mca_coll_hccl_sched_t* s, ompi_communicator_t* comm, void* rbuf, int n, int count,
+                  const int* counts, const int* displs, ompi_datatype_t* dtype) {
+  int rc = OMPI_SUCCESS;
+  if (NULL == counts && (size_t)n * (size_t)count <= INT_MAX) {
+    mca_coll_hccl_local_t bc = {
+        .kind = LOCAL_BCAST, .rbuf = rbuf, .rcount = n * count, .rdt = dtype, .root = 0};
+    return mca_coll_hccl_inter_local(s, comm, &bc);
+  }
+  for (int q = 0; q < n && OMPI_SUCCESS == rc; ++q) {
+    int c = NULL == counts ? count : counts[q];
+    if (0 == c) continue; /* counts are equal on every rank of the group: all skip alike */
+    size_t at = NULL == counts ? (size_t)q * (size_t)count : (size_t)displs[q];
+    mca_coll_hccl_local_t bc = {.kind = LOCAL_BCAST,
+                                .rbuf = mca_coll_hccl_at(rbuf, dtype, at),
+                                .rcount = c,
+                                .rdt = dtype,
+                                .root = 0};
+    rc = mca_coll_hccl_inter_local(s, comm, &bc);
+  }
+  return rc;
+}
+
+/* --- Allgather(v): every rank sends to the remote leader, each leader spreads what it got --- */
+
+static int allgather_sched(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                           int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                           ompi_request_t** req, bool persistent) {
+  if (MPI_IN_PLACE == sbuf) return MPI_ERR_ARG;
+  int rsize = ompi_comm_remote_size(comm);
+  mca_coll_hccl_inter_log(comm, "Allgather", req, persistent,
+                          "intercommunicator leader exchange (ranks to the remote leader, local "
+                          "bcast)",
+                          "%d x %s sent, %d x %s per remote rank", scount, sdtype->name, rcount,
+                          rdtype->name);
+  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
+  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
+  int rc = OMPI_SUCCESS;
+  TRY(mca_coll_hccl_sched_send(s, sbuf, (size_t)scount, sdtype, 0));
+  if (0 == ompi_comm_rank(comm)) {
+    for (int q = 0; q < rsize; ++q) {
+      TRY(mca_coll_hccl_sched_recv(s, mca_coll_hccl_at(rbuf, rdtype, (size_t)q * (size_t)rcount),
+                                   (size_t)rcount, rdtype, q));
+    }
+  }
+  TRY(mca_coll_hccl_sched_round(s));
+  TRY(spread(s, comm, rbuf, rsize, rcount, NULL, NULL, rdtype));
+  return mca_coll_hccl_sched_finish(s, req, persistent);
+fail:
+  mca_coll_hccl_sched_free(s);
+  return rc;
+}
+MCA_COLL_HCCL_THREE_FORMS(allgather,
+                          (const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                           int rcount, ompi_datatype_t* rdtype),
+                          (sbuf, scount, sdtype, rbuf, rcount, rdtype))
+
+static int allgatherv_sched(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                            const int* rcounts, const int* displs, ompi_datatype_t* rdtype,
+                            ompi_communicator_t* comm, ompi_request_t** req, bool persistent) {
+  if (MPI_IN_PLACE == sbuf) return MPI_ERR_ARG;
+  int rsize = ompi_comm_remote_size(comm);
+  mca_coll_hccl_inter_log(comm, "Allgatherv", req, persistent,
+                          "intercommunicator leader exchange (ranks to the remote leader, local "
+                          "bcast per remote rank)",
+                          "%d x %s sent, %s received (per-rank counts)", scount, sdtype->name,
+                          rdtype->name);
+  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
+  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
+  int rc = OMPI_SUCCESS;
+  /* read once, at the call, as the floor reads them */
+  int* counts = mca_coll_hccl_sched_tmp(s, 2 * (size_t)rsize * sizeof(int));
+  if (NULL == counts) TRY(OMPI_ERR_OUT_OF_RESOURCE);
+  int* disps = counts + rsize;
+  memcpy(counts, rcounts, (size_t)rsize * sizeof(int));
+  memcpy(disps, displs, (size_t)rsize * sizeof(int));
+  TRY(mca_coll_hccl_sched_send(s, sbuf, (size_t)scount, sdtype, 0));
+  if (0 == ompi_comm_rank(comm)) {
+    for (int q = 0; q < rsize; ++q) {
+      TRY(mca_coll_hccl_sched_recv(s, mca_coll_hccl_at(rbuf, rdtype, (size_t)disps[q]),
+                                   (size_t)counts[q], rdtype, q));
+    }
+  }
+  TRY(mca_coll_hccl_sched_round(s));
+  TRY(spread(s, comm, rbuf, rsize, 0, counts, disps, rdtype));
+  return mca_coll_hccl_sched_finish(s, req, persistent);
+fail:
+  mca_coll_hccl_sched_free(s);
+  return rc;
+}
+MCA_COLL_HCCL_THREE_FORMS(allgatherv,
+                          (const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
+                           const int* rcounts, const int* displs, ompi_datatype_t* rdtype),
+                          (sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype))
+
+/* --- Reduce_scatter(_block): local reduce to the leader, leaders swap, local scatter(v) --- */
+
+/* `total` elements reduced over the local group at the leader, swapped, then scattered by
+ * `counts` (NULL: `rcount` each). */
+static int reduce_scatter_common(const char* base, const void* sbuf, void* rbuf, int rcount,
+                                 const int* rcounts, ompi_datatype_t* dtype, ompi_op_t* op,
+                                 ompi_communicator_t* comm, ompi_request_t** req, bool persistent) {
+  if (MPI_IN_PLACE == sbuf) return MPI_ERR_ARG;
+  int lsize = ompi_comm_size(comm), rank = ompi_comm_rank(comm);
+  size_t total = 0;
+  for (int q = 0; q < lsize; ++q) total += (size_t)(NULL == rcounts ? rcount : rcounts[q]);
+  if (total > INT_MAX) return mca_coll_hccl_inter_count_error(comm, base, total);
+  mca_coll_hccl_inter_log(comm, base, req, persistent,
+                          "intercommunicator leader exchange (local reduce, leaders swap, local "
+                          "scatter)",
+                          "%zu x %s, %s in, %d x %s here", total, dtype->name, op->o_name,
+                          NULL == rcounts ? rcount : rcounts[rank], dtype->name);
+  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
+  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
+  int rc = OMPI_SUCCESS;
+  bool leader = 0 == rank;
+  void* mine = NULL;
+  void* theirs = NULL;
+  if (leader) {
+    mine = mca_coll_hccl_sched_tmp_dt(s, total, dtype);
+    theirs = mca_coll_hccl_sched_tmp_dt(s, total, dtype);
+    if (NULL == mine || NULL == theirs) TRY(OMPI_ERR_OUT_OF_RESOURCE);
+  }
+  mca_coll_hccl_local_t red = {.kind = LOCAL_REDUCE,
+                               .sbuf = sbuf,
+                               .rbuf = mine,
+                               .scount = (int)total,
+                               .sdt = dtype,
+                               .op = op,
+                               .root = 0};
+  TRY(mca_coll_hccl_inter_local(s, comm, &red));
+  TRY(mca_coll_hccl_sched_round(s));
+  if (leader) {
+    TRY(mca_coll_hccl_sched_send(s, mine, total, dtype, 0));
+    TRY(mca_coll_hccl_sched_recv(s, theirs, total, dtype, 0));
+    TRY(mca_coll_hccl_sched_round(s));
+  }
+  if (NULL == rcounts) {
+    mca_coll_hccl_local_t sc = {.kind = LOCAL_SCATTER,
+                                .sbuf = theirs,
+                                .scount = rcount,
+                                .sdt = dtype,
+                                .rbuf = rbuf,
+                                .rcount = rcount,
+                                .rdt = dtype,
+                                .root = 0};
+    TRY(mca_coll_hccl_inter_local(s, comm, &sc));
+  } else {
+    int* counts = mca_coll_hccl_sched_tmp(s, 2 * (size_t)lsize * sizeof(int));
+    if (NULL == counts) TRY(OMPI_ERR_OUT_OF_RESOURCE);
+    int* displs = counts + lsize;
+    int at = 0;
+    for (int q = 0; q < lsize; ++q) {
+      counts[q] = rcounts[q];
+      displs[q] = at;
+      at += rcounts[q];
+    }
+    mca_coll_hccl_local_t sc = {.kind = LOCAL_SCATTERV,
+                                .sbuf = theirs,
+                                .counts = counts,
+                                .displs = displs,
+                                .sdt = dtype,
+                                .rbuf = rbuf,
+                                .rcount = rcounts[rank],
+                                .rdt = dtype,
+                                .root = 0};
+    TRY(mca_coll_hccl_inter_local(s, comm, &sc));
+  }
+  return mca_coll_hccl_sched_finish(s, req, persistent);
+fail:
+  mca_coll_hccl_sched_free(s);
+  return rc;
+}
+
+static int reduce_scatter_block_sched(const void* sbuf, void* rbuf, int rcount,
+                                      ompi_datatype_t* dtype, ompi_op_t* op,
+                                      ompi_communicator_t* comm, ompi_request_t** req,
+                                      bool persistent) {
+  return reduce_scatter_common("Reduce_scatter_block", sbuf, rbuf, rcount, NULL, dtype, op, comm,
+                               req, persistent);
+}
+MCA_COLL_HCCL_THREE_FORMS(reduce_scatter_block,
+                          (const void* sbuf, void* rbuf, int rcount, ompi_datatype_t* dtype,
+                           ompi_op_t* op),
+                          (sbuf, rbuf, rcount, dtype, op))
+
+static int reduce_scatter_sched(const void* sbuf, void* rbuf, const int* rcounts,
+                                ompi_datatype_t* dtype, ompi_op_t* op, ompi_communicator_t* comm,
+                                ompi_request_t** req, bool persistent) {
+  return reduce_scatter_common("Reduce_scatter", sbuf, rbuf, 0, rcounts, dtype, op, comm, req,
+                               persistent);
+}
+MCA_COLL_HCCL_THREE_FORMS(reduce_scatter,
+                          (const void* sbuf, void* rbuf, const int* rcounts, ompi_datatype_t* dtype,
+                           ompi_op_t* op),
+                          (sbuf, rbuf, rcounts, dtype, op))
+
+/* --- Barrier: local barrier (all here entered), leaders swap (all there entered), local barrier
+ * (nobody leaves before its leader knows both) --- */
+
+static int barrier_sched(ompi_communicator_t* comm, ompi_request_t** req, bool persistent) {
+  mca_coll_hccl_inter_log(comm, "Barrier", req, persistent,
+                          "intercommunicator leader exchange (local barrier, leaders swap, local "
+                          "barrier)",
+                          "no data");
+  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
+  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
+  int rc = OMPI_SUCCESS;
+  mca_coll_hccl_local_t bar = {.kind = LOCAL_BARRIER};
+  TRY(mca_coll_hccl_inter_local(s, comm, &bar));
+  TRY(mca_coll_hccl_sched_round(s));
+  if (0 == ompi_comm_rank(comm)) {
+    TRY(mca_coll_hccl_sched_send(s, NULL, 0, &ompi_mpi_byte.dt, 0));
+    TRY(mca_coll_hccl_sched_recv(s, NULL, 0, &ompi_mpi_byte.dt, 0));
+    TRY(mca_coll_hccl_sched_round(s));
+  }
+  TRY(mca_coll_hccl_inter_local(s, comm, &bar));
+  return mca_coll_hccl_sched_finish(s, req, persistent);
+fail:
+  mca_coll_hccl_sched_free(s);
+  return rc;
+}
+static int hccl_barrier(ompi_communicator_t* comm, mca_coll_base_module_t* module) {
+  (void)module;
+  return barrier_sched(comm, NULL, false);
+}
+static int hccl_ibarrier(ompi_communicator_t* comm, ompi_request_t** request,
+                         mca_coll_base_module_t* module) {
+  (void)module;
+  return barrier_sched(comm, request, false);
+}
+static int hccl_barrier_init(ompi_communicator_t* comm, struct ompi_info_t* info,
+                             ompi_request_t** request, mca_coll_base_module_t* module) {
+  (void)module;
+  (void)info;
+  return barrier_sched(comm, request, true);
+}
+
+/* MPI_Reduce_local runs through MPI_COMM_SELF, never here; the entry only has to exist. */
+static int inter_reduce_local(const void* inbuf, void* inoutbuf, int count, ompi_datatype_t* dtype,
+                              ompi_op_t* op, mca_coll_base_module_t* module) {
+  (void)module;
+  ompi_op_reduce(op, (void*)(uintptr_t)inbuf, inoutbuf, (size_t)count, dtype);
+  return OMPI_SUCCESS;
+}
+
+void mca_coll_hccl_inter_install_all(mca_coll_base_module_t* m) {
+  MCA_COLL_HCCL_INSTALL_THREE(m, allreduce);
+  MCA_COLL_HCCL_INSTALL_THREE(m, allgather);
+  MCA_COLL_HCCL_INSTALL_THREE(m, allgatherv);
+  MCA_COLL_HCCL_INSTALL_THREE(m, reduce_scatter_block);
+  MCA_COLL_HCCL_INSTALL_THREE(m, reduce_scatter);
+  MCA_COLL_HCCL_INSTALL_THREE(m, barrier);
+  m->coll_reduce_local = inter_reduce_local;
+}
+
+/* --- the module --- */
+
+/* The local-group collectives the schedules start. */
+static const char* missing_local(ompi_communicator_t* comm) {
+  ompi_communicator_t* l = comm->c_local_comm;
+  if (NULL == l || NULL == l->c_coll) return "no local-group communicator";
+  const mca_coll_base_comm_coll_t* t = l->c_coll;
+  if (NULL == t->coll_ireduce) return "no MPI_Ireduce on the local group";
+  if (NULL == t->coll_ibcast) return "no MPI_Ibcast on the local group";
+  if (NULL == t->coll_iscatter) return "no MPI_Iscatter on the local group";
+  if (NULL == t->coll_iscatterv) return "no MPI_Iscatterv on the local group";
+  if (NULL == t->coll_ibarrier) return "no MPI_Ibarrier on the local group";
+  return NULL;
+}
+
+static int inter_enable(mca_coll_base_module_t* module, ompi_communicator_t* comm) {
+  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
+  m->comm = comm;
+  /* Open MPI builds the local group's communicator (and selects its components) before the
+   * intercommunicator's: if that ever changed, say so and leave the intercommunicator to others. */
+  const char* why = missing_local(comm);
+  if (NULL != why) {
+    opal_output_verbose(1, mca_coll_hccl_component.output,
+                        "intercommunicator cid %u: %s; using the other coll components",
+                        (unsigned)MCA_COLL_HCCL_CID(comm), why);
+    return OMPI_ERROR;
+  }
+  opal_output_verbose(0 == ompi_comm_rank(comm) ? 2 : 3, mca_coll_hccl_component.output,
+                      "enabled on intercommunicator cid %u, %d local and %d remote ranks "
+                      "(leader exchange over local cid %u)",
+                      (unsigned)MCA_COLL_HCCL_CID(comm), ompi_comm_size(comm),
+                      ompi_comm_remote_size(comm), (unsigned)MCA_COLL_HCCL_CID(comm->c_local_comm));
+  return OMPI_SUCCESS;
+}
+
+static int inter_disable(mca_coll_base_module_t* module, ompi_communicator_t* comm) {
+  (void)module;
+  (void)comm;
+  return OMPI_SUCCESS;
+}
+
+mca_coll_base_module_t* mca_coll_hccl_inter_query(ompi_communicator_t* comm) {
+  mca_coll_hccl_module_t* m = OBJ_NEW(mca_coll_hccl_module_t);
+  if (NULL == m) return NULL;
+  (void)comm;
+  m->super.coll_module_enable = inter_enable;
+  m->super.coll_module_disable = inter_disable;
+  mca_coll_hccl_inter_install_all(&m->super);
+  mca_coll_hccl_inter_install_rooted(&m->super);
+  mca_coll_hccl_inter_install_alltoall(&m->super);
+  return &m->super;
+}

@@ -1,0 +1,96 @@
+/*
+ * coll_hccl_inter.h - what the intercommunicator collectives (coll_hccl_inter*.c) share.
+ *
+ * Every collective on an intercommunicator is a schedule (coll_hccl_sched.h) on the
+ * intercommunicator itself, whose sends and receives address the remote group, plus collectives
+ * on the local group (comm->c_local_comm, an intracommunicator with its own coll table: the
+ * engine, the floor or another component) started as sub-requests of its rounds. One builder per
+ * collective serves its three forms, named as the floor names them: `req` NULL is blocking, else
+ * `persistent` selects MPI_*_init over MPI_I*.
+ */
+#ifndef MCA_COLL_HCCL_INTER_H
+#define MCA_COLL_HCCL_INTER_H
+
+#include "coll_hccl_sched.h"
+
+BEGIN_C_DECLS
+
+/* "MPI_Allreduce", "MPI_Iallreduce", "MPIX_Allreduce_init" from "Allreduce" and the form. */
+void mca_coll_hccl_form_name(char* buf, size_t len, const char* base, ompi_request_t** req,
+                             bool persistent);
+
+/* The per-call line at verbose 1 (the group's rank 0; every rank at 2), in coll_hccl_decide.c's
+ * format: "<MPI name> on <comm> (cid, rank r of p, remote group of q): <what> -> hccl: <how>". */
+void mca_coll_hccl_inter_log(ompi_communicator_t* comm, const char* base, ompi_request_t** req,
+                             bool persistent, const char* how, const char* what_fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* Whether that line would be printed (skip formatting when not). */
+bool mca_coll_hccl_wants_log(ompi_communicator_t* comm);
+
+/* A collective on the local group, started as a sub-request of the current round. */
+typedef enum {
+  LOCAL_REDUCE,
+  LOCAL_BCAST,
+  LOCAL_SCATTER,
+  LOCAL_SCATTERV,
+  LOCAL_BARRIER
+} mca_coll_hccl_local_kind_t;
+typedef struct mca_coll_hccl_local {
+  mca_coll_hccl_local_kind_t kind;
+  const void* sbuf;
+  void* rbuf;
+  int scount, rcount;
+  ompi_datatype_t *sdt, *rdt;
+  ompi_op_t* op;
+  int root;
+  const int* counts; /* scatterv */
+  const int* displs;
+} mca_coll_hccl_local_t;
+int mca_coll_hccl_inter_local(mca_coll_hccl_sched_t* s, ompi_communicator_t* comm,
+                              const mca_coll_hccl_local_t* what);
+
+/* Where element `i` of `buf` starts (by extent). */
+static inline char* mca_coll_hccl_at(const void* buf, ompi_datatype_t* dtype, size_t i) {
+  ptrdiff_t lb = 0, extent = 0;
+  ompi_datatype_get_extent(dtype, &lb, &extent);
+  return (char*)(uintptr_t)buf + (ptrdiff_t)i * extent;
+}
+
+/* A count that the local group's int-count collectives cannot take: says so, returns the error. */
+int mca_coll_hccl_inter_count_error(ompi_communicator_t* comm, const char* base, size_t count);
+
+/* Each family installs its entries on an intercommunicator module (coll_hccl_inter*.c). */
+void mca_coll_hccl_inter_install_all(mca_coll_base_module_t* m);
+void mca_coll_hccl_inter_install_rooted(mca_coll_base_module_t* m);
+void mca_coll_hccl_inter_install_alltoall(mca_coll_base_module_t* m);
+
+/* The three entries of one collective (hccl_NAME, hccl_iNAME, hccl_NAME_init, file-local) around
+ * its builder `name##_sched(ARGS, comm, req,
+ * persistent)`: PARAMS and ARGS are parenthesised lists. */
+#define MCA_COLL_HCCL_UNPAREN(...) __VA_ARGS__
+#define MCA_COLL_HCCL_THREE_FORMS(name, PARAMS, ARGS)                                    \
+  static int hccl_##name(MCA_COLL_HCCL_UNPAREN PARAMS, ompi_communicator_t* comm,        \
+                         mca_coll_base_module_t* module) {                               \
+    (void)module;                                                                        \
+    return name##_sched(MCA_COLL_HCCL_UNPAREN ARGS, comm, NULL, false);                  \
+  }                                                                                      \
+  static int hccl_i##name(MCA_COLL_HCCL_UNPAREN PARAMS, ompi_communicator_t* comm,       \
+                          ompi_request_t** request, mca_coll_base_module_t* module) {    \
+    (void)module;                                                                        \
+    return name##_sched(MCA_COLL_HCCL_UNPAREN ARGS, comm, request, false);               \
+  }                                                                                      \
+  static int hccl_##name##_init(MCA_COLL_HCCL_UNPAREN PARAMS, ompi_communicator_t* comm, \
+                                struct ompi_info_t* info, ompi_request_t** request,      \
+                                mca_coll_base_module_t* module) {                        \
+    (void)module;                                                                        \
+    (void)info;                                                                          \
+    return name##_sched(MCA_COLL_HCCL_UNPAREN ARGS, comm, request, true);                \
+  }
+#define MCA_COLL_HCCL_INSTALL_THREE(m, name) \
+  (m)->coll_##name = hccl_##name;            \
+  (m)->coll_i##name = hccl_i##name;          \
+  (m)->coll_##name##_init = hccl_##name##_init
+
+END_C_DECLS
+
+#endif /* MCA_COLL_HCCL_INTER_H */
