@@ -6,6 +6,7 @@
  * started from init_query, which only MPI_Init calls.
  */
 #include "coll_hccl.h"
+#include "coll_hccl_sched.h"
 #include "coll_hccl_version.h"
 
 #include <stdio.h>
@@ -108,6 +109,7 @@ static int hccl_close(void) {
     c->engine_ready = false;
   }
   mca_coll_hccl_errors_finalize();
+  mca_coll_hccl_sched_finalize();
   if (c->output >= 0) {
     opal_output_close(c->output);
     c->output = -1;

@@ -457,3 +457,13 @@ int mca_coll_hccl_sched_progress(void) {
   }
   return n;
 }
+
+void mca_coll_hccl_sched_finalize(void) {
+  pthread_mutex_lock(&spare_lock);
+  while (NULL != spare) {
+    mca_coll_hccl_sched_t* s = spare;
+    spare = s->link;
+    free(s);
+  }
+  pthread_mutex_unlock(&spare_lock);
+}

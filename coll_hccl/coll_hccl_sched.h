@@ -69,6 +69,8 @@ int mca_coll_hccl_sched_finish(mca_coll_hccl_sched_t* s, ompi_request_t** req, b
 /* From coll_hccl's progress callback: advances started schedules; costs one load when none is
  * active. Returns how many completed. */
 int mca_coll_hccl_sched_progress(void);
+/* Component close: gives back the memory kept for freed persistent requests. */
+void mca_coll_hccl_sched_finalize(void);
 
 END_C_DECLS
 
