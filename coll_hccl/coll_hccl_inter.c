@@ -4,11 +4,21 @@
  * collectives: Allreduce, Allgather(v), Reduce_scatter(_block), Barrier.
  *
  * MPI defines these with results from the remote group (Allreduce on group A reduces group B's
- * data), so each is a leader exchange: the local group condenses its contribution at its rank 0
- * (a local collective), the two leaders swap over the intercommunicator, and each leader spreads
- * what it received over its group (another local collective). The engine serves the local steps
- * when it can, through the local group's own coll table; the exchange is point-to-point. Scan and
- * Exscan are not defined on intercommunicators: their entries stay NULL, which Open MPI expects.
+ * data), so each is a leader exchange, in one of two shapes:
+ *  - blocking: the local group condenses its contribution at its rank 0 (a local collective), the
+ *    two leaders swap over the intercommunicator, and each leader spreads what it received over
+ *    its group (another local collective). The engine serves the local steps when it can,
+ *    through the local group's own coll table.
+ *  - MPI_I* and persistent: point-to-point only (each leader gathers and reduces the remote
+ *    group's data and relays the other leader's result to the remote group; Reduce_scatter
+ *    scatters over point-to-point on the local group). A nonblocking schedule reaches its later
+ *    rounds at different times on different ranks, so local collectives started there could
+ *    start in different orders on different ranks when several calls are in flight on the
+ *    intercommunicator, or an MPI_Comm_dup of it runs its own local collectives meanwhile;
+ *    point-to-point with the schedule's own tag matches whatever the order. Open MPI splits its
+ *    own implementations the same way (coll/inter, libnbc).
+ * Scan and Exscan are not defined on intercommunicators: their entries stay NULL, which Open MPI
+ * expects.
  */
 #include "coll_hccl_inter.h"
 
@@ -17,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ompi/mca/pml/pml.h"
 #include "opal/util/output.h"
 
 /* --- shared helpers --- */
@@ -101,8 +112,75 @@ int mca_coll_hccl_inter_local(mca_coll_hccl_sched_t* s, ompi_communicator_t* com
   local_sub_t* l = mca_coll_hccl_sched_tmp(s, sizeof *l);
   if (NULL == l) return OMPI_ERR_OUT_OF_RESOURCE;
   l->what = *what;
-  l->local = comm->c_local_comm;
+  l->local = comm->c_local_comm; /* kept alive by the module (see inter_module_t) */
   return mca_coll_hccl_sched_sub(s, start_local, l);
+}
+
+typedef struct local_p2p {
+  ompi_communicator_t* local;
+  bool send;
+  void* buf;
+  size_t count;
+  ompi_datatype_t* dtype;
+  int peer, tag;
+} local_p2p_t;
+
+static int start_local_p2p(void* ctx, ompi_request_t** req) {
+  const local_p2p_t* l = ctx;
+  if (l->send) {
+    return MCA_PML_CALL(isend(l->buf, l->count, l->dtype, l->peer, l->tag,
+                              MCA_PML_BASE_SEND_STANDARD, l->local, req));
+  }
+  return MCA_PML_CALL(irecv(l->buf, l->count, l->dtype, l->peer, l->tag, l->local, req));
+}
+
+int mca_coll_hccl_inter_local_p2p(mca_coll_hccl_sched_t* s, ompi_communicator_t* comm, bool send,
+                                  void* buf, size_t count, ompi_datatype_t* dtype, int peer,
+                                  int tag) {
+  local_p2p_t* l = mca_coll_hccl_sched_tmp(s, sizeof *l);
+  if (NULL == l) return OMPI_ERR_OUT_OF_RESOURCE;
+  *l = (local_p2p_t){.local = comm->c_local_comm,
+                     .send = send,
+                     .buf = buf,
+                     .count = count,
+                     .dtype = dtype,
+                     .peer = peer,
+                     .tag = tag};
+  return mca_coll_hccl_sched_sub(s, start_local_p2p, l);
+}
+
+int mca_coll_hccl_inter_local_tag(ompi_communicator_t* comm) {
+  return ompi_coll_base_nbc_reserve_tags(comm->c_local_comm, 1);
+}
+
+int mca_coll_hccl_inter_reduce_remote(mca_coll_hccl_sched_t* s, ompi_communicator_t* comm,
+                                      void* acc, size_t count, ompi_datatype_t* dtype,
+                                      ompi_op_t* op) {
+  int rsize = ompi_comm_remote_size(comm);
+  int rc = mca_coll_hccl_sched_recv(s, acc, count, dtype, 0);
+  if (OMPI_SUCCESS != rc) return rc;
+  if (rsize < 2) return mca_coll_hccl_sched_round(s); /* what follows reads it */
+  /* Two buffers in turn: the partial result and the next contribution; the reduce of round k
+   * frees the buffer that round k's receive then fills. */
+  void* other = mca_coll_hccl_sched_tmp_dt(s, count, dtype);
+  if (NULL == other) return OMPI_ERR_OUT_OF_RESOURCE;
+  void* partial = acc;
+  void* next = other;
+  rc = mca_coll_hccl_sched_round(s);
+  for (int q = 1; q < rsize && OMPI_SUCCESS == rc; ++q) {
+    rc = mca_coll_hccl_sched_recv(s, next, count, dtype, q);
+    if (OMPI_SUCCESS == rc) rc = mca_coll_hccl_sched_round(s);
+    /* next = partial op next: lower ranks on the left */
+    if (OMPI_SUCCESS == rc) rc = mca_coll_hccl_sched_reduce(s, partial, next, count, dtype, op);
+    void* t = partial;
+    partial = next;
+    next = t;
+  }
+  if (OMPI_SUCCESS == rc && partial != acc) {
+    rc = mca_coll_hccl_sched_copy(s, partial, count, dtype, acc, count, dtype);
+  }
+  if (OMPI_SUCCESS == rc) rc = mca_coll_hccl_sched_round(s);
+  return rc;
 }
 
 /* Adds one action, stopping a builder at its first error (the schedule is freed by `fail`). */
@@ -114,10 +192,43 @@ int mca_coll_hccl_inter_local(mca_coll_hccl_sched_t* s, ompi_communicator_t* com
 
 /* --- Allreduce: local reduce to the leader, leaders swap, local bcast --- */
 
+/* Every rank sends to the remote leader, which reduces the remote group's data (this group's
+ * result, kept), swaps it with the other leader and relays what it got to its remote peers. */
+static int allreduce_p2p(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
+                         ompi_op_t* op, ompi_communicator_t* comm, ompi_request_t** req,
+                         bool persistent) {
+  mca_coll_hccl_inter_log(comm, "Allreduce", req, persistent,
+                          "intercommunicator leader exchange over point-to-point (remote leader "
+                          "reduces, leaders swap, remote leader relays)",
+                          "%d x %s, %s", count, dtype->name, op->o_name);
+  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
+  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
+  int rc = OMPI_SUCCESS;
+  size_t n = (size_t)count;
+  TRY(mca_coll_hccl_sched_send(s, sbuf, n, dtype, 0));
+  if (0 != ompi_comm_rank(comm)) {
+    TRY(mca_coll_hccl_sched_recv(s, rbuf, n, dtype, 0));
+  } else {
+    int rsize = ompi_comm_remote_size(comm);
+    void* theirs = mca_coll_hccl_sched_tmp_dt(s, n, dtype);
+    if (NULL == theirs) TRY(OMPI_ERR_OUT_OF_RESOURCE);
+    TRY(mca_coll_hccl_inter_reduce_remote(s, comm, rbuf, n, dtype, op));
+    TRY(mca_coll_hccl_sched_send(s, rbuf, n, dtype, 0));
+    TRY(mca_coll_hccl_sched_recv(s, theirs, n, dtype, 0));
+    TRY(mca_coll_hccl_sched_round(s));
+    for (int q = 1; q < rsize; ++q) TRY(mca_coll_hccl_sched_send(s, theirs, n, dtype, q));
+  }
+  return mca_coll_hccl_sched_finish(s, req, persistent);
+fail:
+  mca_coll_hccl_sched_free(s);
+  return rc;
+}
+
 static int allreduce_sched(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
                            ompi_op_t* op, ompi_communicator_t* comm, ompi_request_t** req,
                            bool persistent) {
   if (MPI_IN_PLACE == sbuf) return MPI_ERR_ARG; /* not defined on intercommunicators */
+  if (NULL != req) return allreduce_p2p(sbuf, rbuf, count, dtype, op, comm, req, persistent);
   mca_coll_hccl_inter_log(comm, "Allreduce", req, persistent,
                           "intercommunicator leader exchange (local reduce, leaders swap, local "
                           "bcast)",
@@ -181,10 +292,39 @@ static int spread(mca_coll_hccl_sched_t* s, ompi_communicator_t* comm, void* rbu
 
 /* --- Allgather(v): every rank sends to the remote leader, each leader spreads what it got --- */
 
+/* MPI_I* and persistent Allgather(v): every rank sends its block to every remote rank, one round
+ * (`counts` NULL: `rcount` per remote rank at q * rcount). */
+static int allgather_direct(const char* base, const void* sbuf, int scount, ompi_datatype_t* sdtype,
+                            void* rbuf, int rcount, const int* counts, const int* displs,
+                            ompi_datatype_t* rdtype, ompi_communicator_t* comm,
+                            ompi_request_t** req, bool persistent) {
+  int rsize = ompi_comm_remote_size(comm);
+  mca_coll_hccl_inter_log(comm, base, req, persistent,
+                          "intercommunicator direct exchange (one round with every remote rank)",
+                          "%d x %s sent, %s received", scount, sdtype->name, rdtype->name);
+  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
+  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
+  int rc = OMPI_SUCCESS;
+  for (int q = 0; q < rsize; ++q) {
+    size_t n = (size_t)(NULL == counts ? rcount : counts[q]);
+    size_t at = NULL == counts ? (size_t)q * (size_t)rcount : (size_t)displs[q];
+    TRY(mca_coll_hccl_sched_recv(s, mca_coll_hccl_at(rbuf, rdtype, at), n, rdtype, q));
+  }
+  for (int q = 0; q < rsize; ++q) TRY(mca_coll_hccl_sched_send(s, sbuf, (size_t)scount, sdtype, q));
+  return mca_coll_hccl_sched_finish(s, req, persistent);
+fail:
+  mca_coll_hccl_sched_free(s);
+  return rc;
+}
+
 static int allgather_sched(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
                            int rcount, ompi_datatype_t* rdtype, ompi_communicator_t* comm,
                            ompi_request_t** req, bool persistent) {
   if (MPI_IN_PLACE == sbuf) return MPI_ERR_ARG;
+  if (NULL != req) {
+    return allgather_direct("Allgather", sbuf, scount, sdtype, rbuf, rcount, NULL, NULL, rdtype,
+                            comm, req, persistent);
+  }
   int rsize = ompi_comm_remote_size(comm);
   mca_coll_hccl_inter_log(comm, "Allgather", req, persistent,
                           "intercommunicator leader exchange (ranks to the remote leader, local "
@@ -217,6 +357,10 @@ static int allgatherv_sched(const void* sbuf, int scount, ompi_datatype_t* sdtyp
                             const int* rcounts, const int* displs, ompi_datatype_t* rdtype,
                             ompi_communicator_t* comm, ompi_request_t** req, bool persistent) {
   if (MPI_IN_PLACE == sbuf) return MPI_ERR_ARG;
+  if (NULL != req) {
+    return allgather_direct("Allgatherv", sbuf, scount, sdtype, rbuf, 0, rcounts, displs, rdtype,
+                            comm, req, persistent);
+  }
   int rsize = ompi_comm_remote_size(comm);
   mca_coll_hccl_inter_log(comm, "Allgatherv", req, persistent,
                           "intercommunicator leader exchange (ranks to the remote leader, local "
@@ -253,6 +397,49 @@ MCA_COLL_HCCL_THREE_FORMS(allgatherv,
 
 /* --- Reduce_scatter(_block): local reduce to the leader, leaders swap, local scatter(v) --- */
 
+/* MPI_I* and persistent: every rank sends its `total` elements to the remote leader, which
+ * reduces them (this group's vector), then scatters the blocks over point-to-point on the local
+ * group. */
+static int reduce_scatter_p2p(const char* base, const void* sbuf, void* rbuf, int rcount,
+                              const int* rcounts, size_t total, ompi_datatype_t* dtype,
+                              ompi_op_t* op, ompi_communicator_t* comm, ompi_request_t** req,
+                              bool persistent) {
+  int lsize = ompi_comm_size(comm), rank = ompi_comm_rank(comm);
+  mca_coll_hccl_inter_log(comm, base, req, persistent,
+                          "intercommunicator leader exchange over point-to-point (remote leader "
+                          "reduces, local scatter)",
+                          "%zu x %s, %s in, %d x %s here", total, dtype->name, op->o_name,
+                          NULL == rcounts ? rcount : rcounts[rank], dtype->name);
+  int tag = mca_coll_hccl_inter_local_tag(comm);
+  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
+  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
+  int rc = OMPI_SUCCESS;
+  TRY(mca_coll_hccl_sched_send(s, sbuf, total, dtype, 0));
+  if (0 != rank) {
+    size_t mine = (size_t)(NULL == rcounts ? rcount : rcounts[rank]);
+    TRY(mca_coll_hccl_inter_local_p2p(s, comm, false, rbuf, mine, dtype, 0, tag));
+  } else {
+    void* whole = mca_coll_hccl_sched_tmp_dt(s, total, dtype);
+    if (NULL == whole) TRY(OMPI_ERR_OUT_OF_RESOURCE);
+    TRY(mca_coll_hccl_inter_reduce_remote(s, comm, whole, total, dtype, op));
+    size_t at = 0;
+    for (int q = 0; q < lsize; ++q) {
+      size_t n = (size_t)(NULL == rcounts ? rcount : rcounts[q]);
+      char* block = mca_coll_hccl_at(whole, dtype, at);
+      if (0 == q) {
+        TRY(mca_coll_hccl_sched_copy(s, block, n, dtype, rbuf, n, dtype));
+      } else {
+        TRY(mca_coll_hccl_inter_local_p2p(s, comm, true, block, n, dtype, q, tag));
+      }
+      at += n;
+    }
+  }
+  return mca_coll_hccl_sched_finish(s, req, persistent);
+fail:
+  mca_coll_hccl_sched_free(s);
+  return rc;
+}
+
 /* `total` elements reduced over the local group at the leader, swapped, then scattered by
  * `counts` (NULL: `rcount` each). */
 static int reduce_scatter_common(const char* base, const void* sbuf, void* rbuf, int rcount,
@@ -263,6 +450,10 @@ static int reduce_scatter_common(const char* base, const void* sbuf, void* rbuf,
   size_t total = 0;
   for (int q = 0; q < lsize; ++q) total += (size_t)(NULL == rcounts ? rcount : rcounts[q]);
   if (total > INT_MAX) return mca_coll_hccl_inter_count_error(comm, base, total);
+  if (NULL != req) {
+    return reduce_scatter_p2p(base, sbuf, rbuf, rcount, rcounts, total, dtype, op, comm, req,
+                              persistent);
+  }
   mca_coll_hccl_inter_log(comm, base, req, persistent,
                           "intercommunicator leader exchange (local reduce, leaders swap, local "
                           "scatter)",
@@ -356,7 +547,38 @@ MCA_COLL_HCCL_THREE_FORMS(reduce_scatter,
 /* --- Barrier: local barrier (all here entered), leaders swap (all there entered), local barrier
  * (nobody leaves before its leader knows both) --- */
 
+/* MPI_I* and persistent: every rank tells the remote leader it entered; each leader, having
+ * heard from the whole remote group, tells the other leader; a leader that heard that knows both
+ * groups entered, leaves, and releases its remote peers. */
+static int barrier_p2p(ompi_communicator_t* comm, ompi_request_t** req, bool persistent) {
+  mca_coll_hccl_inter_log(comm, "Barrier", req, persistent,
+                          "intercommunicator leader exchange over point-to-point (ranks to the "
+                          "remote leader, leaders swap, remote leader releases)",
+                          "no data");
+  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
+  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
+  int rc = OMPI_SUCCESS;
+  ompi_datatype_t* byte = &ompi_mpi_byte.dt;
+  TRY(mca_coll_hccl_sched_send(s, NULL, 0, byte, 0));
+  if (0 != ompi_comm_rank(comm)) {
+    TRY(mca_coll_hccl_sched_recv(s, NULL, 0, byte, 0)); /* the release */
+  } else {
+    int rsize = ompi_comm_remote_size(comm);
+    for (int q = 0; q < rsize; ++q) TRY(mca_coll_hccl_sched_recv(s, NULL, 0, byte, q));
+    TRY(mca_coll_hccl_sched_round(s));
+    TRY(mca_coll_hccl_sched_send(s, NULL, 0, byte, 0));
+    TRY(mca_coll_hccl_sched_recv(s, NULL, 0, byte, 0));
+    TRY(mca_coll_hccl_sched_round(s));
+    for (int q = 1; q < rsize; ++q) TRY(mca_coll_hccl_sched_send(s, NULL, 0, byte, q));
+  }
+  return mca_coll_hccl_sched_finish(s, req, persistent);
+fail:
+  mca_coll_hccl_sched_free(s);
+  return rc;
+}
+
 static int barrier_sched(ompi_communicator_t* comm, ompi_request_t** req, bool persistent) {
+  if (NULL != req) return barrier_p2p(comm, req, persistent);
   mca_coll_hccl_inter_log(comm, "Barrier", req, persistent,
                           "intercommunicator leader exchange (local barrier, leaders swap, local "
                           "barrier)",
@@ -414,6 +636,25 @@ void mca_coll_hccl_inter_install_all(mca_coll_base_module_t* m) {
 
 /* --- the module --- */
 
+/* MPI_Comm_free of an intercommunicator frees its local-group communicator at once
+ * (ompi_comm_free), while its own destruction waits for the collectives still running on it
+ * (each schedule retains the intercommunicator): the module keeps the local communicator alive
+ * until then, so that a schedule's later rounds still find it. */
+typedef struct inter_module {
+  mca_coll_base_module_t super;
+  ompi_communicator_t* local; /* retained while enabled */
+} inter_module_t;
+
+static void inter_module_construct(inter_module_t* m) {
+  m->local = NULL;
+}
+static void inter_module_destruct(inter_module_t* m) {
+  if (NULL != m->local) OBJ_RELEASE(m->local);
+  m->local = NULL;
+}
+static OBJ_CLASS_INSTANCE(inter_module_t, mca_coll_base_module_t, inter_module_construct,
+                          inter_module_destruct);
+
 /* The local-group collectives the schedules start. */
 static const char* missing_local(ompi_communicator_t* comm) {
   ompi_communicator_t* l = comm->c_local_comm;
@@ -428,8 +669,7 @@ static const char* missing_local(ompi_communicator_t* comm) {
 }
 
 static int inter_enable(mca_coll_base_module_t* module, ompi_communicator_t* comm) {
-  mca_coll_hccl_module_t* m = (mca_coll_hccl_module_t*)module;
-  m->comm = comm;
+  inter_module_t* m = (inter_module_t*)module;
   /* Open MPI builds the local group's communicator (and selects its components) before the
    * intercommunicator's: if that ever changed, say so and leave the intercommunicator to others. */
   const char* why = missing_local(comm);
@@ -439,6 +679,10 @@ static int inter_enable(mca_coll_base_module_t* module, ompi_communicator_t* com
                         (unsigned)MCA_COLL_HCCL_CID(comm), why);
     return OMPI_ERROR;
   }
+  if (NULL == m->local) {
+    m->local = comm->c_local_comm;
+    OBJ_RETAIN(m->local);
+  }
   opal_output_verbose(0 == ompi_comm_rank(comm) ? 2 : 3, mca_coll_hccl_component.output,
                       "enabled on intercommunicator cid %u, %d local and %d remote ranks "
                       "(leader exchange over local cid %u)",
@@ -447,18 +691,11 @@ static int inter_enable(mca_coll_base_module_t* module, ompi_communicator_t* com
   return OMPI_SUCCESS;
 }
 
-static int inter_disable(mca_coll_base_module_t* module, ompi_communicator_t* comm) {
-  (void)module;
-  (void)comm;
-  return OMPI_SUCCESS;
-}
-
 mca_coll_base_module_t* mca_coll_hccl_inter_query(ompi_communicator_t* comm) {
-  mca_coll_hccl_module_t* m = OBJ_NEW(mca_coll_hccl_module_t);
-  if (NULL == m) return NULL;
   (void)comm;
+  inter_module_t* m = OBJ_NEW(inter_module_t);
+  if (NULL == m) return NULL;
   m->super.coll_module_enable = inter_enable;
-  m->super.coll_module_disable = inter_disable;
   mca_coll_hccl_inter_install_all(&m->super);
   mca_coll_hccl_inter_install_rooted(&m->super);
   mca_coll_hccl_inter_install_alltoall(&m->super);

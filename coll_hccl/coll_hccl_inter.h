@@ -49,6 +49,20 @@ typedef struct mca_coll_hccl_local {
 int mca_coll_hccl_inter_local(mca_coll_hccl_sched_t* s, ompi_communicator_t* comm,
                               const mca_coll_hccl_local_t* what);
 
+/* Point-to-point with the local group (on comm->c_local_comm, tag `tag` reserved there by every
+ * rank of the group at the call), as a sub-request of the current round. */
+int mca_coll_hccl_inter_local_p2p(mca_coll_hccl_sched_t* s, ompi_communicator_t* comm, bool send,
+                                  void* buf, size_t count, ompi_datatype_t* dtype, int peer,
+                                  int tag);
+/* A tag on the local-group communicator for one schedule (every rank of the group, in call
+ * order, as the collective's own tag is drawn on the intercommunicator). */
+int mca_coll_hccl_inter_local_tag(ompi_communicator_t* comm);
+/* Receives `count` x `dtype` from every remote rank in rank order and reduces them into `acc`
+ * (remote rank 0 first: acc = r0 op r1 op ...), in rounds added to `s`. */
+int mca_coll_hccl_inter_reduce_remote(mca_coll_hccl_sched_t* s, ompi_communicator_t* comm,
+                                      void* acc, size_t count, ompi_datatype_t* dtype,
+                                      ompi_op_t* op);
+
 /* Where element `i` of `buf` starts (by extent). */
 static inline char* mca_coll_hccl_at(const void* buf, ompi_datatype_t* dtype, size_t i) {
   ptrdiff_t lb = 0, extent = 0;

@@ -3,11 +3,13 @@
  * Gather(v).
  *
  * The root group passes MPI_ROOT at the root and MPI_PROC_NULL elsewhere (those ranks take no
- * part); the other group passes the root's rank in the root group. Bcast and Reduce condense or
- * spread through the other group's leader with a local collective (one message crosses between
- * the groups). Scatter(v) and Gather(v) exchange directly between the root and every remote rank:
- * the root holds or wants every block anyway, so a detour through a leader would only copy the
- * data once more.
+ * part); the other group passes the root's rank in the root group. Blocking Bcast and Reduce
+ * condense or spread through the other group's leader with a local collective (one message
+ * crosses between the groups); their MPI_I* and persistent forms exchange directly between the
+ * root and every remote rank, since local collectives started from later rounds could start in
+ * different orders on different ranks (see coll_hccl_inter.c). Scatter(v) and Gather(v) always
+ * exchange directly: the root holds or wants every block anyway, so a detour through a leader
+ * would only copy the data once more.
  */
 #include "coll_hccl_inter.h"
 
@@ -43,15 +45,23 @@ static int bcast_sched(void* buf, int count, ompi_datatype_t* dtype, int root,
   if (ROLE_BAD == role) return MPI_ERR_ROOT;
   char rt[40];
   mca_coll_hccl_inter_log(comm, "Bcast", req, persistent,
-                          "intercommunicator leader exchange (root to the remote leader, local "
-                          "bcast)",
+                          NULL != req ? "intercommunicator direct exchange (the root to every "
+                                        "remote rank)"
+                                      : "intercommunicator leader exchange (root to the remote "
+                                        "leader, local bcast)",
                           "%d x %s, root %s", count, dtype->name,
                           root_text(rt, sizeof rt, role, root));
   mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
   if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
   int rc = OMPI_SUCCESS;
-  if (ROLE_ROOT == role) TRY(mca_coll_hccl_sched_send(s, buf, (size_t)count, dtype, 0));
-  if (ROLE_REMOTE == role) {
+  bool direct = NULL != req; /* MPI_I*, persistent */
+  if (ROLE_ROOT == role) {
+    int rsize = direct ? ompi_comm_remote_size(comm) : 1;
+    for (int q = 0; q < rsize; ++q) TRY(mca_coll_hccl_sched_send(s, buf, (size_t)count, dtype, q));
+  }
+  if (ROLE_REMOTE == role && direct) {
+    TRY(mca_coll_hccl_sched_recv(s, buf, (size_t)count, dtype, root));
+  } else if (ROLE_REMOTE == role) {
     if (0 == ompi_comm_rank(comm)) {
       TRY(mca_coll_hccl_sched_recv(s, buf, (size_t)count, dtype, root));
       TRY(mca_coll_hccl_sched_round(s));
@@ -78,14 +88,24 @@ static int reduce_sched(const void* sbuf, void* rbuf, int count, ompi_datatype_t
   char rt[40];
   if (ROLE_REMOTE == role && MPI_IN_PLACE == sbuf) return MPI_ERR_ARG;
   mca_coll_hccl_inter_log(comm, "Reduce", req, persistent,
-                          "intercommunicator leader exchange (local reduce, leader to the root)",
+                          NULL != req ? "intercommunicator direct exchange (the root receives and "
+                                        "reduces in rank order)"
+                                      : "intercommunicator leader exchange (local reduce, leader "
+                                        "to the root)",
                           "%d x %s, %s, root %s", count, dtype->name, op->o_name,
                           root_text(rt, sizeof rt, role, root));
   mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
   if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
   int rc = OMPI_SUCCESS;
-  if (ROLE_ROOT == role) TRY(mca_coll_hccl_sched_recv(s, rbuf, (size_t)count, dtype, 0));
-  if (ROLE_REMOTE == role) {
+  bool direct = NULL != req; /* MPI_I*, persistent */
+  if (ROLE_ROOT == role && direct) {
+    TRY(mca_coll_hccl_inter_reduce_remote(s, comm, rbuf, (size_t)count, dtype, op));
+  } else if (ROLE_ROOT == role) {
+    TRY(mca_coll_hccl_sched_recv(s, rbuf, (size_t)count, dtype, 0));
+  }
+  if (ROLE_REMOTE == role && direct) {
+    TRY(mca_coll_hccl_sched_send(s, sbuf, (size_t)count, dtype, root));
+  } else if (ROLE_REMOTE == role) {
     bool leader = 0 == ompi_comm_rank(comm);
     void* mine = leader ? mca_coll_hccl_sched_tmp_dt(s, (size_t)count, dtype) : NULL;
     if (leader && NULL == mine) TRY(OMPI_ERR_OUT_OF_RESOURCE);
