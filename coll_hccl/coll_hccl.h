@@ -221,6 +221,9 @@ typedef struct mca_coll_hccl_call_t {
   /* Moves nothing, and every rank knows it from values MPI makes equal everywhere (a count of 0,
    * all of a V form's [same] counts 0): completed locally, without the engine. Never a Barrier. */
   bool empty;
+  /* Nonzero: the MPI error code the call returns once it completed (see
+   * mca_coll_hccl_root_mismatch). */
+  int error_after;
 } mca_coll_hccl_call_t;
 
 /* Staging (coll_hccl_stage.c). stage_in allocates the temporaries the call needs, fills them and
@@ -493,6 +496,11 @@ bool mca_coll_hccl_decide(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t*
 /* For a describe function whose call moves nothing on any rank: marks it empty (see
  * mca_coll_hccl_call_t) and returns NULL, no reason to decline. */
 const char* mca_coll_hccl_nothing(mca_coll_hccl_call_t* call);
+/* A rooted call whose root gives its own block two sizes (send and receive differ: erroneous).
+ * Declining on the root alone would leave the other ranks waiting in the engine, so the call
+ * runs with the root in place (its own block is not copied) and then fails with
+ * MPI_ERR_TRUNCATE, after a line naming both sizes. Sets desc.in_place. */
+void mca_coll_hccl_root_mismatch(mca_coll_hccl_call_t* call, size_t send_bytes, size_t recv_bytes);
 /* Whether the lower-priority implementation of the entry `slot` ("iallreduce",
  * "allreduce_init") exists on this module (coll_hccl_module.c). */
 bool mca_coll_hccl_has_prev_slot(const mca_coll_hccl_module_t* m, const char* slot);

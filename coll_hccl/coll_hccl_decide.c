@@ -141,3 +141,14 @@ const char* mca_coll_hccl_nothing(mca_coll_hccl_call_t* call) {
   call->empty = true;
   return NULL;
 }
+
+void mca_coll_hccl_root_mismatch(mca_coll_hccl_call_t* call, size_t send_bytes, size_t recv_bytes) {
+  opal_output(mca_coll_hccl_component.output,
+              "%s: the root's own block is %zu bytes to send but %zu bytes to receive (MPI needs "
+              "matching type signatures); it is not copied and the call fails with "
+              "MPI_ERR_TRUNCATE",
+              call->mpi_name, send_bytes, recv_bytes);
+  call->error_after = MPI_ERR_TRUNCATE;
+  call->desc.in_place = 1;
+  call->desc.sendbuf = NULL;
+}

@@ -39,9 +39,9 @@ static const char* describe_gatherv(mca_coll_hccl_module_t* m, mca_coll_hccl_cal
   d->recvcounts = t->bytes;
   d->count = t->bytes[root];
   call->bytes = t->total;
+  if (!d->in_place && mca_coll_hccl_bytes(sdtype, (size_t)scount) != d->count)
+    mca_coll_hccl_root_mismatch(call, mca_coll_hccl_bytes(sdtype, (size_t)scount), d->count);
   if (!d->in_place) {
-    if (mca_coll_hccl_bytes(sdtype, (size_t)scount) != d->count)
-      return "the root's send size differs from its receive count";
     d->sendbuf = mca_coll_hccl_side(&call->send, sbuf, (size_t)scount, sdtype, true, false);
   } else if (MCA_COLL_HCCL_DIRECT != call->recv.kind && t->counts[root] > 0) {
     /* the root's own block is packed in; unpacking it back writes the bytes it already holds */

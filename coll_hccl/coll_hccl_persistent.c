@@ -45,6 +45,7 @@ static void persistent_complete(mca_coll_hccl_request_t* r, hccl_status_t st) {
     mpi_rc = mca_coll_hccl_error_code(st, why);
   } else {
     mpi_rc = mca_coll_hccl_stage_out(&r->call, r->tmp_recv);
+    if (MPI_SUCCESS == mpi_rc && 0 != r->call.error_after) mpi_rc = r->call.error_after;
   }
   hccl_req_free(r->engine_req);
   r->engine_req = NULL;

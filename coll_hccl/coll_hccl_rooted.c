@@ -206,13 +206,13 @@ static const char* describe_scatter(mca_coll_hccl_module_t* m, mca_coll_hccl_cal
   call->bytes = p * per_rank;
   d->count = per_rank;
   if (0 == per_rank) return mca_coll_hccl_nothing(call);
+  if (is_root && !d->in_place && mca_coll_hccl_bytes(rdtype, (size_t)rcount) != per_rank)
+    mca_coll_hccl_root_mismatch(call, per_rank, mca_coll_hccl_bytes(rdtype, (size_t)rcount));
   if (d->in_place) { /* the root's send buffer is its output, and nothing is written there */
     d->recvbuf = mca_coll_hccl_side(&call->recv, sbuf, p * (size_t)scount, sdtype, true, false);
     return NULL;
   }
   if (is_root) {
-    if (mca_coll_hccl_bytes(rdtype, (size_t)rcount) != per_rank)
-      return "the root's receive size differs from its send size per rank";
     d->sendbuf = mca_coll_hccl_side(&call->send, sbuf, p * (size_t)scount, sdtype, true, false);
   }
   d->recvbuf = mca_coll_hccl_side(&call->recv, rbuf, (size_t)rcount, rdtype, false, true);
@@ -327,9 +327,9 @@ static const char* describe_gather(mca_coll_hccl_module_t* m, mca_coll_hccl_call
   call->bytes = p * per_rank;
   d->count = per_rank;
   if (0 == per_rank) return mca_coll_hccl_nothing(call);
+  if (is_root && !d->in_place && mca_coll_hccl_bytes(sdtype, (size_t)scount) != per_rank)
+    mca_coll_hccl_root_mismatch(call, mca_coll_hccl_bytes(sdtype, (size_t)scount), per_rank);
   if (!d->in_place) {
-    if (is_root && mca_coll_hccl_bytes(sdtype, (size_t)scount) != per_rank)
-      return "the root's send size differs from its receive size per rank";
     d->sendbuf = mca_coll_hccl_side(&call->send, sbuf, (size_t)scount, sdtype, true, false);
   }
   if (!is_root) return NULL; /* nothing is written on a non-root */

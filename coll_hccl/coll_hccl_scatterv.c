@@ -40,13 +40,17 @@ static const char* describe_scatterv(mca_coll_hccl_module_t* m, mca_coll_hccl_ca
   d->sendcounts = t->bytes;
   d->count = t->bytes[root];
   call->bytes = t->total;
+  if (!d->in_place && mca_coll_hccl_bytes(rdtype, (size_t)rcount) != d->count) {
+    /* the send blocks were staged on the send side: the in-place call takes them as recvbuf */
+    mca_coll_hccl_root_mismatch(call, d->count, mca_coll_hccl_bytes(rdtype, (size_t)rcount));
+    call->recv = call->send;
+    memset(&call->send, 0, sizeof call->send);
+  }
   if (d->in_place) {
     d->recvbuf = blocks;
     return NULL;
   }
   d->sendbuf = blocks;
-  if (mca_coll_hccl_bytes(rdtype, (size_t)rcount) != d->count)
-    return "the root's receive size differs from its send count";
   d->recvbuf = mca_coll_hccl_side(&call->recv, rbuf, (size_t)rcount, rdtype, false, true);
   return NULL;
 }

@@ -672,6 +672,46 @@ static void empty_calls(void) {
   if (0 != rank) check(waited > LATE_MS * 0.6, "barrier returned after %.1f ms", waited);
 }
 
+/* Erroneous calls whose root sends itself more than it receives: every other rank gets its data
+ * and nobody hangs (the root cannot decline alone); the root's Gatherv fails with
+ * MPI_ERR_TRUNCATE (as in Open MPI's own components, whose Scatterv copies what fits instead).
+ * On a duplicate with MPI_ERRORS_RETURN. */
+static void root_truncation(void) {
+  MPI_Comm c;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  const int root = nranks - 1;
+  int counts[MAX_RANKS], displs[MAX_RANKS];
+  for (int r = 0; r < nranks; ++r) {
+    counts[r] = 2;
+    displs[r] = 2 * r;
+  }
+  int* all = calloc((size_t)nranks * 2 + 1, sizeof(int));
+  int mine[3] = {rank * 10, rank * 10 + 1, rank * 10 + 2}, got[3] = {-1, -1, -1};
+  const int scount = rank == root ? 3 : 2;
+  for (int r = 0; r < nranks; ++r) all[2 * r] = all[2 * r + 1] = 100 + r;
+  int rc = MPI_Gatherv(mine, scount, MPI_INT, all, counts, displs, MPI_INT, root, c);
+  int cls = MPI_SUCCESS;
+  MPI_Error_class(rc, &cls);
+  check((rank == root ? MPI_ERR_TRUNCATE : MPI_SUCCESS) == cls,
+        "gatherv, root sending itself 3 ints for 2: error class %d", cls);
+  if (rank == root) {
+    for (int r = 0; r < root; ++r)
+      check(all[2 * r] == r * 10 && all[2 * r + 1] == r * 10 + 1,
+            "gatherv with a truncated root: block of rank %d", r);
+  }
+  for (int r = 0; r < nranks; ++r) all[2 * r] = all[2 * r + 1] = 100 + r;
+  rc = MPI_Scatterv(all, counts, displs, MPI_INT, got, rank == root ? 1 : 2, MPI_INT, root, c);
+  MPI_Error_class(rc, &cls);
+  /* erroneous: Open MPI's components copy what fits, coll_hccl says MPI_ERR_TRUNCATE */
+  check(MPI_SUCCESS == cls || (rank == root && MPI_ERR_TRUNCATE == cls),
+        "scatterv, root receiving 1 int of its 2: error class %d", cls);
+  if (rank != root)
+    check(got[0] == 100 + rank && got[1] == 100 + rank, "scatterv with a truncated root: data");
+  free(all);
+  MPI_Comm_free(&c);
+}
+
 int main(int argc, char** argv) {
   check_init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -737,6 +777,7 @@ int main(int argc, char** argv) {
   MPI_Op_free(&affine);
   MPI_Type_free(&affine_type);
   empty_calls();
+  if (nranks > 1) root_truncation();
   layouts_free();
   return check_finish("vforms");
 }
