@@ -245,6 +245,16 @@ def run_job(args):
     summary = (f"{len(hccl)} coll_hccl lines, {len(taken)} calls run by the engine, "
                f"{sum(' -> fallback: ' in l for l in hccl)} fallbacks, {len(floor)} on the floor")
     print(summary)
+    # What took the floor and why, counted over the whole output (the job's printed output above
+    # is cut when long): rank 0 of each communicator speaks at verbose 1.
+    why_floor = {}
+    for l in floor:
+        m = re.match(r"coll:hccl: (MPIX?_\w+) on .* -> floor: (.*)$", l)
+        if m:
+            key = (m.group(1), m.group(2))
+            why_floor[key] = why_floor.get(key, 0) + 1
+    for (call, why), n in sorted(why_floor.items()):
+        print(f"floor count: {call}: {why}: {n}")
     return failures
 
 
