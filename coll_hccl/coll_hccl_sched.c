@@ -76,6 +76,10 @@ static int request_cancel(ompi_request_t* req, int complete) {
   return MPI_ERR_REQUEST; /* collectives cannot be cancelled */
 }
 
+/* Next to Open MPI's blocking collective tags (-10..-26, coll_tags.h) and unused by any of its
+ * components; not near INT_MIN, whose low 24 bits pml/ucx would read as user tag 0. */
+#define MCA_COLL_HCCL_BLOCKING_TAG (MCA_COLL_BASE_TAG_ALLGATHER + 1)
+
 mca_coll_hccl_sched_t* mca_coll_hccl_sched_new(ompi_communicator_t* comm) {
   mca_coll_hccl_sched_t* s = NULL;
   pthread_mutex_lock(&spare_lock);
@@ -416,7 +420,16 @@ int mca_coll_hccl_sched_persistent(mca_coll_hccl_sched_t* s, ompi_request_t** re
 }
 
 int mca_coll_hccl_sched_finish(mca_coll_hccl_sched_t* s, ompi_request_t** req, bool persistent) {
-  if (NULL == req) return mca_coll_hccl_sched_run(s);
+  /* A blocking schedule sends with one fixed tag, as Open MPI's blocking components do (matching
+   * stays right through MPI's non-overtaking order): the MPI layer returns before the component
+   * from some zero-count calls on some ranks only (MPI_PROC_NULL ranks of an intercommunicator
+   * Bcast, non-roots of a Gather), so those ranks would not draw the per-call tag and every later
+   * call on the communicator would match the wrong messages (mpi4py's intercommunicator bcast got
+   * its payload as its length, then hung). */
+  if (NULL == req) {
+    s->tag = MCA_COLL_HCCL_BLOCKING_TAG;
+    return mca_coll_hccl_sched_run(s);
+  }
   return persistent ? mca_coll_hccl_sched_persistent(s, req) : mca_coll_hccl_sched_start(s, req);
 }
 

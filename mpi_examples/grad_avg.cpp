@@ -322,9 +322,8 @@ int main(int argc, char** argv) {
   int status = parse(argc, argv, rank == 0, settings);
   if (status < 0) {
     // Bookkeeping (times, check verdicts) avoids coll_hccl, so only the demo's own calls show up
-    // in its trace.
-    MPI_Comm control =
-        examples::dupWithInfo(MPI_COMM_WORLD, {{"ompi_comm_coll_preference", "^hccl"}});
+    // in its trace (unless coll_hccl is the only coll component).
+    MPI_Comm control = examples::controlComm(MPI_COMM_WORLD);
     Demo demo(settings, rank, size, control);
     const examples::HostLayout hosts = examples::hostLayout(control);
     if (rank == 0) demo.printHeader(hosts);

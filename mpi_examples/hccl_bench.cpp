@@ -115,8 +115,7 @@ int run(const Options& o, int rank, int size, std::string* plotScript) {
 
   // Statistics and checks travel on a third communicator without coll_hccl, so the component
   // under test never carries the numbers that judge it.
-  MPI_Comm control =
-      examples::dupWithInfo(MPI_COMM_WORLD, {{"ompi_comm_coll_preference", "^hccl"}});
+  MPI_Comm control = examples::controlComm(MPI_COMM_WORLD);
   if (!jsonWritable(o, rank, control)) {
     MPI_Comm_free(&control);
     return 2;

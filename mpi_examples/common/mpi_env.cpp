@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string_view>
@@ -47,6 +48,21 @@ MPI_Comm dupWithInfo(MPI_Comm parent, const InfoKeys& keys) {
   MPI_Comm_dup_with_info(parent, info, &out);
   MPI_Info_free(&info);
   return out;
+}
+
+MPI_Comm controlComm(MPI_Comm parent, bool* alone) {
+  // An include list (no leading '^') naming nothing but hccl: every rank has the same
+  // environment from mpirun, so every rank takes the same branch.
+  const char* list = std::getenv("OMPI_MCA_coll");
+  bool only = false;
+  if (list != nullptr && *list != '\0' && *list != '^') {
+    const CollPreference p = parseCollPreference(list);
+    only = !p.prefer.empty() &&
+           std::all_of(p.prefer.begin(), p.prefer.end(), [](const auto& c) { return c == "hccl"; });
+  }
+  if (alone != nullptr) *alone = only;
+  return only ? dupWithInfo(parent, {})
+              : dupWithInfo(parent, {{"ompi_comm_coll_preference", "^hccl"}});
 }
 
 std::string libraryVersion() {

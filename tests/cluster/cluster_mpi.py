@@ -127,6 +127,7 @@ class Job:
         self.traffic = traffic  # algorithm name whose formula predicts the bytes per server
         self.all_taken = all_taken  # False: calls the engine declines (with a reason) are fine
         self.timeout = timeout
+        self.coll_alone = False  # --mca coll hccl: no other coll component (--coll-alone)
 
 
 def algo_env(setting):
@@ -454,6 +455,14 @@ def check_job(layout, job, status, per_rank):
     errors = [l for l in hccl if re.search(r"failed|could not|error", l)]
     if errors:
         failures.append(f"coll_hccl reported errors: {errors[0]}")
+    # Open MPI's coll framework help messages (tests/mpi/run_mpi.py FRAMEWORK_MESSAGES); they
+    # wrap lines, so match on the text with its whitespace collapsed.
+    flat = " ".join(" ".join(lines).split())
+    for bad in ("failed to finalize properly", "none of them said that they could be used",
+                "Although some coll components are available", "coll_base_comm_select"):
+        at = flat.find(bad)
+        if at >= 0:
+            failures.append(f"Open MPI's coll framework complained: ...{flat[at:at + 160]}...")
     if job.ucx_log:
         check_placement(layout, job, per_rank, failures, notes)
         check_transports(layout, job, text, failures, notes)
@@ -474,6 +483,8 @@ def mpirun_args(layout, job, component_dir, outdir):
         args += ["--mca", "pml", "ob1"]
     if job.interleaved:
         args += ["--map-by", "node"]
+    if job.coll_alone:
+        args += ["--mca", "coll", "hccl"]
     env = dict(job.env)
     if job.ucx_log:
         env["UCX_LOG_LEVEL"] = "info"
@@ -513,6 +524,8 @@ def body(args, layout):
              for name in ["smoke", "reductions", "allgather", "comms", "nonblocking"]}
     jobs = [j for j in jobs_for(layout, progs, args.probe)
             if not args.only or re.search(args.only, j.name)]
+    for j in jobs:
+        j.coll_alone = args.coll_alone
     failed = []
     t_all = time.monotonic()
     for job in jobs:
@@ -560,6 +573,8 @@ def main():
     ap.add_argument("--rate", default="1gbit", help="link rate (tc syntax)")
     ap.add_argument("--only", help="run only the jobs whose name matches this regex")
     ap.add_argument("--list", action="store_true", help="list the jobs and exit")
+    ap.add_argument("--coll-alone", action="store_true",
+                    help="run every job with --mca coll hccl (no other coll component)")
     ap.add_argument("--body", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     try:

@@ -36,6 +36,9 @@ def parse_args():
                     help="seconds beyond the timeout a survivor may take to report")
     ap.add_argument("--job-timeout", type=int, default=90)
     ap.add_argument("--env", action="append", default=[], metavar="K=V")
+    ap.add_argument("--coll-alone", action="store_true",
+                    help="--mca coll hccl: coll_hccl the only coll component (its floor serves "
+                         "what the engine does not), so the job also ends through its teardown")
     ap.add_argument("program", nargs="+", help="fault binary and its arguments")
     return ap.parse_args()
 
@@ -47,6 +50,8 @@ def main():
            "--mca", "mca_base_component_path", "SYS_DEFAULT:" + args.component_dir,
            "--mca", "coll_hccl_timeout", str(args.hccl_timeout),
            "--mca", "orte_base_help_aggregate", "0", "--mca", "pml", "ob1"]
+    if args.coll_alone:
+        cmd += ["--mca", "coll", "hccl"]
     for kv in args.env:
         cmd += ["-x", kv]
     cmd += [os.path.abspath(args.program[0])] + args.program[1:] + [
@@ -134,6 +139,14 @@ def main():
     wrong = [l for l in lines if l.startswith("WRONG") or l.startswith("NOERROR")]
     if wrong:
         failures.append(wrong[0])
+    # Open MPI's coll framework help messages (tests/mpi/run_mpi.py FRAMEWORK_MESSAGES); they
+    # wrap lines, so match on the text with its whitespace collapsed.
+    flat = " ".join(" ".join(lines).split())
+    for bad in ("failed to finalize properly", "none of them said that they could be used",
+                "Although some coll components are available", "coll_base_comm_select"):
+        at = flat.find(bad)
+        if at >= 0:
+            failures.append(f"Open MPI's coll framework complained: ...{flat[at:at + 160]}...")
     for f in failures:
         print("FAIL: " + f)
     if not failures:

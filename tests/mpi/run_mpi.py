@@ -8,6 +8,19 @@ fails unless the program exits 0 and printed its own PASS line (with at least on
 as requested, unless coll_hccl's verbose output shows that it was loaded, enabled and called:
 a component that silently failed to load would otherwise leave a passing job on tuned.
 
+With --coll-alone the job runs with `--mca coll hccl`: coll_hccl is the only coll component Open
+MPI loads, so it must serve every communicator (MPI_COMM_SELF, single ranks and whatever the
+engine declines through its own point-to-point floor). Open MPI's selection output
+(coll_base_verbose) must then show coll_hccl, and nothing else, selected and enabled on every
+communicator created. Expectations that are facts of priority mode adapt: --expect-not-enabled
+means that the engine was set up nowhere but the floor served the calls, and a fallback allowed by
+--fallback-allowed may be a floor call. --expect-line-priority / --expect-line-alone hold in one
+mode only.
+
+In both modes a job fails when its output holds a help message of Open MPI's coll framework
+(selection failures, and the "failed to finalize properly" text that follows them), so a
+regression there cannot hide behind a passing program.
+
 Exit codes follow `meson test`: 0 pass, 1 fail, 77 skipped.
 """
 import argparse
@@ -16,8 +29,36 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 
 SKIP = 77
+
+# Help messages of Open MPI's coll framework (help-mca-coll-base.txt, and help-mca-base.txt's
+# "not found" for a listed component). In 4.1.4 a typo in the first file appends "A coll module
+# failed to finalize properly" to the selection failure, so that text is a symptom too.
+FRAMEWORK_MESSAGES = [
+    "failed to finalize properly",
+    "none of them said that they could be used",
+    "Although some coll components are available",
+    "coll_base_comm_select",
+    "A requested component was not found",
+]
+
+
+def framework_messages(text):
+    """Help messages wrap lines: match on the text with its whitespace collapsed."""
+    flat = " ".join(text.split())
+    found = []
+    for message in FRAMEWORK_MESSAGES:
+        at = flat.find(message)
+        if at >= 0:
+            found.append(f"Open MPI's coll framework complained: ...{flat[at:at + 160]}...")
+    return found
+
+
+NEW_COMM = re.compile(r"coll:base:comm_select: new communicator: (.*) \(cid (\d+)\)")
+SELECTING = re.compile(
+    r"coll:base:comm_select: selecting\s+(\S+), priority\s+(-?\d+), (Enabled|Disabled)")
 
 
 def parse_args():
@@ -53,6 +94,14 @@ def parse_args():
     ap.add_argument("--thread-multiple", action="store_true",
                     help="run the program at MPI_THREAD_MULTIPLE (it gets --thread-multiple) and "
                          "check that coll_hccl started in that mode")
+    ap.add_argument("--coll-alone", action="store_true",
+                    help="run with --mca coll hccl (no other coll component) and check from "
+                         "Open MPI's selection output that coll_hccl alone served every "
+                         "communicator")
+    ap.add_argument("--expect-line-priority", action="append", default=[], metavar="REGEX",
+                    help="as --expect-line, in priority mode only")
+    ap.add_argument("--expect-line-alone", action="append", default=[], metavar="REGEX",
+                    help="as --expect-line, with --coll-alone only")
     ap.add_argument("--ompi-info", action="store_true",
                     help="run ompi_info instead of mpirun; program = expected parameter names")
     ap.add_argument("program", nargs="+")
@@ -90,6 +139,19 @@ def as_fallback(line):
     return line.replace(" -> floor: ", " -> fallback: ")
 
 
+def read_rank_outputs(outdir, np):
+    """mpirun --output-filename DIR writes DIR/1/rank.N/{stdout,stderr}."""
+    texts = []
+    for r in range(np):
+        for stream in ("stdout", "stderr"):
+            path = os.path.join(outdir, "1", f"rank.{r}", stream)
+            if os.path.isfile(path):
+                with open(path, errors="replace") as f:
+                    part = f.read()
+                texts.append(part if part.endswith("\n") or not part else part + "\n")
+    return "".join(texts)
+
+
 def run_job(args):
     cmd = ["timeout", "-k", "10", str(args.timeout), "mpirun", "--allow-run-as-root",
            "--oversubscribe", "-np", str(args.np),
@@ -102,6 +164,11 @@ def run_job(args):
                 "--mca", "pml_ucx_devices", "any"]
     else:
         cmd += ["--mca", "pml", "ob1"]
+    if args.coll_alone:
+        if any(name == "coll" for name, _ in args.mca):
+            sys.exit("--coll-alone sets the coll list itself; drop --mca coll")
+        # Level 9: one line per communicator and one per component enabled on it.
+        cmd += ["--mca", "coll", "hccl", "--mca", "coll_base_verbose", "9"]
     for name, value in args.mca:
         cmd += ["--mca", name, value]
     for kv in args.env:
@@ -110,8 +177,14 @@ def run_job(args):
     if args.thread_multiple:
         cmd.append("--thread-multiple")
     print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
-    out = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    text = out.stdout + out.stderr
+    # Each rank's output to its own files (mpirun --output-filename): through mpirun's terminal,
+    # lines of ranks that all print (every rank is rank 0 of its MPI_COMM_SELF) interleave within
+    # a line, which breaks the line checks below. mpirun's own output holds the help messages.
+    with tempfile.TemporaryDirectory(prefix="run_mpi-") as outdir:
+        out = subprocess.run(cmd[:5] + ["--output-filename", outdir + ":nocopy"] + cmd[5:],
+                             capture_output=True, text=True, errors="replace",
+                             stdin=subprocess.DEVNULL)
+        text = out.stdout + out.stderr + read_rank_outputs(outdir, args.np)
     sys.stdout.write(text if len(text) < 200_000 else text[:100_000] + "\n[...]\n" + text[-100_000:])
     lines = text.splitlines()
 
@@ -135,6 +208,13 @@ def run_job(args):
         failures.append("coll_hccl did not start in MPI_THREAD_MULTIPLE mode")
     if args.expect_not_enabled and any(l.startswith("coll:hccl: enabled on") for l in hccl):
         failures.append("coll_hccl was enabled although it should not be")
+    floor = [l for l in hccl if " -> floor: " in l]
+    if args.coll_alone:
+        failures += check_alone(lines)
+        # Not enabled in priority mode is "the engine is not set up" here: the floor serves.
+        if args.expect_not_enabled and not floor:
+            failures.append("no call was served by coll_hccl's floor although the engine is off")
+    failures += framework_messages(text)
     for call in filter(None, args.expect_calls.split(",")):
         if not any(l.startswith(f"coll:hccl: {call} on ") for l in hccl):
             failures.append(f"coll_hccl did not report any {call}")
@@ -156,15 +236,48 @@ def run_job(args):
             failures.append(f"{len(off)} decision(s) do not match {args.expect_decisions!r}, "
                             f"e.g.: {off[0]}")
     errors = [l for l in hccl if re.search(r"failed|could not|error", l)]
-    if errors and not args.expect_line:
+    if errors and not (args.expect_line or args.expect_line_priority or args.expect_line_alone):
         failures.append(f"coll_hccl reported errors: {errors[0]}")
-    for regex in args.expect_line:
+    mode_lines = args.expect_line_alone if args.coll_alone else args.expect_line_priority
+    for regex in args.expect_line + mode_lines:
         if not any(re.search(regex, l) for l in lines):
             failures.append(f"no output line matches {regex!r}")
     summary = (f"{len(hccl)} coll_hccl lines, {len(taken)} calls run by the engine, "
-               f"{sum(' -> fallback: ' in l for l in hccl)} fallbacks, "
-               f"{sum(' -> floor: ' in l for l in hccl)} served by the floor")
+               f"{sum(' -> fallback: ' in l for l in hccl)} fallbacks, {len(floor)} on the floor")
     print(summary)
+    # What took the floor and why, counted over the whole output (the job's printed output above
+    # is cut when long): rank 0 of each communicator speaks at verbose 1.
+    why_floor = {}
+    for l in floor:
+        m = re.match(r"coll:hccl: (MPIX?_\w+) on .* -> floor: (.*)$", l)
+        if m:
+            key = (m.group(1), m.group(2))
+            why_floor[key] = why_floor.get(key, 0) + 1
+    for (call, why), n in sorted(why_floor.items()):
+        print(f"floor count: {call}: {why}: {n}")
+    return failures
+
+
+def check_alone(lines):
+    """Every communicator Open MPI created selected coll_hccl, enabled, and no other component."""
+    failures = []
+    created = [l for l in lines if NEW_COMM.search(l)]
+    selected = [SELECTING.search(l) for l in lines]
+    selected = [m for m in selected if m]
+    if not created:
+        return ["no selection output from Open MPI (coll_base_verbose): cannot check --coll-alone"]
+    others = [m.group(0) for m in selected if m.group(1) != "hccl"]
+    if others:
+        failures.append(f"{len(others)} other coll component(s) selected, e.g.: {others[0]}")
+    disabled = [m.group(0) for m in selected if m.group(1) == "hccl" and m.group(3) != "Enabled"]
+    if disabled:
+        failures.append(f"coll_hccl disabled on {len(disabled)} communicator(s): {disabled[0]}")
+    enabled = sum(1 for m in selected if m.group(1) == "hccl" and m.group(3) == "Enabled")
+    if enabled != len(created):
+        failures.append(f"{len(created)} communicators created (all ranks) but coll_hccl enabled "
+                        f"{enabled} times")
+    print(f"--coll-alone: {len(created)} communicator set-ups (all ranks), coll_hccl enabled on "
+          f"{enabled}, {len(others)} other components")
     return failures
 
 
