@@ -1,5 +1,6 @@
 // The flat plan: a rank-order reduction that the per-level plan would reorder (servers that do
-// not hold consecutive ranks, or a ReduceScatter over several levels) runs the outermost level's
+// not hold consecutive ranks, or a ReduceScatter over several levels), and a GatherV or ScatterV
+// whose non-roots know only their own counts (plan_levels.cpp), runs the outermost level's
 // algorithm over every rank as one group, on that level's links. The choice is the whole
 // selection again, on the communicator seen as one flat group.
 #include <fmt/format.h>
@@ -24,7 +25,8 @@ class FlatPlan final : public Plan {
 
   std::string whyNot(const Selection& s, const CallInfo& call) const override {
     if (s.shape().levels.size() > 1 && !levelsPlan().whyNot(s, call).empty()) return {};
-    return "a flat plan serves only rank-order reductions that the levels would reorder";
+    return "a flat plan serves only what the levels cannot split (rank-order reductions they "
+           "would reorder, rank-local gatherv and scatterv)";
   }
 
   Decision decide(const Selection& s, const CallInfo& call, const Choice&) const override {

@@ -24,6 +24,12 @@ class LevelsPlan final : public Plan {
 
   std::string whyNot(const Selection& s, const CallInfo& call) const override {
     const CommShape& shape = s.shape();
+    // Split by server, a server's ranks would need each other's counts, which a non-root of a
+    // GatherV or ScatterV does not know (its root does, so the two would compose differently).
+    if (call.rankLocal && shape.levels.size() >= 2 &&
+        (call.coll == Collective::Gather || call.coll == Collective::Scatter))
+      return "a rank-local gatherv or scatterv cannot be split by server: a non-root knows only "
+             "its own count";
     if (!s.needsRankOrder(call) || shape.levels.size() < 2) return {};
     if (!shape.blockOrder)
       return "servers do not hold consecutive ranks, and a rank-order reduction cannot be split "

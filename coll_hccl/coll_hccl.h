@@ -183,17 +183,27 @@ typedef struct mca_coll_hccl_region_t {
   size_t offset; /* bytes into the temporary */
 } mca_coll_hccl_region_t;
 
+/* The per-rank blocks of a V form (Gatherv, Scatterv, Allgatherv, Alltoallv/w) on one side:
+ * block i is counts[i] x types[i] (dtype when types is NULL) at user + displs[i] bytes, and the
+ * blocks lie one after another in the temporary, which is the engine's packed layout. The table
+ * need only live until stage_in, which keeps a copy with the temporary. */
+typedef struct mca_coll_hccl_blocks_t {
+  const void* user;
+  ompi_datatype_t* dtype;
+  ompi_datatype_t* const* types; /* per-block types (Alltoallw), or NULL */
+  size_t n;                      /* 0: no block table */
+  const size_t* counts;
+  const ptrdiff_t* displs;
+  bool in;  /* the blocks are input: packed into the temporary before the call */
+  bool out; /* the blocks are the result: unpacked to the user after the call succeeded */
+} mca_coll_hccl_blocks_t;
+
 typedef struct mca_coll_hccl_stage_t {
   mca_coll_hccl_stage_kind_t kind;
-  size_t bytes;               /* size of the temporary */
-  mca_coll_hccl_region_t in;  /* copied into the temporary before the call */
-  mca_coll_hccl_region_t out; /* copied back to the user after the call succeeded */
-  /* nblocks > 0: `out` is that many pieces, packed one after another in the temporary, piece i
-   * being block_counts[i] x out.dtype at out.user + block_displs[i] bytes (the V forms). The table
-   * need only live until stage_in, which keeps a copy with the temporary. */
-  size_t nblocks;
-  const size_t* block_counts;
-  const ptrdiff_t* block_displs;
+  size_t bytes;                  /* size of the temporary */
+  mca_coll_hccl_region_t in;     /* copied into the temporary before the call */
+  mca_coll_hccl_region_t out;    /* copied back to the user after the call succeeded */
+  mca_coll_hccl_blocks_t blocks; /* in addition to `in`, instead of `out` when blocks.out */
 } mca_coll_hccl_stage_t;
 
 /* One call on its way to the engine: the descriptor plus what the adapter must do around it. */
@@ -208,6 +218,12 @@ typedef struct mca_coll_hccl_call_t {
   mca_coll_hccl_stage_t send; /* sendbuf side */
   mca_coll_hccl_stage_t recv; /* recvbuf side */
   bool persistent;            /* MPI_*_init: prepared once, started by MPI_Start */
+  /* Moves nothing, and every rank knows it from values MPI makes equal everywhere (a count of 0,
+   * all of a V form's [same] counts 0): completed locally, without the engine. Never a Barrier. */
+  bool empty;
+  /* Nonzero: the MPI error code the call returns once it completed (see
+   * mca_coll_hccl_root_mismatch). */
+  int error_after;
 } mca_coll_hccl_call_t;
 
 /* Staging (coll_hccl_stage.c). stage_in allocates the temporaries the call needs, fills them and
@@ -223,6 +239,24 @@ void* mca_coll_hccl_side(mca_coll_hccl_stage_t* st, const void* buf, size_t coun
                          ompi_datatype_t* dtype, bool prefill, bool result);
 /* Bytes of `count` x `dtype` (size_t: never overflows for MPI's int counts). */
 size_t mca_coll_hccl_bytes(ompi_datatype_t* dtype, size_t count);
+/* Per-rank tables of one V-form side, filled by mca_coll_hccl_blocks_side (p entries each). */
+typedef struct mca_coll_hccl_vtable_t {
+  size_t* bytes;     /* block r's bytes: the engine's per-rank counts (elem_size 1) */
+  size_t* counts;    /* block r's count of its type */
+  ptrdiff_t* displs; /* block r's byte offset from the user's pointer */
+  size_t total;      /* sum of bytes */
+} mca_coll_hccl_vtable_t;
+/* Allocates the tables of `sides` V-form sides of p ranks in one block (*mem, to free). */
+int mca_coll_hccl_vtables(size_t p, int sides, mca_coll_hccl_vtable_t* tables, void** mem);
+/* Describes the p blocks of a V form as one side: block r is counts[r] x (types ? types[r] :
+ * dtype) at displs[r] extents of dtype from buf, or displs[r] bytes when types is given
+ * (Alltoallw); displs NULL: packed. The engine's pointer when the blocks already lie packed and
+ * contiguous (direct), else NULL and the side is staged through the block table. `prefill` and
+ * `result` as for mca_coll_hccl_side. */
+void* mca_coll_hccl_blocks_side(mca_coll_hccl_stage_t* st, mca_coll_hccl_vtable_t* t,
+                                const void* buf, size_t p, const int* counts, const int* displs,
+                                ompi_datatype_t* dtype, ompi_datatype_t* const* types, bool prefill,
+                                bool result);
 
 /* Reductions that may stage (coll_hccl_rooted.c): any datatype, any op. The element is the
  * predefined type for an op with an engine kernel, else one extent of the datatype reduced by
@@ -394,8 +428,8 @@ int mca_coll_hccl_barrier_init(ompi_communicator_t* comm, struct ompi_info_t* in
 int mca_coll_hccl_reduce_local(const void* inbuf, void* inoutbuf, int count, ompi_datatype_t* dtype,
                                ompi_op_t* op, mca_coll_base_module_t* module);
 
-/* V forms without an engine path (coll_hccl_vforms_floor.c): the previous component, else the
- * floor. */
+/* The V forms with rank-local counts: Gatherv (coll_hccl_gatherv.c), Scatterv
+ * (coll_hccl_scatterv.c), Alltoallv and Alltoallw (coll_hccl_alltoallv.c) */
 int mca_coll_hccl_gatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
                           const int* rcounts, const int* displs, ompi_datatype_t* rdtype, int root,
                           ompi_communicator_t* comm, mca_coll_base_module_t* module);
@@ -433,20 +467,19 @@ int mca_coll_hccl_alltoallv_init(const void* sbuf, const int* scounts, const int
                                  ompi_communicator_t* comm, struct ompi_info_t* info,
                                  ompi_request_t** request, mca_coll_base_module_t* module);
 int mca_coll_hccl_alltoallw(const void* sbuf, const int* scounts, const int* sdispls,
-                            struct ompi_datatype_t* const* sdtypes, void* rbuf, const int* rcounts,
-                            const int* rdispls, struct ompi_datatype_t* const* rdtypes,
+                            ompi_datatype_t* const* stypes, void* rbuf, const int* rcounts,
+                            const int* rdispls, ompi_datatype_t* const* rtypes,
                             ompi_communicator_t* comm, mca_coll_base_module_t* module);
 int mca_coll_hccl_ialltoallw(const void* sbuf, const int* scounts, const int* sdispls,
-                             struct ompi_datatype_t* const* sdtypes, void* rbuf, const int* rcounts,
-                             const int* rdispls, struct ompi_datatype_t* const* rdtypes,
+                             ompi_datatype_t* const* stypes, void* rbuf, const int* rcounts,
+                             const int* rdispls, ompi_datatype_t* const* rtypes,
                              ompi_communicator_t* comm, ompi_request_t** request,
                              mca_coll_base_module_t* module);
 int mca_coll_hccl_alltoallw_init(const void* sbuf, const int* scounts, const int* sdispls,
-                                 struct ompi_datatype_t* const* sdtypes, void* rbuf,
-                                 const int* rcounts, const int* rdispls,
-                                 struct ompi_datatype_t* const* rdtypes, ompi_communicator_t* comm,
-                                 struct ompi_info_t* info, ompi_request_t** request,
-                                 mca_coll_base_module_t* module);
+                                 ompi_datatype_t* const* stypes, void* rbuf, const int* rcounts,
+                                 const int* rdispls, ompi_datatype_t* const* rtypes,
+                                 ompi_communicator_t* comm, struct ompi_info_t* info,
+                                 ompi_request_t** request, mca_coll_base_module_t* module);
 
 /* Intercommunicators (coll_hccl_inter*.c): a module of leader exchanges over the local group,
  * every collective but Scan and Exscan. Neighbourhood collectives (coll_hccl_neighbor.c): installed
@@ -460,11 +493,14 @@ void mca_coll_hccl_neighbor_install(mca_coll_base_module_t* m);
  * coll_hccl_force_floor is off), else to the floor (coll_hccl_floor.h); the line names which. */
 bool mca_coll_hccl_decide(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
                           const char* adapter_why);
-/* For calls without an engine path: prints the per-call line (dtype may be NULL, root < 0 for
- * none) and returns true when the previous component takes the call, false for the floor. */
-bool mca_coll_hccl_decide_no_engine(mca_coll_hccl_module_t* m, const char* mpi_name,
-                                    ompi_datatype_t* dtype, int root, bool in_place,
-                                    const char* why);
+/* For a describe function whose call moves nothing on any rank: marks it empty (see
+ * mca_coll_hccl_call_t) and returns NULL, no reason to decline. */
+const char* mca_coll_hccl_nothing(mca_coll_hccl_call_t* call);
+/* A rooted call whose root gives its own block two sizes (send and receive differ: erroneous).
+ * Declining on the root alone would leave the other ranks waiting in the engine, so the call
+ * runs with the root in place (its own block is not copied) and then fails with
+ * MPI_ERR_TRUNCATE, after a line naming both sizes. Sets desc.in_place. */
+void mca_coll_hccl_root_mismatch(mca_coll_hccl_call_t* call, size_t send_bytes, size_t recv_bytes);
 /* Whether the lower-priority implementation of the entry `slot` ("iallreduce",
  * "allreduce_init") exists on this module (coll_hccl_module.c). */
 bool mca_coll_hccl_has_prev_slot(const mca_coll_hccl_module_t* m, const char* slot);

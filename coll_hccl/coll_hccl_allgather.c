@@ -28,7 +28,7 @@ static const char* describe_allgather(mca_coll_hccl_module_t* m, mca_coll_hccl_c
   d->elem_size = 1;
   d->count = per_rank;
   d->op = HCCL_OP_NONE;
-  if (0 == per_rank) return "nothing to move";
+  if (0 == per_rank) return mca_coll_hccl_nothing(call);
   /* Packing uses Open MPI's int-counted copy; beyond that the previous component takes over. */
   if (p * per_rank > (size_t)INT_MAX) return "more than 2 GiB gathered";
 

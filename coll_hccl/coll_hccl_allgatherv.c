@@ -15,59 +15,34 @@
 static const char* describe_allgatherv(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t* call,
                                        const void* sbuf, int scount, ompi_datatype_t* sdtype,
                                        void* rbuf, const int* rcounts, const int* disps,
-                                       ompi_datatype_t* rdtype, size_t* bytes, size_t* counts,
-                                       ptrdiff_t* displs) {
-  int p = ompi_comm_size(m->comm);
-  int rank = ompi_comm_rank(m->comm);
-  size_t rsize = mca_coll_hccl_bytes(rdtype, 1);
-  ptrdiff_t lb = 0, extent = 0;
-  ompi_datatype_get_extent(rdtype, &lb, &extent);
-  size_t total = 0, total_count = 0;
-  bool packed = true;
-  for (int r = 0; r < p; ++r) {
-    counts[r] = (size_t)rcounts[r];
-    bytes[r] = counts[r] * rsize;
-    displs[r] = (ptrdiff_t)disps[r] * extent;
-    if (rcounts[r] > 0 && (size_t)disps[r] != total_count) packed = false;
-    total += bytes[r];
-    total_count += counts[r];
-  }
+                                       ompi_datatype_t* rdtype, mca_coll_hccl_vtable_t* t) {
+  size_t p = (size_t)ompi_comm_size(m->comm);
+  size_t rank = (size_t)ompi_comm_rank(m->comm);
   hccl_coll_desc_t* d = &call->desc;
   call->dtype = rdtype;
-  call->bytes = total;
   d->coll = HCCL_COLL_ALLGATHERV;
   d->in_place = MPI_IN_PLACE == sbuf ? 1 : 0;
   d->dtype = HCCL_DT_BYTE;
   d->elem_size = 1;
-  d->recvcounts = bytes;
   d->op = HCCL_OP_NONE;
-  if (0 == total) return "nothing to move";
+  /* every block unpacked to its displacement when staged */
+  d->recvbuf =
+      mca_coll_hccl_blocks_side(&call->recv, t, rbuf, p, rcounts, disps, rdtype, NULL, false, true);
+  d->recvcounts = t->bytes;
+  call->bytes = t->total;
+  if (0 == t->total) return mca_coll_hccl_nothing(call);
 
   if (!d->in_place) {
-    if (mca_coll_hccl_bytes(sdtype, (size_t)scount) != bytes[rank])
+    if (mca_coll_hccl_bytes(sdtype, (size_t)scount) != t->bytes[rank])
       return "send and receive sizes differ";
     d->sendbuf = mca_coll_hccl_side(&call->send, sbuf, (size_t)scount, sdtype, true, false);
-  }
-  if (packed) {
-    d->recvbuf = mca_coll_hccl_side(&call->recv, rbuf, total_count, rdtype, false, true);
-    if (MCA_COLL_HCCL_DIRECT == call->recv.kind) return NULL;
-  }
-  /* staged: every block unpacked to its displacement; in place, the own block packed in first */
-  mca_coll_hccl_stage_t* st = &call->recv;
-  memset(st, 0, sizeof *st);
-  d->recvbuf = NULL;
-  st->kind = MCA_COLL_HCCL_PACK;
-  st->bytes = total;
-  st->out.user = rbuf;
-  st->out.dtype = rdtype;
-  st->nblocks = (size_t)p;
-  st->block_counts = counts;
-  st->block_displs = displs;
-  if (d->in_place && counts[rank] > 0) {
+  } else if (MCA_COLL_HCCL_DIRECT != call->recv.kind && t->counts[rank] > 0) {
+    /* in place through the temporary: the own block is packed in first */
     size_t before = 0;
-    for (int r = 0; r < rank; ++r) before += bytes[r];
-    mca_coll_hccl_region_t own = {(const char*)rbuf + displs[rank], counts[rank], rdtype, before};
-    st->in = own;
+    for (size_t r = 0; r < rank; ++r) before += t->bytes[r];
+    mca_coll_hccl_region_t own = {(const char*)rbuf + t->displs[rank], t->counts[rank], rdtype,
+                                  before};
+    call->recv.in = own;
   }
   return NULL;
 }
@@ -83,18 +58,17 @@ static bool allgatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, vo
                                     : "MPI_Allgatherv";
   call.persistent = persistent;
   call.desc.nonblocking = NULL != request ? 1 : 0;
-  size_t p = (size_t)ompi_comm_size(m->comm);
-  size_t* table = malloc(p * (2 * sizeof(size_t) + sizeof(ptrdiff_t)));
-  if (NULL == table) {
+  mca_coll_hccl_vtable_t t;
+  void* mem = NULL;
+  if (OMPI_SUCCESS != mca_coll_hccl_vtables((size_t)ompi_comm_size(m->comm), 1, &t, &mem)) {
     *rc = OMPI_ERR_OUT_OF_RESOURCE;
     return true;
   }
   const char* why =
-      describe_allgatherv(m, &call, sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, table,
-                          table + p, (ptrdiff_t*)(void*)(table + 2 * p));
+      describe_allgatherv(m, &call, sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, &t);
   bool taken = mca_coll_hccl_decide(m, &call, why);
   if (taken) *rc = mca_coll_hccl_run(m, &call, request);
-  free(table); /* the engine copied the counts, the staging its block table */
+  free(mem); /* the engine copied the counts, the staging its block table */
   return taken;
 }
 

@@ -24,7 +24,7 @@ static const char* describe_alltoall(mca_coll_hccl_module_t* m, mca_coll_hccl_ca
   d->elem_size = 1;
   d->count = per_pair;
   d->op = HCCL_OP_NONE;
-  if (0 == per_pair) return "nothing to move";
+  if (0 == per_pair) return mca_coll_hccl_nothing(call);
   if (!d->in_place) {
     if (mca_coll_hccl_bytes(sdtype, (size_t)scount) != per_pair)
       return "send and receive sizes differ";

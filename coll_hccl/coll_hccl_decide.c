@@ -18,8 +18,14 @@
 
 static void describe(const mca_coll_hccl_call_t* call, char* buf, size_t len) {
   const hccl_coll_desc_t* d = &call->desc;
-  const char* type = NULL != call->dtype ? call->dtype->name : "?";
-  const char* op = NULL != call->op ? call->op->o_name : "";
+  const char* type = NULL == call->dtype            ? "per-peer types"
+                     : '\0' == call->dtype->name[0] ? "derived type"
+                                                    : call->dtype->name;
+  /* a non-commutative op must run rank-ordered: say so next to the algorithm chosen */
+  char op[MPI_MAX_OBJECT_NAME + 24] = "";
+  if (NULL != call->op)
+    snprintf(op, sizeof op, "%s%s", call->op->o_name,
+             HCCL_OP_USER == d->op && !d->user_commutative ? " (non-commutative)" : "");
   switch (d->coll) {
     case HCCL_COLL_ALLREDUCE:
       snprintf(buf, len, "%zu x %s, %s, %zu bytes", d->count, type, op, call->bytes);
@@ -106,8 +112,14 @@ bool mca_coll_hccl_decide(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t*
                           const char* adapter_why) {
   char explain[512] = "";
   bool take = false;
-  if (NULL == adapter_why) adapter_why = why_not_engine(m);
-  if (NULL == adapter_why) {
+  if (call->empty && !mca_coll_hccl_component.force_floor) {
+    /* every rank completes it alike, on or off the engine: no peer waits for anything */
+    take = true;
+    adapter_why = "nothing to move, completed locally";
+  } else if (NULL == adapter_why) {
+    adapter_why = why_not_engine(m);
+  }
+  if (!take && NULL == adapter_why) {
     int rc = hccl_coll_supported(m->engine_comm, &call->desc, explain, sizeof explain);
     if (rc < 0) {
       /* Cannot be rank-dependent for a correct engine; say so loudly rather than hide it. */
@@ -125,19 +137,18 @@ bool mca_coll_hccl_decide(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t*
   return take;
 }
 
-bool mca_coll_hccl_decide_no_engine(mca_coll_hccl_module_t* m, const char* mpi_name,
-                                    ompi_datatype_t* dtype, int root, bool in_place,
-                                    const char* why) {
-  const char* adapter_why = why_not_engine(m);
-  if (wants_line(m)) {
-    char what[256];
-    const char* type = NULL != dtype ? dtype->name : "no data";
-    if (root >= 0) {
-      snprintf(what, sizeof what, "%s, root %d", type, root);
-    } else {
-      snprintf(what, sizeof what, "%s", type);
-    }
-    log_line(m, mpi_name, what, in_place, false, NULL != adapter_why ? adapter_why : why);
-  }
-  return path_is_prev(m, mpi_name);
+const char* mca_coll_hccl_nothing(mca_coll_hccl_call_t* call) {
+  call->empty = true;
+  return NULL;
+}
+
+void mca_coll_hccl_root_mismatch(mca_coll_hccl_call_t* call, size_t send_bytes, size_t recv_bytes) {
+  opal_output(mca_coll_hccl_component.output,
+              "%s: the root's own block is %zu bytes to send but %zu bytes to receive (MPI needs "
+              "matching type signatures); it is not copied and the call fails with "
+              "MPI_ERR_TRUNCATE",
+              call->mpi_name, send_bytes, recv_bytes);
+  call->error_after = MPI_ERR_TRUNCATE;
+  call->desc.in_place = 1;
+  call->desc.sendbuf = NULL;
 }

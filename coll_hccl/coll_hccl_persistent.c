@@ -45,6 +45,7 @@ static void persistent_complete(mca_coll_hccl_request_t* r, hccl_status_t st) {
     mpi_rc = mca_coll_hccl_error_code(st, why);
   } else {
     mpi_rc = mca_coll_hccl_stage_out(&r->call, r->tmp_recv);
+    if (MPI_SUCCESS == mpi_rc && 0 != r->call.error_after) mpi_rc = r->call.error_after;
   }
   hccl_req_free(r->engine_req);
   r->engine_req = NULL;
@@ -55,6 +56,13 @@ static void persistent_complete(mca_coll_hccl_request_t* r, hccl_status_t st) {
 static int start_one(mca_coll_hccl_request_t* r) {
   ompi_request_t* req = &r->super.super;
   if (!REQUEST_COMPLETE(req)) return MPI_ERR_REQUEST; /* still running */
+  if (r->call.empty) { /* nothing to move: every start completes at once */
+    req->req_status.MPI_ERROR = MPI_SUCCESS;
+    req->req_state = OMPI_REQUEST_ACTIVE;
+    req->req_complete = REQUEST_PENDING;
+    ompi_request_complete(req, true);
+    return OMPI_SUCCESS;
+  }
   int rc = mca_coll_hccl_stage_refill(&r->call, r->tmp_send, r->tmp_recv);
   req->req_status.MPI_ERROR = MPI_SUCCESS;
   req->req_state = OMPI_REQUEST_ACTIVE;
@@ -102,6 +110,12 @@ int mca_coll_hccl_persistent_init(mca_coll_hccl_module_t* m, const mca_coll_hccl
   if (HCCL_OP_USER == r->call.desc.op) {
     r->call.desc.user_fn = mca_coll_hccl_reduce_with_ompi;
     r->call.desc.user_ctx = r;
+  }
+  if (r->call.empty) { /* no temporaries, no plan (coll_hccl_request.c) */
+    OBJ_RETAIN(m->comm);
+    r->comm = m->comm;
+    *request = req;
+    return OMPI_SUCCESS;
   }
   char err[1] = ""; /* hccl_last_error() has the whole message */
   int rc = mca_coll_hccl_stage_in(&r->call, &r->tmp_send, &r->tmp_recv);

@@ -8,31 +8,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Fills the reduction part of a call; returns the adapter's reason to decline, or NULL. */
+/* Fills the reduction part of a call; returns the adapter's reason to decline, or NULL. The send
+ * side holds input_elems elements, the result is result_elems at the start of recvbuf (in place:
+ * recvbuf holds the input). Any op on any datatype (mca_coll_hccl_map_any_reduction): a type with
+ * gaps (MAXLOC/MINLOC pairs, a user op on a vector) runs on staged whole extents, reduced through
+ * Open MPI's op; only the data bytes of the result go back. */
 static const char* describe_reduction(mca_coll_hccl_call_t* call, hccl_coll_t coll,
                                       const void* sbuf, void* rbuf, size_t count,
-                                      size_t input_elems, ompi_datatype_t* dtype, ompi_op_t* op,
-                                      bool nonblocking) {
-  mca_coll_hccl_elem_t e;
-  const char* why = NULL;
-  size_t size = 0;
-  ompi_datatype_type_size(dtype, &size);
+                                      size_t input_elems, size_t result_elems,
+                                      ompi_datatype_t* dtype, ompi_op_t* op, bool nonblocking) {
   call->op = op;
   call->dtype = dtype;
-  call->bytes = input_elems * size;
+  call->bytes = mca_coll_hccl_bytes(dtype, input_elems);
   hccl_coll_desc_t* d = &call->desc;
   d->coll = coll;
   d->nonblocking = nonblocking ? 1 : 0;
   d->in_place = MPI_IN_PLACE == sbuf ? 1 : 0;
   d->count = count;
-  if (!mca_coll_hccl_map_reduction(dtype, op, &e, &why)) return why;
-  call->true_lb = e.true_lb;
-  d->sendbuf = d->in_place ? NULL : (const char*)sbuf + e.true_lb;
-  d->recvbuf = (char*)rbuf + e.true_lb;
-  d->dtype = e.dtype;
-  d->elem_size = e.elem_size;
-  d->op = e.op;
-  d->user_commutative = e.user_commutative;
+  if (0 == input_elems) return mca_coll_hccl_nothing(call);
+  mca_coll_hccl_reduction_t red;
+  const char* why = NULL;
+  if (!mca_coll_hccl_map_any_reduction(dtype, op, &red, &why)) return why;
+  call->true_lb = red.elem.true_lb;
+  d->dtype = red.elem.dtype;
+  d->elem_size = red.elem.elem_size;
+  d->op = red.elem.op;
+  d->user_commutative = red.elem.user_commutative;
+  if (!red.staged) {
+    d->sendbuf = d->in_place ? NULL : (const char*)sbuf + red.elem.true_lb;
+    d->recvbuf = (char*)rbuf + red.elem.true_lb;
+    return NULL;
+  }
+  mca_coll_hccl_region_t in = {d->in_place ? rbuf : sbuf, input_elems, dtype, 0};
+  mca_coll_hccl_region_t out = {rbuf, result_elems, dtype, 0};
+  if (!d->in_place) {
+    call->send.kind = MCA_COLL_HCCL_EXTENT;
+    call->send.bytes = input_elems * red.extent;
+    call->send.in = in;
+  }
+  call->recv.kind = MCA_COLL_HCCL_EXTENT;
+  call->recv.bytes = (d->in_place ? input_elems : result_elems) * red.extent;
+  if (d->in_place) call->recv.in = in;
+  call->recv.out = out;
   return NULL;
 }
 
@@ -47,7 +64,7 @@ static bool allreduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* 
                                     : "MPI_Allreduce";
   call.persistent = persistent;
   const char* why = describe_reduction(&call, HCCL_COLL_ALLREDUCE, sbuf, rbuf, (size_t)count,
-                                       (size_t)count, dtype, op, NULL != request);
+                                       (size_t)count, (size_t)count, dtype, op, NULL != request);
   if (!mca_coll_hccl_decide(m, &call, why)) return false;
   *rc = mca_coll_hccl_run(m, &call, request);
   return true;
@@ -90,7 +107,7 @@ static bool reduce_scatter_block(const void* sbuf, void* rbuf, int rcount, ompi_
   size_t p = (size_t)ompi_comm_size(m->comm);
   const char* why =
       describe_reduction(&call, HCCL_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, (size_t)rcount,
-                         p * (size_t)rcount, dtype, op, NULL != request);
+                         p * (size_t)rcount, (size_t)rcount, dtype, op, NULL != request);
   if (!mca_coll_hccl_decide(m, &call, why)) return false;
   *rc = mca_coll_hccl_run(m, &call, request);
   return true;
@@ -144,8 +161,8 @@ static bool reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, omp
     counts[i] = (size_t)rcounts[i];
     total += counts[i];
   }
-  const char* why = describe_reduction(&call, HCCL_COLL_REDUCE_SCATTER, sbuf, rbuf, 0, total, dtype,
-                                       op, NULL != request);
+  const char* why = describe_reduction(&call, HCCL_COLL_REDUCE_SCATTER, sbuf, rbuf, 0, total,
+                                       counts[ompi_comm_rank(m->comm)], dtype, op, NULL != request);
   call.desc.recvcounts = counts;
   bool taken = mca_coll_hccl_decide(m, &call, why);
   if (taken) *rc = mca_coll_hccl_run(m, &call, request);

@@ -116,6 +116,12 @@ static int start(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
 int mca_coll_hccl_run(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
                       ompi_request_t** request) {
   if (call->persistent) return mca_coll_hccl_persistent_init(m, call, request);
+  if (call->empty) {
+    /* As Open MPI's own MPI layer does for a count of 0: a request that is already complete,
+     * which MPI_Wait/MPI_Test free to MPI_REQUEST_NULL and the retain calls leave alone. */
+    if (NULL != request) *request = &ompi_request_empty;
+    return OMPI_SUCCESS;
+  }
   if (NULL != request) return start(m, call, request);
   ompi_request_t* req = NULL;
   int rc = start(m, call, &req);
@@ -151,6 +157,7 @@ static void finish(mca_coll_hccl_request_t* r, hccl_status_t st) {
     mpi_rc = mca_coll_hccl_error_code(st, why);
   } else {
     mpi_rc = mca_coll_hccl_stage_out(call, r->tmp_recv);
+    if (MPI_SUCCESS == mpi_rc && 0 != call->error_after) mpi_rc = call->error_after;
   }
   hccl_req_free(r->engine_req);
   r->engine_req = NULL;

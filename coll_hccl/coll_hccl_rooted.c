@@ -62,7 +62,7 @@ static const char* describe_bcast(mca_coll_hccl_module_t* m, mca_coll_hccl_call_
   d->elem_size = 1;
   d->count = bytes;
   d->op = HCCL_OP_NONE;
-  if (0 == bytes) return "nothing to move";
+  if (0 == bytes) return mca_coll_hccl_nothing(call);
   bool is_root = ompi_comm_rank(m->comm) == root;
   /* The root's buffer is the input and is never written; every other rank's is the result. */
   d->recvbuf = mca_coll_hccl_side(&call->recv, buf, (size_t)count, dtype, is_root, !is_root);
@@ -116,6 +116,7 @@ static const char* describe_reduce(mca_coll_hccl_module_t* m, mca_coll_hccl_call
   d->root = root;
   d->in_place = is_root && MPI_IN_PLACE == sbuf ? 1 : 0;
   d->count = (size_t)count;
+  if (0 == count) return mca_coll_hccl_nothing(call);
   mca_coll_hccl_reduction_t red;
   const char* why = NULL;
   if (!mca_coll_hccl_map_any_reduction(dtype, op, &red, &why)) return why;
@@ -124,7 +125,6 @@ static const char* describe_reduce(mca_coll_hccl_module_t* m, mca_coll_hccl_call
   d->elem_size = red.elem.elem_size;
   d->op = red.elem.op;
   d->user_commutative = red.elem.user_commutative;
-  if (0 == count) return "nothing to move";
   const void* input = d->in_place ? rbuf : sbuf;
   if (!red.staged) {
     d->sendbuf = d->in_place ? NULL : (const char*)sbuf + red.elem.true_lb;
@@ -205,14 +205,14 @@ static const char* describe_scatter(mca_coll_hccl_module_t* m, mca_coll_hccl_cal
   call->dtype = is_root ? sdtype : rdtype;
   call->bytes = p * per_rank;
   d->count = per_rank;
-  if (0 == per_rank) return "nothing to move";
+  if (0 == per_rank) return mca_coll_hccl_nothing(call);
+  if (is_root && !d->in_place && mca_coll_hccl_bytes(rdtype, (size_t)rcount) != per_rank)
+    mca_coll_hccl_root_mismatch(call, per_rank, mca_coll_hccl_bytes(rdtype, (size_t)rcount));
   if (d->in_place) { /* the root's send buffer is its output, and nothing is written there */
     d->recvbuf = mca_coll_hccl_side(&call->recv, sbuf, p * (size_t)scount, sdtype, true, false);
     return NULL;
   }
   if (is_root) {
-    if (mca_coll_hccl_bytes(rdtype, (size_t)rcount) != per_rank)
-      return "the root's receive size differs from its send size per rank";
     d->sendbuf = mca_coll_hccl_side(&call->send, sbuf, p * (size_t)scount, sdtype, true, false);
   }
   d->recvbuf = mca_coll_hccl_side(&call->recv, rbuf, (size_t)rcount, rdtype, false, true);
@@ -326,10 +326,10 @@ static const char* describe_gather(mca_coll_hccl_module_t* m, mca_coll_hccl_call
   call->dtype = is_root ? rdtype : sdtype;
   call->bytes = p * per_rank;
   d->count = per_rank;
-  if (0 == per_rank) return "nothing to move";
+  if (0 == per_rank) return mca_coll_hccl_nothing(call);
+  if (is_root && !d->in_place && mca_coll_hccl_bytes(sdtype, (size_t)scount) != per_rank)
+    mca_coll_hccl_root_mismatch(call, mca_coll_hccl_bytes(sdtype, (size_t)scount), per_rank);
   if (!d->in_place) {
-    if (is_root && mca_coll_hccl_bytes(sdtype, (size_t)scount) != per_rank)
-      return "the root's send size differs from its receive size per rank";
     d->sendbuf = mca_coll_hccl_side(&call->send, sbuf, (size_t)scount, sdtype, true, false);
   }
   if (!is_root) return NULL; /* nothing is written on a non-root */

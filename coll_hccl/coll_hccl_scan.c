@@ -29,6 +29,7 @@ static const char* describe_scan(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t
   d->coll = exclusive ? HCCL_COLL_EXSCAN : HCCL_COLL_SCAN;
   d->in_place = MPI_IN_PLACE == sbuf ? 1 : 0;
   d->count = (size_t)count;
+  if (0 == count) return mca_coll_hccl_nothing(call);
   mca_coll_hccl_reduction_t red;
   const char* why = NULL;
   if (!mca_coll_hccl_map_any_reduction(dtype, op, &red, &why)) return why;
@@ -37,7 +38,6 @@ static const char* describe_scan(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t
   d->elem_size = red.elem.elem_size;
   d->op = red.elem.op;
   d->user_commutative = red.elem.user_commutative;
-  if (0 == count) return "nothing to move";
   bool writes = !(exclusive && 0 == ompi_comm_rank(m->comm)); /* Exscan: nothing on rank 0 */
   if (!red.staged) {
     d->sendbuf = d->in_place ? NULL : (const char*)sbuf + red.elem.true_lb;

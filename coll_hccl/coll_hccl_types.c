@@ -3,7 +3,8 @@
  *
  * Predefined op on predefined type: the engine's own enums (its kernels). User op: the engine calls
  * back into Open MPI's reduction (ompi_op_reduce), which handles any datatype, as long as the
- * elements are contiguous in memory. Everything else goes to the previous component.
+ * elements are contiguous in memory. The collectives reduce everything else on staged whole
+ * extents (mca_coll_hccl_map_any_reduction, coll_hccl_rooted.c).
  * Open MPI 4.1 has no MPI_FLOAT16/bfloat16 type, so HCCL_DT_FLOAT16/BFLOAT16 are never produced.
  */
 #include "coll_hccl.h"
@@ -138,7 +139,7 @@ bool mca_coll_hccl_map_reduction(ompi_datatype_t* dtype, ompi_op_t* op, mca_coll
 
   if (ompi_op_is_intrinsic(op)) {
     if (MPI_MAXLOC == op || MPI_MINLOC == op) {
-      *why = "MAXLOC/MINLOC (pair types) are left to the previous component";
+      *why = "MAXLOC/MINLOC have no engine kernel";
       return false;
     }
     if (!map_op(op, &out->op)) {

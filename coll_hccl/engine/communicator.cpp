@@ -336,6 +336,9 @@ hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
       // on what every rank knows alike, none of the counts.
       ci.count = 0;
       ci.uneven = true;
+      // Only generators that build a rank's schedule from its own count may serve: the root
+      // could build any, a non-root not, and every rank must choose alike.
+      ci.rankLocal = true;
       const size_t* counts = gather ? d.recvcounts : d.sendcounts;
       if (me == root) {
         if (!counts) {
@@ -373,6 +376,7 @@ hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
       ci.coll = Collective::AllToAllV;
       ci.count = 0;  // every rank knows its row and column only
       ci.uneven = true;
+      ci.rankLocal = true;
       s.problem =
           algo::Problem::allToAllVAt(p, static_cast<std::uint32_t>(rank_), send, recv, ci.inPlace);
       break;

@@ -121,5 +121,43 @@ TEST(EveryCollective, RankLocalCallsIgnoreCountsAndTakeDirectAlgorithms) {
   }
 }
 
+// What the engine runs for MPI_Gatherv and MPI_Scatterv: every rank decides without counts and
+// builds its schedule from what it knows (the root every count, a non-root its own). Over several
+// servers that is the flat plan: split by server, a non-root would need its server's counts,
+// which it does not have, while the root could compose; the two disagreed and the root hung.
+TEST(EveryCollective, RankLocalGatherAndScatterComposeFromWhatEachRankKnows) {
+  for (const Layout& lay : {Layout::servers(1, 4), Layout::servers(2, 2), Layout::servers(3, 2),
+                            Layout::servers(2, 3)}) {
+    Selector sel(lay.shape(), settingsWith({}), defaultCostModel());
+    const std::uint32_t p = lay.ranks();
+    std::vector<std::uint64_t> counts(p);
+    for (std::uint32_t r = 0; r < p; ++r) counts[r] = (r * 5 + 3) % 4;  // zeros among others
+    for (Collective c : {Collective::Gather, Collective::Scatter}) {
+      CallInfo call = callOf(c, 0);
+      call.rankLocal = call.uneven = true;
+      const Decision d = sel.decide(call);
+      ASSERT_TRUE(d.ok()) << lay.describe() << " " << name(c) << ": " << d.error;
+      if (lay.shape().levels.size() > 1) {
+        EXPECT_EQ(planOf(d.plan).name(), "flat") << lay.describe() << ": " << d.summary();
+      }
+      for (std::uint32_t root = 0; root < p; ++root) {
+        const Problem whole = c == Collective::Gather ? Problem::gatherV(counts, root)
+                                                      : Problem::scatterV(counts, root);
+        Schedule s{whole, {}};
+        for (std::uint32_t r = 0; r < p; ++r) {
+          const Problem mine = whole.localView(r);
+          ASSERT_NO_THROW(s.ranks.push_back(compose(lay, d, mine, r)))
+              << lay.describe() << " " << name(c) << " root " << root << " rank " << r << ": "
+              << d.summary();
+        }
+        const auto issues = verify(s);
+        EXPECT_TRUE(issues.empty())
+            << lay.describe() << " " << name(c) << " root " << root << ": " << d.summary() << "\n"
+            << describe(issues);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hccl::algo
