@@ -97,6 +97,13 @@ def decision_regex(level0=None, level1=None, flat=False):
     return r"-> hccl: " + part(0, level0) + r".*, " + part(1, level1)
 
 
+def rank_local_regex():
+    """Gatherv and Scatterv, whose non-roots know only their own counts: on several servers the
+    outermost level's algorithm runs flat over every rank, and the line says why."""
+    return (r"_I?(Gatherv|Scatterv)(_init)? on .*-> hccl: level1 \S+ \([^)]*flat over all ranks: "
+            r"a rank-local")
+
+
 def uneven_regex(level0=None):
     """Decisions on servers of unequal size: AHC (with its intra-server level0 part), or the
     outermost level's algorithm flat over all ranks when the model or a constraint says so."""
@@ -129,7 +136,8 @@ def algo_env(setting):
 def jobs_for(layout, progs, probe):
     """The job list of a layout. progs: name -> path of the tests/mpi programs."""
     jobs = []
-    auto = decision_regex() if layout.symmetric else uneven_regex()
+    auto = (r"(" + decision_regex() + r"|" + rank_local_regex() + r")" if layout.symmetric
+            else uneven_regex())
     smoke = progs["smoke"]
     # The automatic choice, with the transport evidence.
     jobs.append(Job("auto_smoke", smoke, [], decisions=auto,
