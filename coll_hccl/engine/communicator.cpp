@@ -537,7 +537,8 @@ hccl_status_t Communicator::start(const hccl_coll_desc_t& desc, std::unique_ptr<
                       desc.in_place ? nullptr : desc.sendbuf,
                       desc.recvbuf,
                       desc.user_fn,
-                      desc.user_ctx};
+                      desc.user_ctx,
+                      std::nullopt};
   if (idle_.empty()) {
     req = std::make_unique<Request>(*this);
   } else {
@@ -548,6 +549,8 @@ hccl_status_t Communicator::start(const hccl_coll_desc_t& desc, std::unique_ptr<
 }
 
 hccl_status_t Communicator::prepare(const hccl_coll_desc_t& desc, Prepared& out, std::string& err) {
+  // Taken before anything can fail, so that every rank's init takes one number whatever happens.
+  const std::uint32_t seq = seq_++;
   CallShape shape;
   if (const hccl_status_t st = describe(desc, shape, err); st != HCCL_SUCCESS) return st;
   std::shared_ptr<const Plan> plan = planFor(shape, err);
@@ -556,8 +559,13 @@ hccl_status_t Communicator::prepare(const hccl_coll_desc_t& desc, Prepared& out,
     err = "user op without a function";
     return HCCL_ERR_ARG;
   }
-  out = Prepared{std::move(shape), std::move(plan), desc.in_place ? nullptr : desc.sendbuf,
-                 desc.recvbuf,     desc.user_fn,    desc.user_ctx};
+  out = Prepared{std::move(shape),
+                 std::move(plan),
+                 desc.in_place ? nullptr : desc.sendbuf,
+                 desc.recvbuf,
+                 desc.user_fn,
+                 desc.user_ctx,
+                 seq};
   return HCCL_SUCCESS;
 }
 
@@ -588,9 +596,9 @@ hccl_status_t Communicator::launch(const Prepared& call, std::unique_ptr<Request
       reduction.emplace(Reduction::predefined(*s.info.type, *s.info.op));
     }
   }
-  // Every start takes the next number, persistent or not: MPI orders a communicator's
-  // collectives, started persistent ones included, alike on every rank.
-  const std::uint32_t seq = seq_++;
+  // A nonblocking or blocking call takes the next number at its start; a persistent one has
+  // its init's number (Prepared::seq).
+  const std::uint32_t seq = call.seq ? *call.seq : seq_++;
   if (!req->start(call.plan, call.send, call.recv, s.info.elemSize, std::move(reduction), seq,
                   s.info.coll, s.info.bytes())) {
     err = req->error();

@@ -90,6 +90,12 @@ class Communicator {
     void* recv = nullptr;
     hccl_user_op_fn userFn = nullptr;
     void* userCtx = nullptr;
+    // A persistent call's number, taken at init: MPI-4 matches persistent collectives in the
+    // order of their init calls, and ranks may start them in different orders (MPICH's p_order
+    // starts a Bcast and a Barrier in opposite orders on rank 0 and the others). Every start
+    // reuses it: a restart follows the local completion of the previous one, and equal tags
+    // between a pair match in posting order.
+    std::optional<std::uint32_t> seq;
   };
   hccl_status_t prepare(const hccl_coll_desc_t& desc, Prepared& out, std::string& err);
   // Starts a prepared call on `req` (a fresh or recycled Request of this communicator).
