@@ -3,6 +3,7 @@
 // machine state. `hccl_bench --help` lists the options; mpi_examples/README.md explains the output.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,8 @@
 #include <iostream>
 #include <memory>
 #include <variant>
+
+#include <fmt/core.h>
 
 #include "bench/collective.hpp"
 #include "bench/measure.hpp"
@@ -104,6 +107,29 @@ bench::Row measureSize(const bench::Call& call, const Options& o,
   return row;
 }
 
+// Under `--mca coll hccl` Open MPI loads no other collective component, so a side whose
+// preference excludes hccl would have none: Open MPI 4.1.4 reports that and then crashes
+// (mca_coll_base_comm_unselect). Refused up front instead, saying what to run.
+bool sidesKeepHccl(const Options& o, int rank) {
+  std::vector<std::pair<std::string, std::string>> prefs = {{"--a-preference", o.preferA},
+                                                            {"--compare", o.compare}};
+  for (const auto& pref : o.also) prefs.emplace_back("--also", pref);
+  for (const auto& [option, value] : prefs) {
+    const auto excluded = examples::parseCollPreference(value).exclude;
+    if (std::find(excluded.begin(), excluded.end(), "hccl") == excluded.end()) continue;
+    if (rank == 0)
+      fmt::print(stderr,
+                 "hccl_bench: {} '{}' excludes coll_hccl, but Open MPI runs with coll_hccl as its "
+                 "only collective component (OMPI_MCA_coll, mpirun --mca coll hccl): that side "
+                 "would have no collectives at all. To compare with Open MPI's own components, "
+                 "run without --mca coll (coll_hccl by priority beside them); under --mca coll "
+                 "hccl, give {} a value that keeps hccl.\n",
+                 option, value, option);
+    return false;
+  }
+  return true;
+}
+
 // The plot's gnuplot script is made here and rendered after MPI_Finalize (a child process
 // is safer outside MPI).
 int run(const Options& o, int rank, int size, std::string* plotScript) {
@@ -115,7 +141,12 @@ int run(const Options& o, int rank, int size, std::string* plotScript) {
 
   // Statistics and checks travel on a third communicator without coll_hccl, so the component
   // under test never carries the numbers that judge it.
-  MPI_Comm control = examples::controlComm(MPI_COMM_WORLD);
+  bool alone = false;
+  MPI_Comm control = examples::controlComm(MPI_COMM_WORLD, &alone);
+  if (alone && !sidesKeepHccl(o, rank)) {
+    MPI_Comm_free(&control);
+    return 2;
+  }
   if (!jsonWritable(o, rank, control)) {
     MPI_Comm_free(&control);
     return 2;
