@@ -36,7 +36,7 @@ class LevelsPlan final : public Plan {
     if ((call.coll == Collective::Scan || call.coll == Collective::Exscan) &&
         shape.levels.size() >= 2 && !shape.blockOrder)
       return fmt::format(
-          "servers do not hold consecutive ranks, and a {} split by server would "
+          "servers do not hold consecutive ranks: split by server, {} would "
           "combine other ranks than the lower ones",
           hccl::name(call.coll));
     if (!s.needsRankOrder(call) || shape.levels.size() < 2) return {};
