@@ -204,5 +204,41 @@ TEST(HierCollectives, RankOrderHoldsOnConsecutiveServers) {
   EXPECT_TRUE(composedRankOrdered(Layout::uneven({3, 3}, true), algs, Collective::Scan));
 }
 
+// The tree plan (plan_tree.cpp): the whole vector level by level, outer first, every root, every
+// Broadcast algorithm at every level, symbolically verified; the outermost links carry at least
+// the whole vector into every other unit.
+TEST(HierCollectives, TreePlanBroadcast) {
+  std::size_t tree = 0;
+  const auto table = planTable();
+  while (tree < table.size() && table[tree]->name() != "tree") ++tree;
+  ASSERT_LT(tree, table.size());
+  std::size_t k = 0;
+  for (const Layout& lay :
+       {Layout::servers(2, 2), Layout::servers(3, 4), Layout::servers(8, 8), Layout::pods(2, 2, 2),
+        Layout::pods(3, 2, 3), Layout::uneven({3, 3}, true)}) {
+    const std::uint32_t p = lay.ranks();
+    for (std::uint32_t root : rootsFor(p))
+      for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{1000}}) {
+        const LevelAlgorithms algs = combo(Collective::Broadcast, k++);
+        const PlanKey key{static_cast<std::uint8_t>(tree), algs, std::nullopt};
+        Schedule s{Problem::broadcast(p, n, root), {}};
+        for (std::uint32_t r = 0; r < p; ++r) s.ranks.push_back(compose(lay, key, s.problem, r));
+        const auto issues = verify(s, {});
+        EXPECT_TRUE(issues.empty()) << lay.describe() << " " << toString(s.problem) << "\n"
+                                    << describe(issues);
+        std::uint64_t top = 0;
+        const int outer = lay.shape().levels.back().level;
+        for (const RankSchedule& r : s.ranks)
+          for (const Step& st : r.steps)
+            for (const Transfer& t : st.xfers)
+              if (t.level == outer && t.dir == Dir::Recv) top += t.slice.count;
+        // At least the whole vector into every other unit (scatter-based Broadcasts forward
+        // pieces through intermediate ranks, so more for some algorithms).
+        EXPECT_GE(top, n * (lay.shape().levels.back().size - 1)) << lay.describe();
+        if (HasFailure()) return;
+      }
+  }
+}
+
 }  // namespace
 }  // namespace hccl::algo
