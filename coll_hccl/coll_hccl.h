@@ -487,6 +487,16 @@ int mca_coll_hccl_alltoallw_init(const void* sbuf, const int* scounts, const int
 mca_coll_base_module_t* mca_coll_hccl_inter_query(ompi_communicator_t* comm);
 void mca_coll_hccl_neighbor_install(mca_coll_base_module_t* m);
 
+/* The prologue of every entry (coll_hccl_decide.c): zeroes the call, names it after its form
+ * (names[0] blocking, [1] MPI_I* when request is non-NULL, [2] MPIX_*_init when persistent) and
+ * records the form in call->persistent and desc.nonblocking. */
+void mca_coll_hccl_call_init(mca_coll_hccl_call_t* call, const char* const names[3],
+                             ompi_request_t** request, bool persistent);
+/* Decides (mca_coll_hccl_decide) and, when the engine takes the call, runs it with *rc its
+ * result; false means the previous component or the floor must run it. */
+bool mca_coll_hccl_offer(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
+                         const char* adapter_why, ompi_request_t** request, int* rc);
+
 /* Decision (coll_hccl_decide.c): asks the engine and prints the per-call line. Returns true if
  * the engine takes the call; `adapter_why` non-NULL means the adapter already declined. A call
  * the engine does not take goes to the previous component when there is one (and

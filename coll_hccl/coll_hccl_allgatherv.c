@@ -51,13 +51,9 @@ static bool allgatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, vo
                        const int* rcounts, const int* disps, ompi_datatype_t* rdtype,
                        mca_coll_hccl_module_t* m, ompi_request_t** request, bool persistent,
                        int* rc) {
+  static const char* const names[3] = {"MPI_Allgatherv", "MPI_Iallgatherv", "MPIX_Allgatherv_init"};
   mca_coll_hccl_call_t call;
-  memset(&call, 0, sizeof call);
-  call.mpi_name = persistent        ? "MPIX_Allgatherv_init"
-                  : NULL != request ? "MPI_Iallgatherv"
-                                    : "MPI_Allgatherv";
-  call.persistent = persistent;
-  call.desc.nonblocking = NULL != request ? 1 : 0;
+  mca_coll_hccl_call_init(&call, names, request, persistent);
   mca_coll_hccl_vtable_t t;
   void* mem = NULL;
   if (OMPI_SUCCESS != mca_coll_hccl_vtables((size_t)ompi_comm_size(m->comm), 1, &t, &mem)) {
@@ -66,8 +62,7 @@ static bool allgatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, vo
   }
   const char* why =
       describe_allgatherv(m, &call, sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, &t);
-  bool taken = mca_coll_hccl_decide(m, &call, why);
-  if (taken) *rc = mca_coll_hccl_run(m, &call, request);
+  bool taken = mca_coll_hccl_offer(m, &call, why, request, rc);
   free(mem); /* the engine copied the counts, the staging its block table */
   return taken;
 }

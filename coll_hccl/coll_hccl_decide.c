@@ -137,6 +137,21 @@ bool mca_coll_hccl_decide(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t*
   return take;
 }
 
+void mca_coll_hccl_call_init(mca_coll_hccl_call_t* call, const char* const names[3],
+                             ompi_request_t** request, bool persistent) {
+  memset(call, 0, sizeof *call);
+  call->mpi_name = names[persistent ? 2 : NULL != request ? 1 : 0];
+  call->persistent = persistent;
+  call->desc.nonblocking = NULL != request ? 1 : 0;
+}
+
+bool mca_coll_hccl_offer(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
+                         const char* adapter_why, ompi_request_t** request, int* rc) {
+  if (!mca_coll_hccl_decide(m, call, adapter_why)) return false;
+  *rc = mca_coll_hccl_run(m, call, request);
+  return true;
+}
+
 const char* mca_coll_hccl_nothing(mca_coll_hccl_call_t* call) {
   call->empty = true;
   return NULL;

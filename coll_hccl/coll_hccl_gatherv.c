@@ -57,13 +57,9 @@ static const char* describe_gatherv(mca_coll_hccl_module_t* m, mca_coll_hccl_cal
 static bool gatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
                     const int* rcounts, const int* displs, ompi_datatype_t* rdtype, int root,
                     mca_coll_hccl_module_t* m, ompi_request_t** request, bool persistent, int* rc) {
+  static const char* const names[3] = {"MPI_Gatherv", "MPI_Igatherv", "MPIX_Gatherv_init"};
   mca_coll_hccl_call_t call;
-  memset(&call, 0, sizeof call);
-  call.mpi_name = persistent        ? "MPIX_Gatherv_init"
-                  : NULL != request ? "MPI_Igatherv"
-                                    : "MPI_Gatherv";
-  call.persistent = persistent;
-  call.desc.nonblocking = NULL != request ? 1 : 0;
+  mca_coll_hccl_call_init(&call, names, request, persistent);
   mca_coll_hccl_vtable_t t;
   void* mem = NULL;
   if (OMPI_SUCCESS != mca_coll_hccl_vtables((size_t)ompi_comm_size(m->comm), 1, &t, &mem)) {
@@ -72,8 +68,7 @@ static bool gatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, void*
   }
   const char* why =
       describe_gatherv(m, &call, sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, &t);
-  bool taken = mca_coll_hccl_decide(m, &call, why);
-  if (taken) *rc = mca_coll_hccl_run(m, &call, request);
+  bool taken = mca_coll_hccl_offer(m, &call, why, request, rc);
   free(mem); /* the engine copied the counts, the staging its block table */
   return taken;
 }

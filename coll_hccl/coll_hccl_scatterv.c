@@ -59,13 +59,9 @@ static bool scatterv(const void* sbuf, const int* scounts, const int* displs,
                      ompi_datatype_t* sdtype, void* rbuf, int rcount, ompi_datatype_t* rdtype,
                      int root, mca_coll_hccl_module_t* m, ompi_request_t** request, bool persistent,
                      int* rc) {
+  static const char* const names[3] = {"MPI_Scatterv", "MPI_Iscatterv", "MPIX_Scatterv_init"};
   mca_coll_hccl_call_t call;
-  memset(&call, 0, sizeof call);
-  call.mpi_name = persistent        ? "MPIX_Scatterv_init"
-                  : NULL != request ? "MPI_Iscatterv"
-                                    : "MPI_Scatterv";
-  call.persistent = persistent;
-  call.desc.nonblocking = NULL != request ? 1 : 0;
+  mca_coll_hccl_call_init(&call, names, request, persistent);
   mca_coll_hccl_vtable_t t;
   void* mem = NULL;
   if (OMPI_SUCCESS != mca_coll_hccl_vtables((size_t)ompi_comm_size(m->comm), 1, &t, &mem)) {
@@ -74,8 +70,7 @@ static bool scatterv(const void* sbuf, const int* scounts, const int* displs,
   }
   const char* why =
       describe_scatterv(m, &call, sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, &t);
-  bool taken = mca_coll_hccl_decide(m, &call, why);
-  if (taken) *rc = mca_coll_hccl_run(m, &call, request);
+  bool taken = mca_coll_hccl_offer(m, &call, why, request, rc);
   free(mem); /* the engine copied the counts, the staging its block table */
   return taken;
 }
