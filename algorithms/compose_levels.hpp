@@ -35,5 +35,11 @@ struct Composer {
 void composeReduce(const Composer& c, const std::vector<int>& used, const Problem& pb);
 // hier_alltoall.cpp: AllToAll over exactly two levels `used` (inner first).
 void composeAllToAll(const Composer& c, const std::vector<int>& used, const Problem& pb);
+// hier_barrier.cpp: Barrier over the levels `used` (inner first, at least 2).
+void composeBarrier(const Composer& c, const std::vector<int>& used);
+// hier_scan.cpp: Scan and Exscan over the levels `used`; servers must hold consecutive ranks.
+void composeScan(const Composer& c, const std::vector<int>& used, const Problem& pb);
+// hier_broadcast.cpp: Broadcast over the levels `used` (inner first, at least 2).
+void composeBroadcast(const Composer& c, const std::vector<int>& used, const Problem& pb);
 
 }  // namespace hccl::algo

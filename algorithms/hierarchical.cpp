@@ -186,31 +186,6 @@ void scatter(const Composer& c, const std::vector<int>& used, const Problem& pb)
   }
 }
 
-// Broadcast on two levels, HCCL's order (intra Scatter, inter Broadcast, intra AllGather) made to
-// respect the write contract (the root's buffer is not output, so the root receives nothing):
-// the root's server first gets the whole vector by a level0 Broadcast (the root only sends);
-// then piece j (the vector split evenly over a server's ranks) goes from the root's server's
-// rank j to the ranks of local index j on every server (level1 Broadcast); the other servers
-// finish with a level0 AllGather of the pieces. Each piece crosses the server links once.
-void broadcast(const Composer& c, const std::vector<int>& used, const Problem& pb) {
-  const Layout& L = c.layout;
-  const int l0 = used[0], l1 = used[1];
-  const std::vector<std::uint32_t>& rootServer = L.groupOf(l0, pb.root);
-  const bool onRootServer =
-      std::find(rootServer.begin(), rootServer.end(), c.me) != rootServer.end();
-  const auto g0 = static_cast<std::uint32_t>(L.groupOf(l0, c.me).size());
-  const auto g1 = static_cast<std::uint32_t>(L.groupOf(l1, c.me).size());
-  const Blocks pieces = Blocks::even(pb.total(), g0);
-  const std::uint32_t j = L.indexIn(l0, c.me);
-  const BufferRegion whole{Buf::Output, 0}, tmp{Buf::Scratch, 0};
-  if (onRootServer)
-    c.phase(l0, Problem::broadcast(g0, pb.total(), L.indexIn(l0, pb.root)), whole, whole, tmp);
-  const BufferRegion piece{Buf::Output, pieces.offset(j)};
-  c.phase(l1, Problem::broadcast(g1, pieces.count(j), L.indexIn(l1, pb.root)), piece, piece, tmp);
-  if (!onRootServer)
-    c.phase(l0, Problem{Collective::AllGather, g0, 0, true, pieces}, whole, whole, tmp);
-}
-
 }  // namespace
 
 RankSchedule composeLevels(const Layout& layout, const LevelAlgorithms& algs, const Problem& pb,
@@ -251,10 +226,18 @@ RankSchedule composeLevels(const Layout& layout, const LevelAlgorithms& algs, co
       scatter(c, used, pb);
       break;
     case Collective::Broadcast:
-      if (used.size() != 2)  // three levels: not split yet
+      composeBroadcast(c, used, pb);
+      break;
+    case Collective::Barrier:
+      composeBarrier(c, used);
+      break;
+    case Collective::Scan:
+    case Collective::Exscan:
+      // Interleaved servers hold no prefix range of ranks: flat (plan_levels.cpp says why).
+      if (!layout.blockOrder())
         return composeFlat(layout, algs[static_cast<std::size_t>(used.back())], used.back(), pb,
                            rank);
-      broadcast(c, used, pb);
+      composeScan(c, used, pb);
       break;
     case Collective::Reduce:
       composeReduce(c, used, pb);
@@ -301,7 +284,9 @@ bool levelsRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Collec
   const bool composed =
       c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::AllGather ||
       c == Collective::Scatter || c == Collective::Gather || c == Collective::Reduce ||
-      ((c == Collective::Broadcast || c == Collective::AllToAll) && used.size() == 2);
+      c == Collective::Broadcast || c == Collective::Barrier ||
+      ((c == Collective::Scan || c == Collective::Exscan) && layout.blockOrder()) ||
+      (c == Collective::AllToAll && used.size() == 2);
   if (!layout.symmetric() || !composed) {  // flat over every rank with the outermost algorithm
     const GeneratorSpec* spec =
         findGenerator(algs[static_cast<std::size_t>(used.empty() ? 0 : used.back())], c);
@@ -314,7 +299,8 @@ bool levelsRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Collec
     const Algorithm a = algs[static_cast<std::size_t>(used[i])];
     // AllReduce and Reduce reduce-scatter at the inner levels (their AllGather/Gather only copy).
     const bool splits = c == Collective::AllReduce || c == Collective::Reduce;
-    const Collective phaseColl = splits && i + 1 < used.size() ? Collective::ReduceScatter : c;
+    Collective phaseColl = splits && i + 1 < used.size() ? Collective::ReduceScatter : c;
+    if (c == Collective::Scan && i > 0) phaseColl = Collective::Exscan;  // totals' prefix
     const GeneratorSpec* spec = findGenerator(a, phaseColl);
     if (!spec || !spec->rankOrdered) return false;
   }

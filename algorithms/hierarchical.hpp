@@ -13,14 +13,18 @@
 //   Scatter        top Sc -> ... -> L0 Sc: the root scatters server-sized units between servers,
 //                  each receiving rank (same local index as the root) within its server.
 //   Gather         the Scatter composition run backwards (reverse.hpp).
-//   Broadcast      two levels: L0 Broadcast on the root's server, L1 Broadcast of one piece per
-//                  server rank, L0 AllGather on the other servers (HCCL's intra Scatter, inter
-//                  Broadcast, intra AllGather, with the root receiving nothing).
+//   Broadcast      L0 Bc on the root's server -> L1 Bc of one piece per server rank -> ... ->
+//                  top Bc -> ... -> L0 AG on the other servers (hier_broadcast.cpp: HCCL's
+//                  intra Scatter, inter Broadcast, intra AllGather, nested, the root receiving
+//                  nothing).
+//   Barrier        L0 Barrier -> L1 Barrier -> ... (hier_barrier.cpp).
+//   Scan, Exscan   L0 Scan -> L1 Exscan of server totals -> ... -> L1 Bc -> L0 Bc and combine
+//                  (hier_scan.cpp); servers in rank order only, else flat.
 //   Reduce         L0 RS -> ... -> top Reduce -> ... -> L0 Gather (hier_reduce.cpp): HCCL's intra
 //                  RS, inter Reduce, intra Gather; each Gather only in the root's unit.
 //   AllToAll       two levels: L0 AllToAll (each rank collects what its server sends to its local
 //                  index's ranks), L1 AllToAll among same-index ranks (hier_alltoall.cpp).
-//   Others (AllToAllV, Barrier, Scan, Exscan; Broadcast, AllToAll on three levels): not split by
+//   Others (AllToAllV; AllToAll on three levels): not split by
 //                  level yet; the outermost level's algorithm over every rank.
 //
 // Data is laid out server by server. When servers do not hold consecutive rank ranges (MPI rank

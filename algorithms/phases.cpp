@@ -89,15 +89,29 @@ std::vector<std::vector<Phase>> phasesPerLevel(Collective c, const CommShape& sh
       }
       break;
     }
-    case Collective::Broadcast:
-      if (k != 2) {  // not split over three levels yet
+    case Collective::Broadcast: {
+      // Level i: the Broadcast of region_i (the root's units) and the AllGather of its pieces
+      // (the other units); the top level only broadcasts (hier_broadcast.cpp).
+      std::uint64_t n = count;
+      for (std::size_t i = 0; i + 1 < k; ++i) {
+        out[i] = {{Collective::Broadcast, n}, {Collective::AllGather, n}};
+        n = (n + shape.levels[i].size - 1) / shape.levels[i].size;  // the largest piece
+      }
+      out[k - 1] = {{Collective::Broadcast, n}};
+      break;
+    }
+    case Collective::Barrier:  // one Barrier per level (hier_barrier.cpp)
+      for (std::size_t i = 0; i < k; ++i) out[i] = {{Collective::Barrier, 0}};
+      break;
+    case Collective::Scan:
+    case Collective::Exscan:    // a prefix and a Broadcast of the totals' prefix per inner level
+      if (!shape.blockOrder) {  // interleaved servers: flat
         out[k - 1] = {{c, count}};
         break;
       }
-      // The root's server: Broadcast of the whole vector; the others: AllGather of the pieces;
-      // between servers: a Broadcast of one piece per server rank.
-      out[0] = {{Collective::Broadcast, count}, {Collective::AllGather, count}};
-      out[1] = {{Collective::Broadcast, (count + shape.levels[0].size - 1) / shape.levels[0].size}};
+      for (std::size_t i = 0; i + 1 < k; ++i)
+        out[i] = {{i == 0 ? c : Collective::Exscan, count}, {Collective::Broadcast, count}};
+      out[k - 1] = {{k == 1 ? c : Collective::Exscan, count}};
       break;
     case Collective::AllToAll:  // per pair: a server's share for one index, then a server's
       if (k != 2) {

@@ -6,8 +6,11 @@
 //   Reduce         L0 RS -> L1 RS -> ... -> top Reduce -> ... -> L1 Gather -> L0 Gather
 //   Scatter        top Sc -> ... -> L0 Sc        (HCCL: inter Scatter, then intra Scatter)
 //   Gather         L0 Ga -> ... -> top Ga        (the Scatter reversed)
-//   Broadcast      two levels: L0 Bc (root's server) -> L1 Bc (one piece per server rank) ->
-//                  L0 AG (the other servers); three levels: flat
+//   Broadcast      L0 Bc (root's server) -> L1 Bc (one piece per server rank) -> ... -> top Bc
+//                  -> ... -> L1 AG -> L0 AG (the other units; hier_broadcast.cpp)
+//   Barrier        L0 Barrier -> L1 Barrier -> ... -> top Barrier
+//   Scan, Exscan   L0 Scan (Exscan) -> L1 Exscan of server totals -> ... -> L1 Bc -> L0 Bc of
+//                  the totals' prefix (hier_scan.cpp); interleaved servers: flat
 //   AllToAll       two levels: L0 AllToAll (S*c per pair) -> L1 AllToAll (g*c per pair);
 //                  three levels: flat
 //   others         the whole collective flat over every rank on the outermost level

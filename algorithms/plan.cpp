@@ -13,10 +13,11 @@ const Plan& levelsPlan();
 const Plan& flatPlan();
 const Plan& pipelinePlan();
 const Plan& ahcPlan();
+const Plan& treePlan();
 
 std::span<const Plan* const> planTable() {
-  static const std::array<const Plan*, 4> table = {&levelsPlan(), &flatPlan(), &pipelinePlan(),
-                                                   &ahcPlan()};
+  static const std::array<const Plan*, 5> table = {&levelsPlan(), &flatPlan(), &pipelinePlan(),
+                                                   &ahcPlan(), &treePlan()};
   return table;
 }
 

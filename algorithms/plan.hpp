@@ -9,6 +9,8 @@
 //                                 rank-order reduction cannot be split by server
 //   pipeline   plan_pipeline.cpp  HCCL's pipeline over level0 and level1 (pipeline.hpp)
 //   AHC        plan_ahc.cpp       HCCL's AHC over servers of unequal size (ahc.hpp)
+//   tree       plan_tree.cpp      a small Broadcast's whole vector level by level, outer first
+//                                 (model only: no HCCL_ALGO word)
 // A new plan is one file defining its entry (a Plan subclass returned by `const Plan& xPlan()`),
 // its line in the table (plan.cpp) and its source line in meson.build; the selector, the
 // composer, the engine and hccl_info reach it through the table. A plan owning an HCCL_ALGO word

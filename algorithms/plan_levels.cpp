@@ -4,7 +4,8 @@
 //
 // It cannot serve a rank-order reduction that splitting by server would reorder: servers that do
 // not hold consecutive ranks, or a ReduceScatter (it runs the outer level first, so it reduces
-// server-major). The flat plan serves those.
+// server-major), and a Scan or Exscan on such servers for any op (a server's ranks are no prefix
+// range). The flat plan serves those.
 #include <fmt/format.h>
 
 #include "algorithms/generators.hpp"
@@ -30,6 +31,14 @@ class LevelsPlan final : public Plan {
         (call.coll == Collective::Gather || call.coll == Collective::Scatter))
       return "a rank-local gatherv or scatterv cannot be split by server: a non-root knows only "
              "its own count";
+    // A prefix split by server needs each server to hold a consecutive range of ranks, whatever
+    // the op (hier_scan.cpp).
+    if ((call.coll == Collective::Scan || call.coll == Collective::Exscan) &&
+        shape.levels.size() >= 2 && !shape.blockOrder)
+      return fmt::format(
+          "servers do not hold consecutive ranks: split by server, {} would "
+          "combine other ranks than the lower ones",
+          hccl::name(call.coll));
     if (!s.needsRankOrder(call) || shape.levels.size() < 2) return {};
     if (!shape.blockOrder)
       return "servers do not hold consecutive ranks, and a rank-order reduction cannot be split "

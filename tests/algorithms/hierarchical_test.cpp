@@ -342,9 +342,11 @@ TEST(Hierarchical, OtherCollectivesRunFlatOnTheOuterLevel) {
           c == Collective::AllGather || c == Collective::Scatter || c == Collective::Gather ||
           c == Collective::Reduce)
         continue;
-      if ((c == Collective::Broadcast || c == Collective::AllToAll) &&
-          lay.shape().levels.size() == 2)
+      // Over levels too (hier_broadcast.cpp, hier_barrier.cpp, hier_scan.cpp).
+      if (c == Collective::Broadcast || c == Collective::Barrier || c == Collective::Scan ||
+          c == Collective::Exscan)
         continue;
+      if (c == Collective::AllToAll && lay.shape().levels.size() == 2) continue;
       LevelAlgorithms algs{Algorithm::Ring, Algorithm::Ring, Algorithm::Ring};
       algs[static_cast<std::size_t>(top)] = spec.algorithm;
       if (planOwning(spec.algorithm)) continue;

@@ -166,6 +166,46 @@ TEST(RealDataComposed, AllToAll) {
       }
 }
 
+// Barrier, Scan, Exscan and Broadcast over levels (hier_barrier.cpp, hier_scan.cpp,
+// hier_broadcast.cpp): every layout, algorithms that serve the phases at every level, in and out
+// of place, counts 0, 1, p+1 and 1000, Broadcast from every root; Scan and Exscan over
+// interleaved servers run flat. Then every defined (type, op) pair on Scan and Exscan.
+TEST(RealDataComposed, BarrierScanExscanBroadcast) {
+  const std::array<LevelAlgorithms, 2> scan = {
+      {{Algorithm::Rhd, Algorithm::Mesh, Algorithm::Rhd},
+       {Algorithm::Mesh, Algorithm::Rhd, Algorithm::Mesh}}};
+  const std::array<LevelAlgorithms, 3> bcast = {{{Algorithm::Ring, Algorithm::NHR, Algorithm::NB},
+                                                 {Algorithm::Mesh, Algorithm::Rhd, Algorithm::Ring},
+                                                 {Algorithm::NB, Algorithm::Ring, Algorithm::NHR}}};
+  const LevelAlgorithms barrier{Algorithm::NB, Algorithm::NHR, Algorithm::Mesh};
+  std::size_t k = 0;
+  for (const NamedLayout& l : layouts()) {
+    const std::uint32_t p = l.layout.ranks();
+    expectData(l, barrier, Problem::barrier(p), DataType::Int32, ReduceOp::Sum, 1);
+    for (std::uint64_t n :
+         {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{p + 1}, std::uint64_t{1000}}) {
+      for (Collective c : {Collective::Scan, Collective::Exscan})
+        for (bool inPlace : {false, true}) {
+          ++k;
+          expectData(l, scan[k % scan.size()], problemFor(c, p, n, inPlace),
+                     k % 2 ? DataType::Int32 : DataType::Float32, ReduceOp::Sum, k);
+        }
+      for (std::uint32_t root = 0; root < p; ++root, ++k)
+        expectData(l, bcast[k % bcast.size()], Problem::broadcast(p, n, root), DataType::Int32,
+                   ReduceOp::Sum, k);
+    }
+    if (::testing::Test::HasFailure()) return;
+  }
+  const NamedLayout lay{"2x2x2", Layout::pods(2, 2, 2)};
+  const auto pairs = definedPairs();
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const auto [type, op] = pairs[i];
+    const Collective c = i % 2 ? Collective::Exscan : Collective::Scan;
+    expectData(lay, scan[i % scan.size()], problemFor(c, 8, i % 3 ? 61 : 200, i % 4 < 2), type, op,
+               i);
+  }
+}
+
 TEST(RealDataComposed, UnevenBlocks) {
   const std::vector<std::uint64_t> six{4, 0, 7, 1, 3, 9};
   const std::vector<std::uint64_t> eight{0, 5, 2, 11, 0, 1, 6, 3};

@@ -262,5 +262,28 @@ TEST(UserOpComposed, InterleavedLayoutReorders) {
   EXPECT_EQ(blocked.rankOrderMismatches, 0u) << blocked.firstMismatch;
 }
 
+// Scan and Exscan over levels with the non-commutative product: the rank-order result exactly
+// on consecutive servers over two and three levels, in and out of place; on interleaved servers
+// the composition runs flat (and is rank-ordered too).
+TEST(UserOpComposed, ScanAndExscanOverLevels) {
+  const std::pair<const char*, Layout> layouts[] = {
+      {"2x2", Layout::servers(2, 2)},   {"2x3", Layout::servers(2, 3)},
+      {"4x4", Layout::servers(4, 4)},   {"2x2x2", Layout::pods(2, 2, 2)},
+      {"3x2x3", Layout::pods(3, 2, 3)}, {"rr:2x3", Layout::uneven({3, 3}, true)}};
+  for (const auto& [label, lay] : layouts)
+    for (const LevelAlgorithms& la :
+         {LevelAlgorithms{Algorithm::Mesh, Algorithm::Rhd, Algorithm::Rhd},
+          LevelAlgorithms{Algorithm::Rhd, Algorithm::Mesh, Algorithm::Mesh}})
+      for (Collective c : {Collective::Scan, Collective::Exscan})
+        for (bool inPlace : {false, true}) {
+          const Problem pb = problemFor(c, lay.ranks(), 2 * lay.ranks() + 1, inPlace);
+          ASSERT_TRUE(algo::composedRankOrdered(lay, la, c)) << label;
+          const UserOpOutcome o = run(compose(lay, la, pb), lay.ranks() + inPlace);
+          EXPECT_TRUE(o.error.empty()) << label << " " << algo::toString(pb) << ": " << o.error;
+          EXPECT_EQ(o.rankOrderMismatches, 0u) << label << " " << algo::toString(pb) << "\n"
+                                               << o.firstMismatch;
+        }
+}
+
 }  // namespace
 }  // namespace hccl::test

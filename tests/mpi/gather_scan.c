@@ -2,7 +2,8 @@
  * gather_scan.c - MPI_Gather, MPI_Scan, MPI_Exscan and MPI_Barrier (blocking, nonblocking,
  * persistent): every root, in place at the root, zero and uneven sizes, every layout of
  * mpi_layouts.h for Gather; every predefined type with every op MPI defines on it and a
- * non-commutative user op for the scans, compared with the rank-order prefix the test computes;
+ * non-commutative user ops for the scans (one keeping the left operand, one composing affine
+ * maps, which reveals any other grouping), compared with the rank-order prefix the test computes;
  * a barrier's ordering checked through point-to-point. Guard zones around receive buffers:
  * nothing on Gather non-roots, nothing on Exscan's rank 0.
  *
@@ -161,6 +162,69 @@ static void scan_user(MPI_Op left, bool exclusive, int mode) {
       break;
 }
 
+/* Non-commutative and order-revealing: an element is the affine map x -> a x + b (two unsigned,
+ * one contiguous datatype), and in (+) inout is their composition in(inout(x)) with the lower
+ * rank's map outside: (a1, b1) (+) (a2, b2) = (a1 a2, a1 b2 + b1) mod 2^32. Any other grouping
+ * order of the ranks gives another pair. */
+static void affine_op(void* in, void* inout, int* len, MPI_Datatype* type) {
+  (void)type;
+  const unsigned* x = in;
+  unsigned* y = inout;
+  for (int i = 0; i < *len; ++i) {
+    const unsigned a = x[2 * i] * y[2 * i], b = x[2 * i] * y[2 * i + 1] + x[2 * i + 1];
+    y[2 * i] = a;
+    y[2 * i + 1] = b;
+  }
+}
+
+static void affine_value(int r, int i, unsigned* ab) {
+  ab[0] = 2u * (unsigned)r + 3u + 4u * (unsigned)i;
+  ab[1] = 7u * (unsigned)r + (unsigned)i + 1u;
+}
+
+static void scan_affine(MPI_Op affine, MPI_Datatype pair, bool exclusive, bool in_place, int mode) {
+  enum { C = 37 };
+  unsigned send[2 * C], recv[2 * C], expect[2 * C];
+  for (int i = 0; i < C; ++i) {
+    affine_value(rank, i, &send[2 * i]);
+    recv[2 * i] = recv[2 * i + 1] = 0xdeadu;
+    /* the rank-order prefix over ranks 0 .. last, computed left to right */
+    const int last = exclusive ? rank - 1 : rank;
+    unsigned acc[2] = {1u, 0u};
+    for (int r = 0; r <= last; ++r) {
+      unsigned v[2];
+      affine_value(r, i, v);
+      const unsigned a = acc[0] * v[0], b = acc[0] * v[1] + acc[1];
+      acc[0] = a;
+      acc[1] = b;
+    }
+    expect[2 * i] = acc[0];
+    expect[2 * i + 1] = acc[1];
+  }
+  if (in_place) memcpy(recv, send, sizeof send);
+  const void* sb = in_place ? MPI_IN_PLACE : (const void*)send;
+  MPI_Request req;
+  int rc =
+      exclusive
+          ? (0 == mode ? MPI_Exscan(sb, recv, C, pair, affine, MPI_COMM_WORLD)
+             : 1 == mode
+                 ? MPI_Iexscan(sb, recv, C, pair, affine, MPI_COMM_WORLD, &req)
+                 : MPIX_Exscan_init(sb, recv, C, pair, affine, MPI_COMM_WORLD, MPI_INFO_NULL, &req))
+          : (0 == mode ? MPI_Scan(sb, recv, C, pair, affine, MPI_COMM_WORLD)
+             : 1 == mode
+                 ? MPI_Iscan(sb, recv, C, pair, affine, MPI_COMM_WORLD, &req)
+                 : MPIX_Scan_init(sb, recv, C, pair, affine, MPI_COMM_WORLD, MPI_INFO_NULL, &req));
+  rc = complete(rc, &req, mode);
+  check(MPI_SUCCESS == rc, "affine scan rc %d", rc);
+  if (exclusive && 0 == rank) return;
+  for (int i = 0; i < 2 * C; ++i)
+    if (!check(recv[i] == expect[i],
+               "%s affine user op (non-commutative)%s %s: word %d is %u, expected %u",
+               exclusive ? "exscan" : "scan", in_place ? " in place" : "", modes[mode], i, recv[i],
+               expect[i]))
+      break;
+}
+
 /* After a barrier every rank's message sent before it has arrived: rank r sends to r+1 before
  * the barrier, and r+1 tests (without waiting) after it. */
 static void barrier_case(int mode) {
@@ -220,6 +284,18 @@ int main(int argc, char** argv) {
     barrier_case(mode);
   }
   MPI_Op_free(&left);
+  MPI_Op affine;
+  MPI_Datatype pair;
+  MPI_Op_create(affine_op, 0, &affine);
+  MPI_Type_contiguous(2, MPI_UNSIGNED, &pair);
+  MPI_Type_commit(&pair);
+  for (int mode = 0; mode < 3; ++mode)
+    for (int ip = 0; ip < 2; ++ip) {
+      scan_affine(affine, pair, false, 1 == ip, mode);
+      scan_affine(affine, pair, true, 1 == ip, mode);
+    }
+  MPI_Type_free(&pair);
+  MPI_Op_free(&affine);
   layouts_free();
   return check_finish("gather_scan");
 }
