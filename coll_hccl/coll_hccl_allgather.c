@@ -64,6 +64,7 @@ static bool allgather(const void* sbuf, int scount, ompi_datatype_t* sdtype, voi
   call.persistent = persistent;
   call.desc.nonblocking = NULL != request ? 1 : 0;
   const char* why = describe_allgather(m, &call, sbuf, scount, sdtype, rbuf, rcount, rdtype);
+  if (NULL == request && mca_coll_hccl_try_fast(m, &call, why, rc)) return true;
   if (!mca_coll_hccl_decide(m, &call, why)) return false;
   *rc = mca_coll_hccl_run(m, &call, request);
   return true;

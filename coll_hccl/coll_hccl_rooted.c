@@ -76,6 +76,7 @@ static bool bcast(void* buf, int count, ompi_datatype_t* dtype, int root, mca_co
   call.mpi_name = persistent ? "MPIX_Bcast_init" : NULL != request ? "MPI_Ibcast" : "MPI_Bcast";
   call.persistent = persistent;
   const char* why = describe_bcast(m, &call, buf, count, dtype, root);
+  if (NULL == request && !persistent && mca_coll_hccl_try_fast(m, &call, why, rc)) return true;
   return run(m, &call, why, request, rc);
 }
 
