@@ -58,6 +58,7 @@ typedef struct mca_coll_hccl_component_t {
   bool engine_ready;
   bool progress_registered;
   int force_floor; /* diagnostic (coll_hccl_force_floor): every call to the floor */
+  int slots;       /* coll_hccl_slots: blocking small calls on the engine's slots */
 } mca_coll_hccl_component_t;
 
 OMPI_DECLSPEC extern mca_coll_hccl_component_t mca_coll_hccl_component;
@@ -292,6 +293,14 @@ void mca_coll_hccl_reduce_with_ompi(const void* in, void* inout, size_t count, v
 /* Persistent requests (coll_hccl_persistent.c), from mca_coll_hccl_run for call->persistent. */
 int mca_coll_hccl_persistent_init(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
                                   ompi_request_t** request);
+
+/* A blocking call on the engine's slots (hccl_fast_start) before any decision: true when the
+ * engine took it (*rc is then its result), false when the call must go the general way. `why`
+ * is the adapter's reason to decline, NULL if none. */
+bool mca_coll_hccl_try_fast(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
+                            const char* why, int* rc);
+/* The verbose line of a call the engine ran on its slots (nothing below verbose level). */
+void mca_coll_hccl_log_fast(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call);
 
 /* Runs a call the engine accepted: nonblocking if request is non-NULL, else waits for it. */
 int mca_coll_hccl_run(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,

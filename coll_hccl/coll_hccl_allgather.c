@@ -60,6 +60,7 @@ static bool allgather(const void* sbuf, int scount, ompi_datatype_t* sdtype, voi
   mca_coll_hccl_call_t call;
   mca_coll_hccl_call_init(&call, names, request, persistent);
   const char* why = describe_allgather(m, &call, sbuf, scount, sdtype, rbuf, rcount, rdtype);
+  if (NULL == request && mca_coll_hccl_try_fast(m, &call, why, rc)) return true;
   return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
 

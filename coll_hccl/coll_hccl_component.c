@@ -81,6 +81,14 @@ static int hccl_register(void) {
       "the floor.",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
       &c->force_floor);
+  c->slots = 1;
+  (void)mca_base_component_var_register(
+      &c->super.collm_version, "slots",
+      "1 (default): blocking calls of a few KiB on a communicator that is its server's whole set "
+      "of ranks run on the shared-memory link's slots, without a request: each rank writes its "
+      "data once, every peer reads it in place. 0: every call through the engine's general "
+      "executor (a diagnostic). Must be equal on every rank.",
+      MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &c->slots);
   return mca_coll_hccl_register_settings();
 }
 

@@ -184,3 +184,7 @@ void mca_coll_hccl_root_mismatch(mca_coll_hccl_call_t* call, size_t send_bytes, 
   call->desc.in_place = 1;
   call->desc.sendbuf = NULL;
 }
+
+void mca_coll_hccl_log_fast(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call) {
+  if (wants_line(m)) (void)mca_coll_hccl_decide(m, call, NULL);
+}

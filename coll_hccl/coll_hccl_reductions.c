@@ -61,6 +61,7 @@ static bool allreduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* 
   mca_coll_hccl_call_init(&call, names, request, persistent);
   const char* why = describe_reduction(&call, HCCL_COLL_ALLREDUCE, sbuf, rbuf, (size_t)count,
                                        (size_t)count, (size_t)count, dtype, op);
+  if (NULL == request && mca_coll_hccl_try_fast(m, &call, why, rc)) return true;
   return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
 
@@ -100,6 +101,7 @@ static bool reduce_scatter_block(const void* sbuf, void* rbuf, int rcount, ompi_
   const char* why =
       describe_reduction(&call, HCCL_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, (size_t)rcount,
                          p * (size_t)rcount, (size_t)rcount, dtype, op);
+  if (NULL == request && mca_coll_hccl_try_fast(m, &call, why, rc)) return true;
   return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
 
@@ -139,7 +141,9 @@ static bool reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, omp
   mca_coll_hccl_call_t call;
   mca_coll_hccl_call_init(&call, names, request, persistent);
   int p = ompi_comm_size(m->comm);
-  size_t* counts = malloc((size_t)p * sizeof *counts);
+  /* a small communicator's counts on the stack: no allocation per call */
+  size_t few[16];
+  size_t* counts = p <= 16 ? few : malloc((size_t)p * sizeof *counts);
   if (NULL == counts) {
     *rc = OMPI_ERR_OUT_OF_RESOURCE;
     return true;
@@ -152,8 +156,9 @@ static bool reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, omp
   const char* why = describe_reduction(&call, HCCL_COLL_REDUCE_SCATTER, sbuf, rbuf, 0, total,
                                        counts[ompi_comm_rank(m->comm)], dtype, op);
   call.desc.recvcounts = counts;
-  bool taken = mca_coll_hccl_offer(m, &call, why, request, rc);
-  free(counts); /* the engine copied what it needs in hccl_coll_start */
+  bool taken = NULL == request && mca_coll_hccl_try_fast(m, &call, why, rc);
+  if (!taken) taken = mca_coll_hccl_offer(m, &call, why, request, rc);
+  if (few != counts) free(counts); /* the engine copied what it needs in hccl_coll_start */
   return taken;
 }
 

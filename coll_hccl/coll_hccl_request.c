@@ -140,6 +140,38 @@ int mca_coll_hccl_run(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* cal
   return rc;
 }
 
+bool mca_coll_hccl_try_fast(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
+                            const char* why, int* rc) {
+  /* Only what the engine can read and write in place, decided from what every rank shares
+   * (the adapter's reasons and the staging are equal on every rank for these calls). */
+  if (NULL != why || NULL == m->engine_comm || call->empty || call->persistent ||
+      0 != call->desc.nonblocking || 0 != call->error_after || HCCL_OP_USER == call->desc.op ||
+      MCA_COLL_HCCL_DIRECT != call->send.kind || MCA_COLL_HCCL_DIRECT != call->recv.kind ||
+      !mca_coll_hccl_component.slots || mca_coll_hccl_component.force_floor)
+    return false;
+  char err[1] = ""; /* hccl_last_error() has the whole message */
+  hccl_status_t st = hccl_fast_start(m->engine_comm, &call->desc, err, sizeof err);
+  if (HCCL_ERR_UNSUPPORTED == st) return false;
+  /* As mca_coll_hccl_run: the engine's flags first, Open MPI's loop (other traffic, and the
+   * yield when ranks outnumber cores) in between. */
+  const int polls = ompi_mpi_yield_when_idle ? 1 : kEnginePollsPerRound;
+  while (HCCL_PENDING == st) {
+    st = hccl_fast_poll(m->engine_comm, polls, err, sizeof err);
+    if (HCCL_PENDING != st) break;
+    opal_progress();
+  }
+  mca_coll_hccl_log_fast(m, call);
+  if (HCCL_SUCCESS == st) {
+    *rc = OMPI_SUCCESS;
+    return true;
+  }
+  const char* message = hccl_last_error();
+  opal_output(mca_coll_hccl_component.output, "%s on %s failed (%s): %s", call->mpi_name,
+              MCA_COLL_HCCL_NAME(m->comm), hccl_status_string(st), message);
+  *rc = mca_coll_hccl_error_code(st, message);
+  return true;
+}
+
 /* After hccl_progress returned: completion callbacks may start new calls or free the
  * communicator (its destructor runs if this was the last reference). */
 static void finish(mca_coll_hccl_request_t* r, hccl_status_t st) {

@@ -66,6 +66,7 @@ static bool bcast(void* buf, int count, ompi_datatype_t* dtype, int root, mca_co
   mca_coll_hccl_call_t call;
   mca_coll_hccl_call_init(&call, names, request, persistent);
   const char* why = describe_bcast(m, &call, buf, count, dtype, root);
+  if (NULL == request && !persistent && mca_coll_hccl_try_fast(m, &call, why, rc)) return true;
   return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
 

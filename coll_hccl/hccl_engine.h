@@ -44,7 +44,7 @@ extern "C" {
 
 /* Bumped on any incompatible change; both parameter structs carry it so that an adapter and an
  * engine built from different trees refuse each other instead of misreading fields. */
-#define HCCL_ENGINE_API_VERSION 5
+#define HCCL_ENGINE_API_VERSION 6
 
 /* ---------------------------------------------------------------------------------------------
  * Status codes. Every function returning hccl_status_t uses these; messages go to err buffers. */
@@ -388,6 +388,22 @@ void hccl_prepared_free(hccl_prepared_t* prepared);
 /* A communicator whose call failed once is broken: every later start fails with the first
  * failure's status and "communicator '<name>' (cid N) broken since call K: <first failure>"
  * (calls count from 1). */
+
+/* Blocking small calls without a request (the shared-memory link's slots, for a communicator
+ * that is its server's whole set of ranks): the adapter tries this first for a blocking call
+ * whose buffers the engine can use directly, and spins on hccl_fast_poll while it says PENDING.
+ * Returns HCCL_SUCCESS (done: results in recvbuf), HCCL_PENDING (poll again; between polls the
+ * adapter may run Open MPI's progress loop, which may progress other calls but must not start
+ * one on this communicator), HCCL_ERR_UNSUPPORTED (this call shape does not run on slots;
+ * nothing happened: ask hccl_coll_supported and start it), or the error that failed the call
+ * (then the communicator is broken, as after any failed call). Whether a shape runs on slots
+ * depends on [same] fields and communicator state only, so every rank decides alike. The
+ * descriptor's buffers must stay valid until the call is over; user ops never run here. Not
+ * with thread_multiple (always HCCL_ERR_UNSUPPORTED). */
+hccl_status_t hccl_fast_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, char* err,
+                              size_t errlen);
+/* Polls the call up to `spins` times (at least once) while it is pending. */
+hccl_status_t hccl_fast_poll(hccl_comm_t* comm, int spins, char* err, size_t errlen);
 
 /* The whole text of the last message an engine function wrote into an err or explain buffer on
  * this thread (the buffer holds at most its length - 1 bytes of it); valid until the next engine

@@ -824,6 +824,13 @@ void ShmLink::release(int writer, bool broadcast) {
   s.releaseNumber(w, broadcast, next);
 }
 
+ShmLink::Flag ShmLink::nextFlag(int writer, bool broadcast) const {
+  const auto& s = *impl_;
+  const std::size_t w = s.writerIndex(writer, "nextFlag");
+  const std::uint64_t next = s.reading(w, broadcast).released + 1;
+  return {&s.control(w, broadcast ? w : s.me, next).seq, next};
+}
+
 bool ShmLink::tryTake(int writer, bool broadcast, Post* post) {
   auto& s = *impl_;
   const std::size_t w = s.writerIndex(writer, "tryTake");

@@ -76,6 +76,7 @@
 //   link.release(peer, false);
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -194,6 +195,16 @@ class ShmLink {
   Completion peek(int writer, bool broadcast, Post* post);
   // Releases the oldest unreleased post of the channel (the one peek returns).
   void release(int writer, bool broadcast);
+  // Where a reader spins for the oldest unreleased post of a channel: its flag, and the number
+  // the flag reads once the post is published (then tryPeek finds it). Valid until the next
+  // release on the channel. For callers that wait on many channels themselves: one load per
+  // poll, no call.
+  struct Flag {
+    const std::atomic<std::uint64_t>* seq = nullptr;
+    std::uint64_t number = 0;
+    bool ready() const { return seq->load(std::memory_order_acquire) == number; }
+  };
+  Flag nextFlag(int writer, bool broadcast) const;
   // The next post not yet taken, if published and fewer than slotsPerChannel are held.
   bool tryTake(int writer, bool broadcast, Post* post);
   // Releases a taken post (any order). The post's data is not to be touched afterwards.

@@ -31,6 +31,10 @@ static_assert(static_cast<int>(HCCL_OP_BXOR) == static_cast<int>(ReduceOp::BXor)
 // every rank alike (Open MPI agrees on the id and hands out the lowest free one).
 constexpr std::uint64_t kCommTags = std::uint64_t{1} << tl::ucx::kCommBits;
 
+// Groups up to this size may run small blocking calls on the slots (every rank compiles every
+// rank's schedule once per call shape).
+constexpr int kMaxSlotRanks = 16;
+
 const char* collName(hccl_coll_t c) {
   static constexpr const char* kNames[HCCL_COLL_COUNT] = {
       "allreduce", "allgather",  "reduce_scatter", "reduce_scatter_block",
@@ -92,7 +96,15 @@ hccl_status_t Communicator::create(EngineState& engine, const hccl_comm_params_t
   c->layout_ = std::make_unique<algo::Layout>(layoutOf(*c->hierarchy_));
   // Level0 on the shared-memory link is priced as that link class. Whether the link came up is
   // decided alike on every rank (ShmLink's second round), so the ranks still decide alike.
-  const bool level0OnLink = dynamic_cast<tl::ShmTransport*>(c->linkLayer_.get()) != nullptr;
+  auto* shmLayer = dynamic_cast<tl::ShmTransport*>(c->linkLayer_.get());
+  const bool level0OnLink = shmLayer != nullptr;
+  // The slots serve a group that is its server's whole set of ranks on the link: every reader of
+  // a broadcast channel then takes part in every call on it. Equal on every rank of the group.
+  if (shmLayer && !engine.threadMultiple && c->size_ >= 2 && c->size_ <= kMaxSlotRanks &&
+      shmLayer->link().localRanks().size() == static_cast<std::size_t>(c->size_) &&
+      std::all_of(c->members_.begin(), c->members_.end(),
+                  [&](int w) { return shmLayer->link().local(w); }))
+    c->fastLink_ = &shmLayer->link();
   c->selector_ = std::make_unique<algo::Selector>(
       c->layout_->shape(), c->options_.settings,
       level0OnLink ? cfg.model->withLevel0OnSharedMemory() : *cfg.model);
@@ -607,6 +619,175 @@ hccl_status_t Communicator::launch(const Prepared& call, std::unique_ptr<Request
     return st;
   }
   return HCCL_SUCCESS;
+}
+
+bool Communicator::fastMatches(const FastEntry& e, const hccl_coll_desc_t& d) const {
+  const hccl_coll_desc_t& k = e.key;
+  if (!e.used || d.coll != k.coll || d.in_place != k.in_place || d.count != k.count ||
+      d.dtype != k.dtype || d.elem_size != k.elem_size || d.op != k.op || d.root != k.root)
+    return false;
+  if (d.coll != HCCL_COLL_REDUCE_SCATTER) return true;
+  return d.recvcounts && std::equal(e.recvcounts.begin(), e.recvcounts.end(), d.recvcounts);
+}
+
+void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
+  e = FastEntry{};
+  e.used = true;
+  e.key = d;
+  e.key.sendbuf = e.key.recvbuf = nullptr;
+  e.key.recvcounts = e.key.sendcounts = e.key.sdispls = e.key.rdispls = nullptr;
+  e.key.user_fn = nullptr;
+  e.key.user_ctx = nullptr;
+  if (d.coll == HCCL_COLL_REDUCE_SCATTER && d.recvcounts)
+    e.recvcounts.assign(d.recvcounts, d.recvcounts + size_);
+  // Collectives whose problem is the same on every rank (a rooted call's root alone may be in
+  // place, so Reduce and Scatter stay on the executor), with an engine kernel.
+  switch (d.coll) {
+    case HCCL_COLL_ALLREDUCE:
+    case HCCL_COLL_ALLGATHER:
+    case HCCL_COLL_REDUCE_SCATTER:
+    case HCCL_COLL_REDUCE_SCATTER_BLOCK:
+    case HCCL_COLL_BCAST:
+      break;
+    default:
+      return;
+  }
+  if (d.op == HCCL_OP_USER) return;
+  CallShape s;
+  std::string why;
+  if (describe(d, s, why) != HCCL_SUCCESS) return;
+  std::shared_ptr<const Plan> plan = planFor(s, why);
+  if (!plan || plan->chunks.size() != 1 || plan->schedules.size() != 1) return;
+  const algo::PlanKey composed = plan->decision.plan;
+  const algo::Layout& lay = *layout_;
+  const algo::RankGenerator compose = [&lay, composed](const algo::Problem& q, std::uint32_t r) {
+    return algo::compose(lay, composed, q, r);
+  };
+  const auto p = static_cast<std::uint32_t>(size_);
+  std::vector<algo::RankSchedule> others(p);
+  std::vector<const algo::RankSchedule*> all(p);
+  for (std::uint32_t r = 0; r < p; ++r) {
+    if (r == static_cast<std::uint32_t>(rank_)) {
+      all[r] = plan->schedules[0].get();
+      continue;
+    }
+    const std::vector<algo::Chunk> chunks = algo::planChunks(s.problem, r, 0);
+    if (chunks.size() != 1) return;
+    others[r] = algo::withPrivateInput(chunks[0].problem, r, compose);
+    all[r] = &others[r];
+  }
+  const std::size_t payload = fastLink_->slotBytes() - SlotProgram::kHeaderBytes;
+  if (!SlotProgram::compile(all, static_cast<std::uint32_t>(rank_), members_, s.info.elemSize,
+                            payload, e.program, why))
+    return;
+  if (reduces(s.info.coll)) e.reduction.emplace(Reduction::predefined(*s.info.type, *s.info.op));
+  e.elemSize = s.info.elemSize;
+  e.scratchBytes = plan->scratchElems * e.elemSize;
+  if (fastScratch_.size() < e.scratchBytes) fastScratch_.resize(e.scratchBytes);
+  e.slots = true;
+}
+
+hccl_status_t Communicator::fastStart(const hccl_coll_desc_t& d, std::string& err) {
+  if (!fastLink_) return HCCL_ERR_UNSUPPORTED;
+  FastEntry* e = &fast_[fastLast_];
+  if (!fastMatches(*e, d)) {
+    e = nullptr;
+    for (std::size_t i = 0; i < fast_.size() && !e; ++i)
+      if (fastMatches(fast_[i], d)) {
+        fastLast_ = i;
+        e = &fast_[i];
+      }
+    if (!e) {
+      fastLast_ = fastNext_;
+      fastNext_ = (fastNext_ + 1) % fast_.size();
+      e = &fast_[fastLast_];
+      fastBuild(*e, d);
+    }
+  }
+  if (!e->slots) return HCCL_ERR_UNSUPPORTED;
+  if (broken_) return brokenError(err);
+  std::byte* const bufs[3] = {
+      d.in_place ? nullptr : static_cast<std::byte*>(const_cast<void*>(d.sendbuf)),
+      static_cast<std::byte*>(d.recvbuf), fastScratch_.data()};
+  // A number like any other call's, so that calls count alike on every rank whatever path they
+  // took, and the header tells this call from its neighbours.
+  fastSeq_ = seq_++;
+  fastRun_.begin(e->program, *fastLink_, bufs, e->elemSize, e->reduction ? &*e->reduction : nullptr,
+                 (std::uint64_t{commTag_} << 32) | fastSeq_);
+  fastIdle_ = 0;
+  return fastPoll(1, err);
+}
+
+hccl_status_t Communicator::fastFail(hccl_status_t status, std::string message, std::string& err) {
+  err = fmt::format("{} rank {}, call {} on the shared-memory slots: {}", label_, rank_,
+                    fastSeq_ + 1, message);
+  if (status == HCCL_ERR_TIMEOUT || status == HCCL_ERR_PEER_LOST) {
+    // Name the culprit as a failed request does, from the kernel's view of the server's
+    // processes (exited, stopped). Calls on slots leave no record on the progress board, so
+    // its rules (who has not entered the call) are not asked.
+    DiagnosisInput in;
+    in.world = worldProcesses();
+    in.members = members();
+    in.rank = rank_;
+    in.failed.comm = commTag_;
+    in.failed.seq = fastSeq_;
+    in.failed.state = CallProgress::State::Failed;
+    in.failed.waitRecv = true;
+    const int w = fastRun_.waitingFor();
+    const auto at = std::find(members_.begin(), members_.end(), w);
+    in.failed.wait = at == members_.end() ? -1 : static_cast<std::int32_t>(at - members_.begin());
+    in.peerLost = status == HCCL_ERR_PEER_LOST;
+    const Culprit c = findCulprit(in);
+    if (c.rank >= 0)
+      err = fmt::format("call {} failed: {}. Here, {}: {}", fastSeq_ + 1, c.reason,
+                        describeRank(in, rank_), err);
+  }
+  markBroken(fastSeq_, status, err);
+  return status;
+}
+
+hccl_status_t Communicator::fastPoll(unsigned spins, std::string& err) {
+  switch (fastRun_.spin(spins)) {
+    case SlotRun::Result::Done:
+      return HCCL_SUCCESS;
+    case SlotRun::Result::Failed:
+      return fastFail(HCCL_ERR_MISMATCH, fastRun_.error(), err);
+    case SlotRun::Result::Pending:
+      break;
+  }
+  if (fastRun_.moved()) {
+    fastIdle_ = 0;
+    return HCCL_PENDING;
+  }
+  // The clock only now and then: a wait that lasts sees it every 16 rounds of polls.
+  if ((++fastIdle_ & 15) != 0) return HCCL_PENDING;
+  const auto now = std::chrono::steady_clock::now();
+  const tl::ShmOptions& o = fastLink_->options();
+  if (fastIdle_ == 16) {
+    fastSince_ = now;
+    fastLiveness_ = now + o.liveness;
+    return HCCL_PENDING;
+  }
+  const int peer = fastRun_.waitingFor();
+  const std::string whom = peer >= 0
+                               ? fmt::format("the post of rank {}", peer)
+                               : std::string("its readers' release of the slot it writes next");
+  if (o.timeout.count() > 0 && now - fastSince_ > o.timeout)
+    return fastFail(
+        HCCL_ERR_TIMEOUT,
+        fmt::format("waited for {} for {} ms (the transport's timeout)", whom, o.timeout.count()),
+        err);
+  if (now >= fastLiveness_) {
+    fastLiveness_ = now + o.liveness;
+    for (int w : fastLink_->localRanks()) {
+      if (w == fastLink_->rank() || (peer >= 0 && w != peer) || fastLink_->peerRunning(w)) continue;
+      return fastFail(
+          HCCL_ERR_PEER_LOST,
+          fmt::format("waited for {}, but rank {}'s process on this server has exited", whom, w),
+          err);
+    }
+  }
+  return HCCL_PENDING;
 }
 
 void Communicator::markBroken(std::uint32_t seq, hccl_status_t status, const std::string& message) {

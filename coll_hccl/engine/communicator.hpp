@@ -6,6 +6,8 @@
 // binds the plan to this call's buffers and drives it through the executor).
 #pragma once
 
+#include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -22,6 +24,7 @@
 #include "coll_hccl/engine/reduction.hpp"
 #include "coll_hccl/engine/settings_bridge.hpp"
 #include "coll_hccl/engine/setup.hpp"
+#include "coll_hccl/engine/slot_executor.hpp"
 #include "coll_hccl/hccl_engine.h"
 #include "common/bounded_cache.hpp"
 #include "topology/hierarchy.hpp"
@@ -98,6 +101,16 @@ class Communicator {
     std::optional<std::uint32_t> seq;
   };
   hccl_status_t prepare(const hccl_coll_desc_t& desc, Prepared& out, std::string& err);
+
+  // Blocking small calls on the shared-memory link's slots (slot_executor.hpp), for a group that
+  // spans its server: no request, no tag, no executor. fastStart returns HCCL_SUCCESS (done),
+  // HCCL_PENDING (call fastPoll until it is not), HCCL_ERR_UNSUPPORTED (not for slots: nothing
+  // happened, start the call the general way), or the failure that broke the communicator.
+  // fastStart polls once.
+  // Whether a call shape runs on slots is decided once, alike on every rank, and remembered.
+  hccl_status_t fastStart(const hccl_coll_desc_t& desc, std::string& err);
+  // Polls up to `spins` times while the call is pending.
+  hccl_status_t fastPoll(unsigned spins, std::string& err);
   // Starts a prepared call on `req` (a fresh or recycled Request of this communicator).
   hccl_status_t launch(const Prepared& call, std::unique_ptr<Request>& req, std::string& err);
 
@@ -150,6 +163,21 @@ class Communicator {
   std::shared_ptr<const Plan> planFor(const CallShape& shape, std::string& err);
   std::string decisionTable();
 
+  // A call shape's verdict for the slots, and its compiled program.
+  struct FastEntry {
+    bool used = false;
+    hccl_coll_desc_t key{};  // the shared fields; buffers cleared
+    std::vector<std::size_t> recvcounts;
+    bool slots = false;  // runs on slots
+    SlotProgram program;
+    std::optional<Reduction> reduction;
+    std::size_t elemSize = 1;
+    std::size_t scratchBytes = 0;
+  };
+  bool fastMatches(const FastEntry& e, const hccl_coll_desc_t& d) const;
+  void fastBuild(FastEntry& e, const hccl_coll_desc_t& d);
+  hccl_status_t fastFail(hccl_status_t status, std::string message, std::string& err);
+
   EngineState* engine_ = nullptr;
   int rank_ = 0, size_ = 0;
   std::uint32_t commTag_ = 0;
@@ -179,6 +207,16 @@ class Communicator {
     std::string message;
   };
   std::optional<Broken> broken_;
+  // The slots: set when this group is its server's whole set of ranks on the shared-memory
+  // link (and threads do not run calls concurrently).
+  tl::ShmLink* fastLink_ = nullptr;
+  std::array<FastEntry, 8> fast_{};
+  std::size_t fastLast_ = 0, fastNext_ = 0;
+  SlotRun fastRun_;
+  std::vector<std::byte> fastScratch_;
+  std::uint32_t fastSeq_ = 0;
+  std::uint64_t fastIdle_ = 0;  // fastPoll calls without movement
+  std::chrono::steady_clock::time_point fastSince_{}, fastLiveness_{};
   // "communicator X broken since call N: <first failure>" in err, and the first failure's status.
   hccl_status_t brokenError(std::string& err) const;
 };

@@ -1,0 +1,199 @@
+#include "coll_hccl/engine/slot_executor.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace hccl::engine {
+
+bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, std::uint32_t me,
+                          std::span<const int> linkRank, std::size_t elemSize,
+                          std::size_t payloadBytes, SlotProgram& out, std::string& why) {
+  const std::size_t p = schedules.size();
+  if (p < 2 || me >= p || linkRank.size() != p || elemSize == 0) {
+    why = fmt::format("{} ranks, rank {}, {} link ranks, element size {}", p, me, linkRank.size(),
+                      elemSize);
+    return false;
+  }
+  // posts[w]: the element counts of w's broadcast posts in order; from[r][w]: what r receives
+  // from w, in order. Every rank's program needs both to agree.
+  std::vector<std::vector<std::uint64_t>> posts(p);
+  std::vector<std::vector<std::vector<std::uint64_t>>> from(
+      p, std::vector<std::vector<std::uint64_t>>(p));
+  std::vector<bool> seen(p);
+  for (std::size_t r = 0; r < p; ++r) {
+    for (std::size_t s = 0; s < schedules[r]->steps.size(); ++s) {
+      const algo::Step& st = schedules[r]->steps[s];
+      const algo::Slice* sent = nullptr;
+      std::size_t sends = 0;
+      std::fill(seen.begin(), seen.end(), false);
+      for (const algo::Transfer& x : st.xfers) {
+        if (x.peer >= p || x.peer == r) {
+          why = fmt::format("rank {} step {} has a transfer with peer {}", r, s, x.peer);
+          return false;
+        }
+        if (x.dir == algo::Dir::Recv) {
+          from[r][x.peer].push_back(x.slice.count);
+          continue;
+        }
+        if ((sent && !(*sent == x.slice)) || seen[x.peer]) {
+          why = fmt::format("rank {} step {} sends different slices to its peers", r, s);
+          return false;
+        }
+        sent = &x.slice;
+        seen[x.peer] = true;
+        ++sends;
+      }
+      if (sends == 0) continue;
+      if (sends != p - 1) {
+        why = fmt::format("rank {} step {} sends to {} of its {} peers", r, s, sends, p - 1);
+        return false;
+      }
+      if (sent->count * elemSize > payloadBytes) {
+        why = fmt::format("rank {} step {} sends {} bytes, above a slot's {}", r, s,
+                          sent->count * elemSize, payloadBytes);
+        return false;
+      }
+      posts[r].push_back(sent->count);
+    }
+  }
+  for (std::size_t r = 0; r < p; ++r)
+    for (std::size_t w = 0; w < p; ++w)
+      if (w != r && from[r][w] != posts[w]) {
+        why = fmt::format("rank {} does not receive every post of rank {} as sent", r, w);
+        return false;
+      }
+
+  out.steps.clear();
+  for (const algo::Step& st : schedules[me]->steps) {
+    Step& mine = out.steps.emplace_back();
+    for (const algo::Transfer& x : st.xfers) {
+      if (x.dir == algo::Dir::Send) {
+        mine.post = true;
+        mine.send = x.slice;
+      } else {
+        mine.recvs.push_back({linkRank[x.peer], x.slice});
+      }
+    }
+    mine.ops = st.ops;
+  }
+  return true;
+}
+
+void SlotRun::begin(const SlotProgram& program, tl::ShmLink& link, std::byte* const bufs[3],
+                    std::size_t elemSize, Reduction* reduction, std::uint64_t tag) {
+  program_ = &program;
+  link_ = &link;
+  for (int b = 0; b < 3; ++b) bufs_[b] = bufs[b];
+  elemSize_ = elemSize;
+  reduction_ = reduction;
+  tag_ = tag;
+  step_ = recv_ = 0;
+  posted_ = moved_ = flagSet_ = false;
+  error_.clear();
+}
+
+SlotRun::Result SlotRun::fail(std::string message) {
+  error_ = std::move(message);
+  return Result::Failed;
+}
+
+SlotRun::Result SlotRun::poll() {
+  const std::vector<SlotProgram::Step>& steps = program_->steps;
+  while (step_ < steps.size()) {
+    const SlotProgram::Step& st = steps[step_];
+    if (st.post && !posted_) {
+      const std::span<std::byte> slot = link_->tryAcquire(tl::ShmLink::kEveryPeer);
+      if (slot.empty()) return Result::Pending;
+      const std::size_t n = st.send.count * elemSize_;
+      std::memcpy(slot.data(), &tag_, SlotProgram::kHeaderBytes);
+      if (n) std::memcpy(slot.data() + SlotProgram::kHeaderBytes, at(st.send), n);
+      link_->publish(tl::ShmLink::kEveryPeer, SlotProgram::kHeaderBytes + n);
+      posted_ = moved_ = true;
+    }
+    while (recv_ < st.recvs.size()) {
+      const SlotProgram::Recv& r = st.recvs[recv_];
+      // One load of the flag while the post is not there; the link's bookkeeping once it is.
+      if (!flagSet_) {
+        flag_ = link_->nextFlag(r.writer, true);
+        flagSet_ = true;
+      }
+      if (!flag_.ready()) return Result::Pending;
+      flagSet_ = false;
+      tl::ShmLink::Post post;
+      if (!link_->tryPeek(r.writer, true, &post)) return Result::Pending;
+      const std::size_t n = r.dst.count * elemSize_;
+      std::uint64_t tag = 0;
+      if (!post.block && post.data.size() >= SlotProgram::kHeaderBytes)
+        std::memcpy(&tag, post.data.data(), SlotProgram::kHeaderBytes);
+      if (post.block || tag != tag_ || post.data.size() != SlotProgram::kHeaderBytes + n) {
+        return fail(fmt::format(
+            "step {}: the post of rank {} on its broadcast slots is {} bytes of call {:#x}, this "
+            "rank expects {} bytes of call {:#x}: the ranks' calls do not match",
+            step_, r.writer,
+            post.data.size() - std::min(post.data.size(), SlotProgram::kHeaderBytes), tag, n,
+            tag_));
+      }
+      if (n) std::memcpy(at(r.dst), post.data.data() + SlotProgram::kHeaderBytes, n);
+      link_->release(r.writer, true);
+      ++recv_;
+      moved_ = true;
+    }
+    for (const algo::LocalOp& op : st.ops) {
+      if (op.kind == algo::OpKind::Copy) {
+        std::memmove(at(op.dst), at(op.a), op.dst.count * elemSize_);
+      } else {
+        reduction_->apply(at(op.dst), at(op.a), at(op.b), op.dst.count);
+      }
+    }
+    ++step_;
+    recv_ = 0;
+    posted_ = false;
+  }
+  return Result::Done;
+}
+
+namespace {
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
+SlotRun::Result SlotRun::spin(unsigned polls) {
+  Result r = poll();
+  for (unsigned i = 1; i < polls && r == Result::Pending; ++i) {
+    // Waiting for a peer's post: spin on its flag alone (one load a turn), then take it.
+    if (flagSet_) {
+      i = waitFlag(i, polls);
+      if (!flag_.ready()) break;
+    } else {
+      cpuRelax();
+    }
+    r = poll();
+  }
+  return r;
+}
+
+// Kept out of line: its cost is the idle waiting, which an instruction profile then shows apart.
+__attribute__((noinline)) unsigned SlotRun::waitFlag(unsigned i, unsigned polls) const {
+  while (i < polls && !flag_.ready()) {
+    cpuRelax();
+    ++i;
+  }
+  return i;
+}
+
+int SlotRun::waitingFor() const {
+  if (!program_ || step_ >= program_->steps.size()) return -1;
+  const SlotProgram::Step& st = program_->steps[step_];
+  if (st.post && !posted_) return -1;
+  return recv_ < st.recvs.size() ? st.recvs[recv_].writer : -1;
+}
+
+}  // namespace hccl::engine

@@ -1,0 +1,119 @@
+// Small blocking collectives straight over the shared-memory link's slots: a schedule compiled
+// once per call shape into broadcast posts, run without requests, tags or the general executor.
+//
+// Open MPI's XHC and UCC's shared-memory TL serve small calls this way: each rank writes its
+// data once into a slot of its own with a sequence flag (single writer), every peer reads it in
+// place (multiple readers) and acknowledges, and a blocking call spins on the flags directly.
+// Here the schedule stays the contract: SlotProgram::compile takes the schedules the selector's
+// plan produced for every rank of the group and accepts them when every step a rank sends in
+// sends one slice to every other rank (one broadcast post on the writer's broadcast channel,
+// read by all), and every rank's receives from a writer are that writer's posts in order, of the
+// same sizes. Mesh one-shot AllReduce, AllGather and Broadcast at any size of group, and every
+// two-rank schedule, have that form; ReduceScatter on more than two ranks (a different slice
+// for each peer) does not, and runs on the general executor.
+//
+// Running a step: the rank copies its send slice into its broadcast channel's next slot
+// (after a header naming the call: the communicator's tag and the call's number), publishes it,
+// then takes each receive's post from its writer's broadcast channel in the schedule's order,
+// checks the header and the size, copies the bytes where the schedule receives them and
+// releases the slot at once, then runs the step's ops (Copy, Reduce in the schedule's operand
+// order, so every rank reduces alike). Back to back: a writer reuses a slot only when every
+// reader released it (ShmLink's ring of slotsPerChannel), so a fast rank can run that many
+// posts ahead of a slow reader and then waits; a reader copies before it releases, so nothing
+// it still reads can change.
+//
+// Every rank compiles every rank's schedule and decides from the same data, so all ranks of a
+// group run a call on slots or all run it on the general executor. The broadcast channels are
+// the fast path's alone (ShmTransport carries tagged messages on the pair channels), and only a
+// group spanning the whole server uses them: every reader of a channel takes part in every
+// post, in the one order every rank's blocking calls share.
+//
+// Threading: one thread at a time. Nothing here waits: poll() advances as far as the peers'
+// flags allow and says whether the call is over; the caller spins on it (and gives the core
+// away between polls when ranks outnumber cores).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.hpp"
+#include "coll_hccl/engine/reduction.hpp"
+#include "ucx_tl/shm_link.hpp"
+
+namespace hccl::engine {
+
+struct SlotProgram {
+  struct Recv {
+    int writer = -1;  // link rank whose broadcast post this is
+    algo::Slice dst;  // where the schedule receives it
+  };
+  struct Step {
+    bool post = false;
+    algo::Slice send;  // the one slice sent to every peer, when post
+    std::vector<Recv> recvs;
+    std::vector<algo::LocalOp> ops;
+  };
+  std::vector<Step> steps;
+
+  // Bytes of call header in front of every post's payload.
+  static constexpr std::size_t kHeaderBytes = 8;
+
+  // schedules[r]: group rank r's schedule; linkRank[r]: its rank on the link. Returns false, with
+  // why, unless every step of every rank has the form above and every post fits
+  // payloadBytes (slot bytes less the header). Then `out` is rank me's program.
+  static bool compile(std::span<const algo::RankSchedule* const> schedules, std::uint32_t me,
+                      std::span<const int> linkRank, std::size_t elemSize, std::size_t payloadBytes,
+                      SlotProgram& out, std::string& why);
+};
+
+class SlotRun {
+ public:
+  enum class Result : std::uint8_t { Done, Pending, Failed };
+
+  // Starts running `program` (valid until the run is over). bufs: Input, Output, Scratch base
+  // pointers (null where absent); `tag` names the call in every header and must be equal on
+  // every rank for the same call.
+  void begin(const SlotProgram& program, tl::ShmLink& link, std::byte* const bufs[3],
+             std::size_t elemSize, Reduction* reduction, std::uint64_t tag);
+  // Advances without waiting.
+  Result poll();
+  // Polls up to `polls` times while pending, with the CPU's spin hint in between.
+  Result spin(unsigned polls);
+  // Something moved since the last call (for the caller's timeout).
+  bool moved() {
+    const bool m = moved_;
+    moved_ = false;
+    return m;
+  }
+  // The link rank the run waits for (-1 when it waits for readers of its own post).
+  int waitingFor() const;
+  const std::string& error() const { return error_; }
+
+ private:
+  std::byte* at(const algo::Slice& s) const {
+    return bufs_[static_cast<int>(s.buf)] + s.offset * elemSize_;
+  }
+  Result fail(std::string message);
+  // Spins on flag_ from turn i while turns remain; returns the turn it stopped at.
+  unsigned waitFlag(unsigned i, unsigned polls) const;
+  // The flag of the receive the run waits for (flagSet_: taken for recv_ of step_).
+  tl::ShmLink::Flag flag_;
+  bool flagSet_ = false;
+
+  const SlotProgram* program_ = nullptr;
+  tl::ShmLink* link_ = nullptr;
+  std::byte* bufs_[3] = {nullptr, nullptr, nullptr};
+  std::size_t elemSize_ = 1;
+  Reduction* reduction_ = nullptr;
+  std::uint64_t tag_ = 0;
+  std::size_t step_ = 0;
+  std::size_t recv_ = 0;
+  bool posted_ = false;
+  bool moved_ = false;
+  std::string error_;
+};
+
+}  // namespace hccl::engine
