@@ -99,8 +99,8 @@ std::optional<HostView> decode(std::span<const std::byte> bytes, std::string* wh
     return std::nullopt;
   };
   if (bytes.size() < kHeaderBytes)
-    return fail(fmt::format("{} bytes, shorter than a view's {}-byte header", bytes.size(),
-                            kHeaderBytes));
+    return fail(
+        fmt::format("{} bytes, shorter than a view's {}-byte header", bytes.size(), kHeaderBytes));
   Reader r(bytes);
   if (r.get<std::uint32_t>() != kMagic) return fail("not a host view (bad magic)");
   if (const auto version = r.get<std::uint16_t>(); version != kVersion)
@@ -217,8 +217,7 @@ bool DiagnosisChannel::reportsExited(const HostView& v, int worldRank) const {
   return true;  // the view does not cover it: nothing to wait for
 }
 
-std::vector<std::optional<RankView>> DiagnosisChannel::gather(std::uint32_t comm,
-                                                              std::uint32_t seq,
+std::vector<std::optional<RankView>> DiagnosisChannel::gather(std::uint32_t comm, std::uint32_t seq,
                                                               std::span<const int> members,
                                                               int lostWorldRank,
                                                               std::chrono::milliseconds budget,
@@ -242,11 +241,11 @@ std::vector<std::optional<RankView>> DiagnosisChannel::gather(std::uint32_t comm
   const auto hostOf = [this](int w) -> const std::string& {
     return world_[static_cast<std::size_t>(w)].host;
   };
-  const std::string* lostHost =
-      lostWorldRank >= 0 && static_cast<std::size_t>(lostWorldRank) < world_.size() &&
-              !world_[static_cast<std::size_t>(lostWorldRank)].sameHost
-          ? &hostOf(lostWorldRank)
-          : nullptr;
+  const std::string* lostHost = lostWorldRank >= 0 &&
+                                        static_cast<std::size_t>(lostWorldRank) < world_.size() &&
+                                        !world_[static_cast<std::size_t>(lostWorldRank)].sameHost
+                                    ? &hostOf(lostWorldRank)
+                                    : nullptr;
   // The latest view from each host, by arrival.
   const auto latest = [&](const std::string& host) -> const Received* {
     const auto it = inbox_.find(comm);
