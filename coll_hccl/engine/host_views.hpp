@@ -12,9 +12,9 @@
 //      survivors) progress the transport, so they answer within a progress round;
 //   3. the failing rank progresses until it holds a view of every other host of the
 //      communicator, or the budget (a few hundred ms) is spent, and then until its own views
-//      have left (at most 100 ms more): once it returns it may never progress again. A view that reports the lost
-//      peer as still running is asked again, for a bounded time (a killed process closes its
-//      links a little before its host shows it as exited).
+//      have left (at most 100 ms more): once it returns it may never progress again. A view
+//      that reports the lost peer as still running is asked again, for a bounded time (a
+//      killed process closes its links a little before its host shows it as exited).
 // No rank waits for any one peer: a stopped or dead rank, or a whole host that does not answer,
 // only costs the budget, and its ranks stay uninspected (diagnosis.hpp names them by what
 // MPI_COMM_WORLD's set-up learnt). Views pushed by ranks that failed earlier are already in the
