@@ -64,6 +64,12 @@ class ShmTransport final : public Transport {
   Completion readDirect(const Completion* done, std::size_t offset, std::span<std::byte> into,
                         std::span<const std::byte>* view) override;
   void finishDirect(Completion* done) override;
+  // The side channel is the other transport's.
+  bool sideSend(int peer, std::span<const std::byte> message) override {
+    return base_->sideSend(peer, message);
+  }
+  void setSideHandler(SideHandler handler) override { base_->setSideHandler(std::move(handler)); }
+  std::size_t sidePending() const override { return base_->sidePending(); }
 
   // Whether a message of `bytes` to or from `peer` goes over the link (else over base).
   bool onLink(int peer, std::size_t bytes) const;

@@ -50,4 +50,14 @@ Completion Transport::readDirect(const Completion*, std::size_t, std::span<std::
 
 void Transport::finishDirect(Completion*) {}
 
+bool Transport::sideSend(int, std::span<const std::byte>) {
+  return false;
+}
+
+void Transport::setSideHandler(SideHandler) {}
+
+std::size_t Transport::sidePending() const {
+  return 0;
+}
+
 }  // namespace hccl::tl

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -110,6 +111,26 @@ class Transport {
                                 std::span<std::byte> into, std::span<const std::byte>* view);
   // Releases a completed direct receive; no effect on a failed one.
   virtual void finishDirect(Completion* done);
+
+  // ---- side channel (optional) ------------------------------------------------------------------
+  // Small messages kept apart from every transfer, for fault diagnosis between processes that
+  // share no memory: a side message needs no posted receive and never matches a transfer (nor
+  // a transfer it); the receiving rank's handler gets it from inside progress(), whenever that
+  // rank progresses for any reason. It travels on links of its own, so a link that a timeout or
+  // a cancel closed still carries it, and a side link's failure touches no transfer. Best
+  // effort and unordered: a message to a stopped, dead or unreachable peer is lost unnoticed.
+  // The handler may call sideSend, never progress(). Default: no side channel.
+  using SideHandler = std::function<void(int peer, std::span<const std::byte> message)>;
+  // False when nothing was sent (no side channel, no such peer, its side link failed, or
+  // kSideBacklog messages still wait to leave).
+  virtual bool sideSend(int peer, std::span<const std::byte> message);
+  // Replaces the handler (an empty one drops what arrives).
+  virtual void setSideHandler(SideHandler handler);
+  // Side messages accepted but not yet gone: a new side link needs both ends to progress
+  // before its first message leaves, so a sender about to stop progressing waits for this.
+  virtual std::size_t sidePending() const;
+  static constexpr std::size_t kSideMaxBytes = 64 * 1024;
+  static constexpr std::size_t kSideBacklog = 4096;
 };
 
 }  // namespace hccl::tl

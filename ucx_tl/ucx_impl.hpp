@@ -39,6 +39,10 @@ struct Link {
   bool broken = false;               // queued for closing after an endpoint error
   ProcessId process;                 // the peer's process (checked for same-server peers)
   std::size_t inFlight = 0;          // posted transfers not yet finished
+  // The side channel's own endpoint (ucx_side.cpp), made on the first side message; once it
+  // failed, side messages to this peer are refused.
+  ucp_ep_h sideEp = nullptr;
+  bool sideBroken = false;
 };
 
 // One posted transfer, from post until its Completion is set.
@@ -103,6 +107,26 @@ struct TransportState {
   void post(int peer, std::span<const IoVec> iov, Tag tag, Completion* done, bool isSend);
   void cancel(Completion* done);
   void shutdown();
+
+  // The side channel (transport.hpp; ucx_side.cpp).
+  struct SideMessage {
+    std::vector<std::byte> bytes;
+    void* request = nullptr;  // null once UCX is done with it
+    int peer = 0;
+  };
+  std::vector<std::unique_ptr<SideMessage>> sideSends;  // not yet sent
+  std::vector<std::unique_ptr<SideMessage>> sideRecvs;  // being received
+  std::vector<Link*> sideBrokenLinks;                   // side endpoint errors not yet handled
+  Transport::SideHandler sideHandler;
+  // Side messages are probed for on every progress call until then (a reply may be due), else
+  // every 64th.
+  Clock::time_point sideActiveUntil{};
+  bool sideSend(int peer, std::span<const std::byte> message);
+  // Reaps sent messages, receives the side messages that arrived and hands them to the handler.
+  void pollSide();
+  // Closes the side endpoints (force) and lets go of every side request; the close requests
+  // are appended to `flushing`. The messages' buffers stay until the workers are destroyed.
+  void shutdownSide(std::vector<void*>& flushing);
 };
 
 }  // namespace ucx

@@ -21,6 +21,10 @@
 //    seq between the same pair at the same time. The engine keeps its comm ids dense (below 4096
 //    live communicators per transport), which rules that out.
 // The source rank never wraps: the transport refuses groups of more than 2^20 ranks.
+//
+// Side messages (Transport::sideSend) use comm = kSideComm, the highest comm value, which no
+// communicator may use (the engine declines ids from kSideComm up); seq and msg are 0. They are
+// found by probing with kSideMask (only the comm field must match), never by a posted receive.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +60,12 @@ constexpr std::uint64_t packTag(std::uint32_t src, Tag t) {
          (std::uint64_t{t.comm} & fieldMask(kCommBits)) << kCommShift |
          (std::uint64_t{t.seq} & fieldMask(kSeqBits)) << kSeqShift |
          (std::uint64_t{t.msg} & fieldMask(kMsgBits)) << kMsgShift;
+}
+
+inline constexpr std::uint32_t kSideComm = static_cast<std::uint32_t>(fieldMask(kCommBits));
+inline constexpr std::uint64_t kSideMask = fieldMask(kCommBits) << kCommShift;
+constexpr std::uint64_t sideTag(std::uint32_t src) {
+  return packTag(src, Tag{kSideComm, 0, 0});
 }
 
 struct UnpackedTag {

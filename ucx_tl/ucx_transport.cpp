@@ -157,7 +157,10 @@ int UcxTransport::progress() {
   if (!s.closing.empty()) s.reapClosing();
   // The checks below are coarse (a second, a fraction of the timeout): read the clock only every
   // 64 calls, which keeps it off a small collective's critical path.
-  if ((++s.ticks & 63) != 0) return delivered + s.deliverFired();
+  if ((++s.ticks & 63) != 0) {
+    if (s.coarseNow < s.sideActiveUntil) s.pollSide();
+    return delivered + s.deliverFired();
+  }
   const auto now = Clock::now();
   s.coarseNow = now;
   if (now >= s.nextLivenessCheck) {
@@ -166,6 +169,7 @@ int UcxTransport::progress() {
         now + (s.options.keepalive.count() > 0 ? Clock::duration(s.options.keepalive)
                                                : std::chrono::seconds(1));
   }
+  s.pollSide();
   if (s.options.timeout.count() > 0 && now >= s.nextTimeoutScan) {
     s.scanTimeouts(now);
     s.releaseHeld(now);
@@ -177,6 +181,18 @@ int UcxTransport::progress() {
 
 void UcxTransport::cancel(Completion* done) {
   impl_->cancel(done);
+}
+
+bool UcxTransport::sideSend(int peer, std::span<const std::byte> message) {
+  return impl_->sideSend(peer, message);
+}
+
+void UcxTransport::setSideHandler(SideHandler handler) {
+  impl_->sideHandler = std::move(handler);
+}
+
+std::size_t UcxTransport::sidePending() const {
+  return impl_->sideSends.size();
 }
 
 void UcxTransport::connect(int peer) {
@@ -233,6 +249,7 @@ void TransportState::shutdown() {
   // rendezvous sends, for instance) still complete. A link with abandoned transfers would only
   // hold its flush up: force it closed.
   std::vector<void*> flushing;
+  shutdownSide(flushing);
   for (Link& link : links) {
     if (link.ep == nullptr) continue;
     ucp_request_param_t params{};
@@ -276,6 +293,8 @@ void TransportState::shutdown() {
     ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_ERROR;
   hccs.reset();
   roce.reset();
+  sideSends.clear();
+  sideRecvs.clear();
   ucs_global_opts.log_component.log_level = level;
 }
 

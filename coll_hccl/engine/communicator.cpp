@@ -83,10 +83,11 @@ hccl_status_t Communicator::create(EngineState& engine, const hccl_comm_params_t
   } catch (const std::exception& e) {
     failure = {HCCL_ERR_INTERNAL, fmt::format("local set-up failed: {}", e.what())};
   }
-  if (!failure.failed() && params.comm_id >= kCommTags)
+  // The highest tag value is the transport's side channel's (ucx_tag.hpp).
+  if (!failure.failed() && params.comm_id >= tl::ucx::kSideComm)
     failure = {HCCL_ERR_UNSUPPORTED,
                fmt::format("communicator id {} is beyond the {} that coll_hccl tells apart",
-                           params.comm_id, kCommTags)};
+                           params.comm_id, tl::ucx::kSideComm)};
   failure = params.allgather ? c->joinWorld(params, failure, cfg) : c->joinMembers(params, failure);
   if (failure.failed()) {
     err = std::move(failure.message);
@@ -184,8 +185,11 @@ setup::Failure Communicator::joinWorld(const hccl_comm_params_t& params, setup::
     transport_ = std::move(wt.transport);
     if (!wt.note.empty() && engine.logs(1) && params.world_rank == 0) engine.log(1, wt.note);
     hierarchy_ = std::make_unique<topo::Hierarchy>(world);
-    engine.world.emplace(
-        EngineState::World{std::move(world), transport_, std::move(processes), std::move(board)});
+    engine.world.emplace(EngineState::World{std::move(world), transport_, std::move(processes),
+                                            std::move(board), nullptr});
+    EngineState::World& w = *engine.world;
+    w.channel = std::make_unique<DiagnosisChannel>(*w.transport, w.board.get(), w.processes,
+                                                   params.world_rank, engine.yieldWhenIdle);
   } catch (const topo::TopologyError& e) {
     return {HCCL_ERR_CONFIG, e.what()};
   } catch (const tl::UcxError& e) {
@@ -220,6 +224,7 @@ setup::Failure Communicator::joinMembers(const hccl_comm_params_t& params,
     return {HCCL_ERR_CONFIG, e.what()};
   }
   linkLayer_ = engine.world->transport;
+  if (engine.world->channel) engine.world->channel->forget(commTag_);
   transport_ = std::make_shared<SubTransport>(linkLayer_, std::move(members), rank_);
   return {};
 }
@@ -233,6 +238,10 @@ std::span<const PeerProcess> Communicator::worldProcesses() const {
 
 ProgressBoard* Communicator::board() const {
   return engine_->world ? engine_->world->board.get() : nullptr;
+}
+
+DiagnosisChannel* Communicator::diagnosisChannel() const {
+  return engine_->world ? engine_->world->channel.get() : nullptr;
 }
 
 hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,

@@ -33,6 +33,7 @@
 namespace hccl::engine {
 
 class Request;
+class DiagnosisChannel;
 
 // The part of a call that every rank shares, normalised: opaque byte types with a predefined op
 // or no op become elements of one byte.
@@ -127,6 +128,8 @@ class Communicator {
   std::span<const int> members() const { return members_; }
   std::span<const PeerProcess> worldProcesses() const;
   ProgressBoard* board() const;
+  // Asks the other hosts what their boards show (null before MPI_COMM_WORLD's set-up).
+  DiagnosisChannel* diagnosisChannel() const;
 
   // Scratch buffers: a request borrows one while it runs (concurrent calls each need their own).
   std::byte* borrowScratch(std::size_t bytes);

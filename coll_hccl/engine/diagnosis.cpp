@@ -44,11 +44,49 @@ std::string describeStep(const CallProgress& p) {
 
 namespace {
 
+const RankView* remoteOf(const DiagnosisInput& in, int rank) {
+  if (rank < 0 || static_cast<std::size_t>(rank) >= in.members.size()) return nullptr;
+  const int w = in.members[static_cast<std::size_t>(rank)];
+  if (w < 0 || static_cast<std::size_t>(w) >= in.remote.size()) return nullptr;
+  const std::optional<RankView>& v = in.remote[static_cast<std::size_t>(w)];
+  return v ? &*v : nullptr;
+}
+
+// Whether this rank's state can be seen: on this host, or through its host's view.
+bool inspectable(const DiagnosisInput& in, int rank) {
+  const PeerProcess* p = processOf(in, rank);
+  if (!p) return false;
+  if (p->sameHost) return p->process.startTime != 0;
+  return remoteOf(in, rank) != nullptr;
+}
+
+// Whether its record can be known (a board on its host), so that having none means something.
+bool recordKnown(const DiagnosisInput& in, int rank) {
+  const PeerProcess* p = processOf(in, rank);
+  if (!p) return false;
+  if (p->sameHost) return in.board != nullptr;
+  const RankView* v = remoteOf(in, rank);
+  return v && v->recordKnown;
+}
+
+char stateOf(const DiagnosisInput& in, int rank) {
+  const PeerProcess* p = processOf(in, rank);
+  if (p && p->sameHost) return tl::ucx::processState(p->process);
+  const RankView* v = remoteOf(in, rank);
+  return v ? v->state : '?';
+}
+
 std::optional<CallProgress> recordOf(const DiagnosisInput& in, int rank) {
   if (rank == in.rank) return in.failed;
   const PeerProcess* p = processOf(in, rank);
-  if (!in.board || !p || !p->sameHost) return std::nullopt;
-  return in.board->read(in.members[static_cast<std::size_t>(rank)], in.failed.comm);
+  if (!p) return std::nullopt;
+  if (p->sameHost) {
+    if (!in.board) return std::nullopt;
+    return in.board->read(in.members[static_cast<std::size_t>(rank)], in.failed.comm);
+  }
+  const RankView* v = remoteOf(in, rank);
+  if (!v || !v->hasRecord) return std::nullopt;
+  return v->record;
 }
 
 std::string activity(const DiagnosisInput& in, int rank) {
@@ -83,11 +121,10 @@ Culprit findCulprit(const DiagnosisInput& in) {
   for (const bool consequence : {false, true}) {
     for (const char* kind : {"exited", "stopped"}) {
       for (int r = 0; r < n; ++r) {
-        const PeerProcess* p = processOf(in, r);
-        if (r == in.rank || !p || !p->sameHost || p->process.startTime == 0) continue;
+        if (r == in.rank || !inspectable(in, r)) continue;
         const std::optional<CallProgress> rec = recordOf(in, r);
         if ((rec && rec->state == CallProgress::State::Failed) != consequence) continue;
-        const char state = tl::ucx::processState(p->process);
+        const char state = stateOf(in, r);
         if (kind[0] == 'e' && exited(state))
           return {r, fmt::format("{} has exited ({})", describeRank(in, r), activity(in, r))};
         if (kind[0] == 's' && (state == 'T' || state == 't'))
@@ -99,9 +136,7 @@ Culprit findCulprit(const DiagnosisInput& in) {
   if (!in.board) return {};
   // 3: a rank that has not entered this call.
   for (int r = 0; r < n; ++r) {
-    if (r == in.rank) continue;
-    const PeerProcess* p = processOf(in, r);
-    if (!p || !p->sameHost) continue;
+    if (r == in.rank || !recordKnown(in, r)) continue;
     const std::optional<CallProgress> rec = recordOf(in, r);
     if (!rec || rec->seq < in.failed.seq)
       return {r, fmt::format("{} has not entered call {} ({})", describeRank(in, r),
@@ -112,8 +147,12 @@ Culprit findCulprit(const DiagnosisInput& in) {
   for (int at = in.rank;;) {
     const std::optional<CallProgress> rec = recordOf(in, at);
     if (!rec) {
+      if (inspectable(in, at))
+        return {at, fmt::format("the wait-for chain from rank {} ends at {}, whose record of "
+                                "this communicator cannot be read",
+                                in.rank, describeRank(in, at))};
       return {at, fmt::format("the wait-for chain from rank {} ends at {}, on another host, "
-                              "which this host cannot inspect",
+                              "which did not answer",
                               in.rank, describeRank(in, at))};
     }
     // This rank's own record says Failed, but where it waited is what counts.

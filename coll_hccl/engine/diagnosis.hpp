@@ -16,11 +16,14 @@
 //      rank that waits for nobody, to a rank on another host (whose record this host cannot read),
 //      or round a cycle (the ranks' calls do not match; its lowest rank is named).
 // The first three depend only on the culprit's state, which every survivor of the host sees
-// alike, so they all name the same rank. Ranks of other hosts are named by what the failing rank
-// knows of them (host, pid from MPI_COMM_WORLD's set-up) but cannot be inspected.
+// alike, so they all name the same rank. Ranks of other hosts are inspected through the views
+// their hosts sent (host_views.hpp), so survivors on every host see the same states; a rank whose
+// host sent none is named by what the failing rank knows of it (host, pid from MPI_COMM_WORLD's
+// set-up) but cannot be inspected.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -37,13 +40,26 @@ struct PeerProcess {
   bool sameHost = false;  // on this process's host (same host name and boot id)
 };
 
+// What another host reported of one of its ranks (host_views.hpp).
+struct RankView {
+  int worldRank = -1;
+  char state = '\0';         // its process state on its host (processState's letters; '\0' gone)
+  bool recordKnown = false;  // its host has a progress board, so hasRecord means something
+  bool hasRecord = false;
+  bool torn = false;  // its record was being written when read (the rank stopped inside)
+  CallProgress record;
+};
+
 struct DiagnosisInput {
   const ProgressBoard* board = nullptr;  // may be null: rules 3 and 4 are skipped
   std::span<const PeerProcess> world;    // by world rank
-  std::span<const int> members;          // communicator rank -> world rank
-  int rank = 0;                          // the failing rank (communicator rank)
-  CallProgress failed;                   // its record of the failed call
-  bool peerLost = false;                 // the failure is a lost peer (failed.wait), not a timeout
+  // By world rank (or empty): what other hosts reported of their ranks. A rank with a view is
+  // inspected as a rank of this host would be, through it.
+  std::span<const std::optional<RankView>> remote;
+  std::span<const int> members;  // communicator rank -> world rank
+  int rank = 0;                  // the failing rank (communicator rank)
+  CallProgress failed;           // its record of the failed call
+  bool peerLost = false;         // the failure is a lost peer (failed.wait), not a timeout
 };
 
 // "rank 2 (world rank 2, host vm, pid 1234)"

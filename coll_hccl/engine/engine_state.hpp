@@ -14,6 +14,7 @@
 
 #include "algorithms/cost_model.hpp"
 #include "coll_hccl/engine/diagnosis.hpp"
+#include "coll_hccl/engine/host_views.hpp"
 #include "coll_hccl/engine/progress_board.hpp"
 #include "coll_hccl/hccl_engine.h"
 #include "topology/hierarchy.hpp"
@@ -41,6 +42,8 @@ class EngineState {
     std::shared_ptr<tl::Transport> transport;
     std::vector<PeerProcess> processes;    // by world rank, for fault diagnosis
     std::unique_ptr<ProgressBoard> board;  // this host's; null without shared memory
+    // Asks and answers other hosts on a failure; last, so it goes (and stops answering) first.
+    std::unique_ptr<DiagnosisChannel> channel;
   };
   std::optional<World> world;
 

@@ -9,8 +9,10 @@
 // schedule and costs a few stores per step.
 //
 // One board per host and job, a POSIX shared-memory object named after MPI_COMM_WORLD rank 0's
-// process (equal on every rank, distinct between jobs), with a slot for every world rank (ranks
-// of other hosts leave theirs untouched: the pages are never written). Every rank of the host maps
+// process and the host's name (equal on every rank of the host, distinct between jobs and
+// between hosts that share /dev/shm, as the emulated cluster's namespaces do), with a slot for
+// every world rank (ranks of other hosts leave theirs untouched: the pages are never written).
+// Other hosts learn what a board shows through host_views.hpp. Every rank of the host maps
 // it while MPI_COMM_WORLD is created, and the name is removed once every rank has passed a later
 // exchange, so that nothing is left in /dev/shm however the job ends.
 //

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "coll_hccl/engine/diagnosis.hpp"
+#include "coll_hccl/engine/host_views.hpp"
 
 namespace hccl::engine {
 
@@ -107,10 +108,22 @@ std::string Request::diagnose(FailKind kind, const std::string& error) const {
   in.rank = comm_.rank();
   in.failed = progressNow(CallProgress::State::Failed);
   in.peerLost = kind == FailKind::PeerLost;
+  // Other hosts' ranks are seen through their hosts' views (host_views.hpp).
+  std::vector<std::optional<RankView>> remote;
+  std::string asked;
+  if (DiagnosisChannel* channel = comm_.diagnosisChannel()) {
+    const int lost = in.peerLost && in.failed.wait >= 0 && in.failed.wait < comm_.size()
+                         ? in.members[static_cast<std::size_t>(in.failed.wait)]
+                         : -1;
+    remote = channel->gather(in.failed.comm, in.failed.seq, in.members, lost,
+                             DiagnosisChannel::kBudget, asked);
+    in.remote = remote;
+  }
   const Culprit c = findCulprit(in);
   if (c.rank < 0) return error;
-  return fmt::format("{} failed: {}. Here, {} in {}: {}", describeCall(in.failed), c.reason,
-                     describeRank(in, in.rank), describeStep(in.failed), error);
+  return fmt::format("{} failed: {}. Here, {} in {}: {}{}", describeCall(in.failed), c.reason,
+                     describeRank(in, in.rank), describeStep(in.failed), error,
+                     asked.empty() ? "" : " [diagnosis: " + asked + "]");
 }
 
 void Request::finish(FailKind kind, std::string error) {

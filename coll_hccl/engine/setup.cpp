@@ -157,9 +157,12 @@ std::vector<PeerProcess> peerProcesses(const WorldView& world, int worldRank) {
 
 std::unique_ptr<ProgressBoard> openProgressBoard(const std::vector<PeerProcess>& world,
                                                  int worldRank, std::string& why) {
+  // Named after the job (world rank 0's process) and this host: hosts that share /dev/shm (the
+  // emulated cluster's namespaces) still get a board each, as separate machines would.
   const PeerProcess& first = world.at(0);
-  const std::string name = fmt::format("/coll_hccl.{}.{}.{:x}", first.process.pid,
-                                       first.process.startTime, fnv(first.host));
+  const std::string name =
+      fmt::format("/coll_hccl.{}.{}.{:x}", first.process.pid, first.process.startTime,
+                  fnv(world.at(static_cast<std::size_t>(worldRank)).host));
   return ProgressBoard::open(name, static_cast<int>(world.size()), worldRank, why);
 }
 

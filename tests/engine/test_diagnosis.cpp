@@ -12,6 +12,7 @@
 
 #include "algorithms/types.hpp"
 #include "coll_hccl/engine/diagnosis.hpp"
+#include "coll_hccl/engine/host_views.hpp"
 #include "coll_hccl/engine/progress_board.hpp"
 
 namespace hccl::engine {
@@ -204,7 +205,7 @@ TEST(Diagnosis, ACycleAndARankOnAnotherHost) {
   c = findCulprit(f.input(running(3, 1)));
   EXPECT_EQ(c.rank, 1);
   EXPECT_NE(c.reason.find("rank 1 (world rank 1, host far"), std::string::npos) << c.reason;
-  EXPECT_NE(c.reason.find("cannot inspect"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("on another host, which did not answer"), std::string::npos) << c.reason;
 }
 
 TEST(Diagnosis, NothingToNameWithoutABoardOrAWait) {
@@ -215,6 +216,56 @@ TEST(Diagnosis, NothingToNameWithoutABoardOrAWait) {
   in.board = nullptr;
   in.failed = running(3, 1);
   EXPECT_EQ(findCulprit(in).rank, -1);
+}
+
+// Ranks 2 and 3 on another host: what its view says decides, as it would for a rank here.
+TEST(Diagnosis, AnotherHostsViewNamesItsStoppedRank) {
+  Fixture f(boardName());
+  f.world[2] = {"far", {4242, 99}, false};
+  f.world[3] = {"far", {4343, 98}, false};
+  f.boards[1]->publish(running(3, 3));
+  // What the far host sends: rank 3 runs and waits for rank 2, which is stopped.
+  HostView far;
+  far.comm = 7;
+  far.seq = 3;
+  far.from = 3;
+  far.board = true;
+  far.ranks = {{2, 'T', true, true, false, running(3, 1)},
+               {3, 'R', true, true, false, running(3, 2)}};
+  std::string why;
+  const std::optional<HostView> back = decode(encode(far), &why);
+  ASSERT_TRUE(back) << why;
+  ASSERT_EQ(back->ranks.size(), 2u);
+  EXPECT_EQ(back->ranks[0].state, 'T');
+  EXPECT_EQ(back->ranks[1].record.wait, 2);
+  std::vector<std::optional<RankView>> remote(4);
+  for (const RankView& r : back->ranks) remote[static_cast<std::size_t>(r.worldRank)] = r;
+  DiagnosisInput in = f.input(running(3, 3));
+  in.remote = remote;
+  Culprit c = findCulprit(in);
+  EXPECT_EQ(c.rank, 2) << c.reason;
+  EXPECT_NE(c.reason.find("rank 2 (world rank 2, host far, pid 4242) is stopped"),
+            std::string::npos)
+      << c.reason;
+  // Without the view, the chain ends at the far rank it waited for.
+  in.remote = {};
+  c = findCulprit(in);
+  EXPECT_EQ(c.rank, 3) << c.reason;
+  EXPECT_NE(c.reason.find("which did not answer"), std::string::npos) << c.reason;
+}
+
+TEST(HostViews, MalformedViewsAreRefused) {
+  HostView v;
+  v.ranks.resize(2);
+  std::vector<std::byte> bytes = encode(v);
+  std::string why;
+  EXPECT_FALSE(decode(std::span(bytes).first(10), &why));
+  EXPECT_NE(why.find("shorter than"), std::string::npos) << why;
+  EXPECT_FALSE(decode(std::span(bytes).first(bytes.size() - 1), &why));
+  EXPECT_NE(why.find("for 2 ranks"), std::string::npos) << why;
+  bytes[0] = std::byte{0};
+  EXPECT_FALSE(decode(bytes, &why));
+  EXPECT_NE(why.find("magic"), std::string::npos) << why;
 }
 
 }  // namespace

@@ -4,10 +4,10 @@
  *   fault --op allreduce|allgather|reduce_scatter|reduce_scatter_block [--nonblocking]
  *         --victim R --fault stop|kill [--bytes B] [--after-ms M] [--comm world|split]
  *
- * Every rank prints "READY rank <r> pid <p>" and then runs the collective in a loop on a
- * communicator with MPI_ERRORS_RETURN. The victim's helper thread stops (SIGSTOP) or kills
- * (SIGKILL) the victim's own process `after-ms` after the loop began, so the signal lands in
- * whatever call is running. Each survivor, at its first failing call, prints
+ * Every rank prints "READY rank <r> world <w> pid <p> host <h>" and then runs the collective in a
+ * loop on a communicator with MPI_ERRORS_RETURN. The victim's helper thread stops (SIGSTOP) or
+ * kills (SIGKILL) the victim's own process `after-ms` after the loop began, so the signal lands
+ * in whatever call is running. Each survivor, at its first failing call, prints
  *   RESULT rank <r> call <i> after_ms <t> class <c> code <k> class_string <s> error_string <e>
  * (t: time since its last successful call; strings between '|' characters), then calls once more
  * and prints the same for that call as AGAIN, then "DONE rank <r>", and waits: run_fault.py
@@ -175,7 +175,9 @@ int main(int argc, char** argv) {
   } else {
     for (int i = 0; i < count; ++i) send[i] = rank + i;
   }
-  printf("READY rank %d world %d pid %d\n", rank, wrank, (int)getpid());
+  char host[256] = "?";
+  gethostname(host, sizeof host - 1);
+  printf("READY rank %d world %d pid %d host %s\n", rank, wrank, (int)getpid(), host);
   fflush(stdout);
   MPI_Barrier(MPI_COMM_WORLD);
 

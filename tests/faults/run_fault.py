@@ -12,10 +12,16 @@ Passes when every survivor
 and mpirun ended once the stopped victim was killed. The job runs with --enable-recovery so
 that mpirun lets the survivors report after a rank died; the stopped victim is continued and
 killed by this script, so nothing is left behind. The job is bounded by `timeout`.
-Exit codes follow `meson test`: 0 pass, 1 fail.
+
+With --cluster SxL (e.g. 2x2) the job runs on the emulated cluster (tests/cluster/cluster.sh): one
+network and UTS namespace per server, ranks filling servers in order, so survivors on other
+servers than the victim's can only learn about it over the network; the victim is named with its
+own server's host name. Without root or namespaces that case is skipped (exit 77).
+Exit codes follow `meson test`: 0 pass, 1 fail, 77 skip.
 """
 import argparse
 import os
+import shutil
 import re
 import signal
 import socket
@@ -39,14 +45,86 @@ def parse_args():
     ap.add_argument("--coll-alone", action="store_true",
                     help="--mca coll hccl: coll_hccl the only coll component (its floor serves "
                          "what the engine does not), so the job also ends through its teardown")
+    ap.add_argument("--cluster", metavar="SxL",
+                    help="run on the emulated cluster: S servers of L ranks (np = S * L)")
+    ap.add_argument("--rig-id", default="faults",
+                    help="cluster.sh rig id (one rig at a time per id)")
     ap.add_argument("program", nargs="+", help="fault binary and its arguments")
     return ap.parse_args()
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLUSTER = os.path.join(HERE, "..", "cluster", "cluster.sh")
+SKIP = 77
+
+
+def cluster_shape(spec):
+    m = re.fullmatch(r"(\d+)x(\d+)", spec or "")
+    if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
+        raise SystemExit(f"bad --cluster '{spec}': use SxL, e.g. 2x2")
+    return int(m.group(1)), int(m.group(2))
+
+
+def cluster_skip_reason():
+    if os.geteuid() != 0:
+        return "needs root (network namespaces)"
+    for tool in ["ip", "tc", "nsenter", "unshare", "setsid", "flock", "timeout", "mpirun"]:
+        if shutil.which(tool) is None:
+            return f"'{tool}' not found"
+    if subprocess.run(["unshare", "--net", "--uts", "true"], capture_output=True).returncode:
+        return "cannot create network/UTS namespaces here"
+    return None
+
+
+def descendants(root, comm):
+    """Pids of the processes named `comm` below `root` (this job's own process tree)."""
+    children = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append((int(d), name))
+    out, todo = [], [root]
+    while todo:
+        for pid, name in children.get(todo.pop(), []):
+            todo.append(pid)
+            if name == comm:
+                out.append(pid)
+    return out
+
+
 def main():
     args = parse_args()
-    cmd = ["timeout", "-k", "5", str(args.job_timeout), "mpirun", "--allow-run-as-root",
-           "--oversubscribe", "--enable-recovery", "-np", str(args.np),
+    if args.cluster:
+        servers, slots = cluster_shape(args.cluster)
+        if servers * slots != args.np:
+            raise SystemExit(f"--cluster {args.cluster} holds {servers * slots} ranks, "
+                             f"--np is {args.np}")
+        if os.environ.get("HCCL_CLUSTER_ID") != args.rig_id:
+            why = cluster_skip_reason()
+            if why:
+                print(f"SKIP: {why}")
+                return SKIP
+            # The session brings the rig up, runs this script again inside it and tears the rig
+            # down whatever happens (exit, failure, meson's SIGTERM).
+            return subprocess.run([CLUSTER, "--id", args.rig_id, "session", str(servers),
+                                   "--slots", str(slots), "--rate", "1gbit", "--",
+                                   sys.executable, os.path.abspath(__file__)] + sys.argv[1:],
+                                  stdin=subprocess.DEVNULL).returncode
+        # cluster.sh run adds --allow-run-as-root --oversubscribe, the rig's hosts (servers
+        # filled in order), --bind-to none, and bounds mpirun by the timeout.
+        cmd = [CLUSTER, "run", "--timeout", str(args.job_timeout), "--",
+               "--mca", "mpi_yield_when_idle", "1"]
+    else:
+        cmd = ["timeout", "-k", "5", str(args.job_timeout), "mpirun", "--allow-run-as-root",
+               "--oversubscribe"]
+    cmd += ["--enable-recovery", "-np", str(args.np),
            "--mca", "mca_base_component_path", "SYS_DEFAULT:" + args.component_dir,
            "--mca", "coll_hccl_timeout", str(args.hccl_timeout),
            "--mca", "orte_base_help_aggregate", "0", "--mca", "pml", "ob1"]
@@ -58,7 +136,7 @@ def main():
         "--victim", str(args.victim), "--fault", args.fault]
     print("$ " + " ".join(cmd), flush=True)
 
-    lines, pids, done = [], {}, set()
+    lines, pids, hosts, done = [], {}, {}, set()
     lock = threading.Condition()
     job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            stdin=subprocess.DEVNULL)
@@ -69,9 +147,10 @@ def main():
             print(line, flush=True)
             with lock:
                 lines.append(line)
-                m = re.match(r"READY rank \d+ world (\d+) pid (\d+)", line)
+                m = re.match(r"READY rank \d+ world (\d+) pid (\d+) host (\S+)", line)
                 if m:
                     pids[int(m.group(1))] = int(m.group(2))
+                    hosts[int(m.group(1))] = m.group(3)
                 m = re.match(r"DONE rank (\d+)", line)
                 if m:
                     done.add(int(m.group(1)))
@@ -100,6 +179,19 @@ def main():
                 pass
     ended_at = time.monotonic()
     try:
+        if args.cluster:
+            # Across daemons, Open MPI 4.1.4's mpirun with --enable-recovery does not end by
+            # itself once every rank was killed (its remote orted stays): end it as an operator
+            # would, with SIGTERM (cluster.sh's timeout, which runs it, forwards the signal).
+            try:
+                job.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                print("mpirun still running 10 s after the ranks ended: SIGTERM to it")
+                for pid in descendants(job.pid, "mpirun"):
+                    try:
+                        os.kill(pid, signal.SIGTERM)
+                    except ProcessLookupError:
+                        pass
         job.wait(timeout=30)
     except subprocess.TimeoutExpired:
         failures.append("mpirun did not end within 30 s of the ranks' end")
@@ -109,7 +201,7 @@ def main():
     print(f"mpirun ended {time.monotonic() - ended_at:.1f} s after the ranks were ended, "
           f"exit {job.returncode}")
 
-    host = socket.gethostname()
+    host = hosts.get(args.victim, socket.gethostname())
     rank_of = {}  # world rank -> communicator rank
     for l in lines:
         m = re.match(r"READY rank (\d+) world (\d+)", l)
@@ -127,7 +219,8 @@ def main():
             continue
         m = re.search(r"after_ms (\d+) .*" + field, res[0])
         ms, klass, text = float(m.group(1)), m.group(2), m.group(3)
-        print(f"rank {r}: error after {ms:.0f} ms, class '{klass}': {text[:160]}")
+        print(f"rank {r} (host {hosts.get(r, '?')}): error after {ms:.0f} ms, class '{klass}': "
+              f"{text[:160]}")
         if ms > limit_ms:
             failures.append(f"rank {r}: error after {ms:.0f} ms, more than {limit_ms:.0f} ms")
         if klass not in ("coll_hccl timeout", "coll_hccl peer lost"):
@@ -150,7 +243,8 @@ def main():
     for f in failures:
         print("FAIL: " + f)
     if not failures:
-        print(f"PASS: {len(survivors)} survivors named {names[0]}")
+        where = sorted({hosts.get(r, "?") for r in survivors})
+        print(f"PASS: {len(survivors)} survivors (hosts {', '.join(where)}) named {names[0]}")
     return 1 if failures else 0
 
 
