@@ -260,9 +260,6 @@ RankSchedule composeLevels(const Layout& layout, const LevelAlgorithms& algs, co
       composeReduce(c, used, pb);
       break;
     case Collective::AllToAll:
-      if (used.size() != 2)  // three levels: not split yet
-        return composeFlat(layout, algs[static_cast<std::size_t>(used.back())], used.back(), pb,
-                           rank);
       composeAllToAll(c, used, pb);
       break;
     case Collective::Gather:
@@ -301,7 +298,7 @@ bool levelsRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Collec
   const bool composed =
       c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::AllGather ||
       c == Collective::Scatter || c == Collective::Gather || c == Collective::Reduce ||
-      ((c == Collective::Broadcast || c == Collective::AllToAll) && used.size() == 2);
+      c == Collective::AllToAll || (c == Collective::Broadcast && used.size() == 2);
   if (!layout.symmetric() || !composed) {  // flat over every rank with the outermost algorithm
     const GeneratorSpec* spec =
         findGenerator(algs[static_cast<std::size_t>(used.empty() ? 0 : used.back())], c);
