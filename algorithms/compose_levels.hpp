@@ -33,7 +33,7 @@ struct Composer {
 
 // hier_reduce.cpp: Reduce over the levels `used` (shape levels in use, inner first, at least 2).
 void composeReduce(const Composer& c, const std::vector<int>& used, const Problem& pb);
-// hier_alltoall.cpp: AllToAll over exactly two levels `used` (inner first).
+// hier_alltoall.cpp: AllToAll over the levels `used` (inner first, at least 2).
 void composeAllToAll(const Composer& c, const std::vector<int>& used, const Problem& pb);
 // hier_barrier.cpp: Barrier over the levels `used` (inner first, at least 2).
 void composeBarrier(const Composer& c, const std::vector<int>& used);

@@ -74,6 +74,10 @@ RankSchedule nbScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule nbGather(const Problem& pb, std::uint32_t rank);
 RankSchedule nbBarrier(const Problem& pb, std::uint32_t rank);
 
+// rs_gather_reduce.cpp: Reduce as the algorithm's ReduceScatter then its Gather to the root
+RankSchedule nhrReduce(const Problem& pb, std::uint32_t rank);
+RankSchedule nbReduce(const Problem& pb, std::uint32_t rank);
+
 // pairwise.cpp
 RankSchedule pairwiseAllToAll(const Problem& pb, std::uint32_t rank);
 RankSchedule pairwiseAllToAllV(const Problem& pb, std::uint32_t rank);

@@ -243,9 +243,6 @@ RankSchedule composeLevels(const Layout& layout, const LevelAlgorithms& algs, co
       composeReduce(c, used, pb);
       break;
     case Collective::AllToAll:
-      if (used.size() != 2)  // three levels: not split yet
-        return composeFlat(layout, algs[static_cast<std::size_t>(used.back())], used.back(), pb,
-                           rank);
       composeAllToAll(c, used, pb);
       break;
     case Collective::Gather:
@@ -286,7 +283,7 @@ bool levelsRankOrdered(const Layout& layout, const LevelAlgorithms& algs, Collec
       c == Collective::Scatter || c == Collective::Gather || c == Collective::Reduce ||
       c == Collective::Broadcast || c == Collective::Barrier ||
       ((c == Collective::Scan || c == Collective::Exscan) && layout.blockOrder()) ||
-      (c == Collective::AllToAll && used.size() == 2);
+      c == Collective::AllToAll;
   if (!layout.symmetric() || !composed) {  // flat over every rank with the outermost algorithm
     const GeneratorSpec* spec =
         findGenerator(algs[static_cast<std::size_t>(used.empty() ? 0 : used.back())], c);

@@ -22,9 +22,10 @@
 //                  (hier_scan.cpp); servers in rank order only, else flat.
 //   Reduce         L0 RS -> ... -> top Reduce -> ... -> L0 Gather (hier_reduce.cpp): HCCL's intra
 //                  RS, inter Reduce, intra Gather; each Gather only in the root's unit.
-//   AllToAll       two levels: L0 AllToAll (each rank collects what its server sends to its local
-//                  index's ranks), L1 AllToAll among same-index ranks (hier_alltoall.cpp).
-//   Others (AllToAllV; AllToAll on three levels): not split by
+//   AllToAll       L0 AllToAll -> L1 AllToAll -> L2 AllToAll, each fixing one more coordinate of
+//                  the destination, so each byte crosses each level's links at most once
+//                  (hier_alltoall.cpp).
+//   Others (AllToAllV): not split by
 //                  level yet; the outermost level's algorithm over every rank.
 //
 // Data is laid out server by server. When servers do not hold consecutive rank ranges (MPI rank

@@ -113,19 +113,23 @@ std::vector<std::vector<Phase>> phasesPerLevel(Collective c, const CommShape& sh
         out[i] = {{i == 0 ? c : Collective::Exscan, count}, {Collective::Broadcast, count}};
       out[k - 1] = {{k == 1 ? c : Collective::Exscan, count}};
       break;
-    case Collective::AllToAll:  // per pair: a server's share for one index, then a server's
-      if (k != 2) {
-        out[k - 1] = {{c, count}};
-        break;
-      }
-      out[0] = {{c, count * shape.levels[1].size}};
-      out[1] = {{c, count * shape.levels[0].size}};
+    case Collective::AllToAll:  // per pair at level i: the blocks for the others' coordinates
+      for (std::size_t i = 0; i < k; ++i)
+        out[i] = {{c, count * (shape.ranks / shape.levels[i].size)}};
       break;
     default:  // the other collectives run flat on the top level until composed
       out[k - 1] = {{c, count}};
       break;
   }
   return out;
+}
+
+std::uint64_t localCopies(Collective c, const CommShape& shape, std::uint64_t count) {
+  const std::size_t k = shape.levels.size();
+  if (c != Collective::AllToAll || k < 2 || !shape.symmetric) return 0;
+  // hier_alltoall.cpp: a pack of the rank's p blocks before each level, and an unpack after
+  // the last where ranks are not numbered server by server.
+  return (k + (shape.blockOrder ? 0 : 1)) * shape.ranks * count;
 }
 
 Problem phaseProblem(const Phase& ph, std::uint32_t size, bool inPlace) {

@@ -55,6 +55,13 @@ struct Phase {
                         // pair for AllToAll(V), as MPI counts them
 };
 
+// Elements a rank copies locally, outside the phases, in the per-level composition of `c` for an
+// MPI-level `count` (per pair for AllToAll): AllToAll's packs between its levels (and the unpack
+// on interleaved servers); 0 for the others, whose compositions work in place. The per-level
+// plan charges them at level0's byte time (a copy is one pass over memory, as a shared-memory
+// transfer is).
+std::uint64_t localCopies(Collective c, const CommShape& shape, std::uint64_t count);
+
 // The phases run at shape.levels[i], for each i, for an MPI-level call of `count` elements
 // (per rank for ReduceScatter/AllGather, total otherwise).
 std::vector<std::vector<Phase>> phasesPerLevel(Collective c, const CommShape& shape,

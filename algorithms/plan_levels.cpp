@@ -49,7 +49,18 @@ class LevelsPlan final : public Plan {
   }
 
   Decision decide(const Selection& s, const CallInfo& call, const Choice&) const override {
-    return s.chooseLevels(call, phasesPerLevel(call.coll, s.shape(), call.count));
+    Decision d = s.chooseLevels(call, phasesPerLevel(call.coll, s.shape(), call.count));
+    // The composition's own local copies (AllToAll's packs), on level0, the inner links.
+    const std::uint64_t copied = localCopies(call.coll, s.shape(), call.count);
+    if (d.ok() && copied > 0 && !d.levels.empty()) {
+      const double t = s.model().params(call.type, call.op).beta[0] *
+                       static_cast<double>(copied * call.elemSize);
+      d.predicted += t;
+      d.levels.front().predicted += t;
+      // In the last level's words, so each level's own reason stays as it was.
+      d.levels.back().detail += fmt::format("; plus local copies {}", secondsText(t));
+    }
+    return d;
   }
 
   RankSchedule compose(const Layout& layout, const PlanKey& key, const Problem& pb,

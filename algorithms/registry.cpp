@@ -18,10 +18,11 @@ using C = Collective;
 // AllReduce reduce every block locally in rank order. NHR and NB reduce slice s along a binomial
 // tree over the ring that starts at rank s and wraps around rank 0 for every s but one. Pairwise
 // only copies; it needs equal blocks (AllToAllV would need per-pair counts). Every Gather is its
-// Scatter reversed (reverse.hpp). Rank-local problems (GatherV/ScatterV non-roots) are served by
-// the direct (fullmesh) Scatter and Gather only: the trees forward other ranks' blocks, whose
-// counts a non-root does not know. Scan and Exscan (RHD's distance doubling) keep lower ranks on
-// the left by construction; Barrier moves no data.
+// Scatter reversed (reverse.hpp); NHR's and NB's Reduce is their ReduceScatter then their Gather
+// (rs_gather_reduce.cpp), not rank-ordered as their ReduceScatter is not. Rank-local problems
+// (GatherV/ScatterV non-roots) are served by the direct (fullmesh) Scatter and Gather only: the
+// trees forward other ranks' blocks, whose counts a non-root does not know. Scan and Exscan (RHD's
+// distance doubling) keep lower ranks on the left by construction; Barrier moves no data.
 constexpr std::array kSpecs = {
     GeneratorSpec{A::Ring, C::AllReduce, ringAllReduce, false, true, false},
     GeneratorSpec{A::Ring, C::ReduceScatter, ringReduceScatter, false, true, false},
@@ -56,6 +57,7 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::NHR, C::Scatter, nhrScatter, true, true, false},
     GeneratorSpec{A::NHR, C::Gather, nhrGather, true, true, false},
     GeneratorSpec{A::NHR, C::Barrier, nhrBarrier, true, true, false},
+    GeneratorSpec{A::NHR, C::Reduce, nhrReduce, false, true, false},
     GeneratorSpec{A::NB, C::AllReduce, nbAllReduce, false, true, false},
     GeneratorSpec{A::NB, C::ReduceScatter, nbReduceScatter, false, true, false},
     GeneratorSpec{A::NB, C::AllGather, nbAllGather, true, true, false},
@@ -63,6 +65,7 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::NB, C::Scatter, nbScatter, true, true, false},
     GeneratorSpec{A::NB, C::Gather, nbGather, true, true, false},
     GeneratorSpec{A::NB, C::Barrier, nbBarrier, true, true, false},
+    GeneratorSpec{A::NB, C::Reduce, nbReduce, false, true, false},
     GeneratorSpec{A::Pairwise, C::AllToAll, pairwiseAllToAll, true, false, false},
     GeneratorSpec{A::Pairwise, C::AllToAllV, pairwiseAllToAllV, true, true, true},
 };

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <random>
 
 #include "algorithms/metrics.hpp"
@@ -44,8 +45,8 @@ void expectClean(const Layout& lay, const LevelAlgorithms& algs, const Problem& 
 }
 
 // `algs` made able to compose a Reduce on `lay`: the inner levels need a ReduceScatter and a
-// Gather (H-D_R has no Gather: fullmesh instead), the outermost a Reduce (NHR and NB have none:
-// ring and H-D_R instead).
+// Gather (H-D_R has no Gather: fullmesh instead), the outermost a Reduce (every outer algorithm
+// has one; NHR's and NB's are their ReduceScatter then Gather).
 LevelAlgorithms forReduce(const Layout& lay, LevelAlgorithms algs) {
   std::vector<LevelGroup> levels = lay.shape().levels;
   if (levels.empty()) levels.push_back({0, 1});  // one rank: level0's algorithm runs it
@@ -262,9 +263,9 @@ TEST(Hierarchical, ReducePhasesAndVolumes) {
   EXPECT_EQ(level1, 2u * 1200);
 }
 
-// AllToAll over two levels (hier_alltoall.cpp): in and out of place, block-order and
-// interleaved servers, both level algorithms that have it at either level; three levels and
-// unequal servers run flat.
+// AllToAll over levels (hier_alltoall.cpp): in and out of place, block-order and interleaved
+// servers, two and three levels, both level algorithms that have it at any level; unequal
+// servers run flat.
 TEST(Hierarchical, AllToAllOverLevels) {
   const std::vector<LevelAlgorithms> algSets = {
       {Algorithm::Mesh, Algorithm::Pairwise, Algorithm::Pairwise},
@@ -278,7 +279,9 @@ TEST(Hierarchical, AllToAllOverLevels) {
   for (const auto& sizes :
        std::vector<std::vector<std::uint32_t>>{{3, 3}, {2, 2, 2}, {4, 4}, {3, 5}})
     layouts.push_back(Layout::uneven(sizes, true));
-  layouts.push_back(Layout::pods(2, 2, 2));
+  for (const auto& [pods, servers, perServer] : std::vector<std::array<std::uint32_t, 3>>{
+           {2, 2, 2}, {2, 3, 2}, {3, 2, 2}, {2, 2, 3}, {3, 3, 1}, {2, 1, 3}})
+    layouts.push_back(Layout::pods(pods, servers, perServer));
   std::size_t k = 0;
   for (const Layout& lay : layouts)
     for (std::uint64_t n : {0u, 1u, 3u, 50u})
@@ -305,6 +308,40 @@ TEST(Hierarchical, AllToAllAggregatesBetweenServers) {
     EXPECT_EQ(messages, 2u) << "rank " << r;
     EXPECT_EQ(elements, 2u * 4 * 10) << "rank " << r;
   }
+}
+
+// Three levels: each byte crosses each level's links at most once, one message per group
+// member at each level, and the bytes a rank sends at level l are what the blocks for the other
+// members of its level-l group add up to (p/g_l blocks per member).
+TEST(Hierarchical, AllToAllThreeLevelsCrossesEachLinkOnce) {
+  const std::uint32_t P = 2, S = 3, g = 2, p = P * S * g;
+  const std::uint64_t c = 5;
+  const Layout lay = Layout::pods(P, S, g);
+  const Schedule s = composeAll(lay, {Algorithm::Mesh, Algorithm::Pairwise, Algorithm::Pairwise},
+                                Problem::allToAll(p, c));
+  EXPECT_TRUE(verify(s).empty());
+  const std::array<std::uint32_t, 3> size{g, S, P};
+  for (std::uint32_t r = 0; r < p; ++r) {
+    std::array<std::uint64_t, 3> messages{}, elements{};
+    for (const Step& st : s.ranks[r].steps)
+      for (const Transfer& t : st.xfers)
+        if (t.dir == Dir::Send) {
+          ++messages[t.level];
+          elements[t.level] += t.slice.count;
+        }
+    for (std::size_t l = 0; l < 3; ++l) {
+      EXPECT_EQ(messages[l], size[l] - 1) << "rank " << r << " level " << l;
+      EXPECT_EQ(elements[l], (size[l] - 1) * (p / size[l]) * c) << "rank " << r << " level " << l;
+    }
+  }
+  // Every block crosses a pod link once when its ends are in different pods: the pod links carry
+  // (pods' ranks) x (ranks elsewhere) blocks in all, as flat.
+  std::uint64_t podBytes = 0;
+  for (const RankSchedule& rs : s.ranks)
+    for (const Step& st : rs.steps)
+      for (const Transfer& t : st.xfers)
+        if (t.dir == Dir::Send && t.level == 2) podBytes += t.slice.count;
+  EXPECT_EQ(podBytes, std::uint64_t{p} * (p - S * g) * c);
 }
 
 // Phases: the Scatter runs at every level, outer first; a carrier receives its unit once.
@@ -342,11 +379,10 @@ TEST(Hierarchical, OtherCollectivesRunFlatOnTheOuterLevel) {
           c == Collective::AllGather || c == Collective::Scatter || c == Collective::Gather ||
           c == Collective::Reduce)
         continue;
-      // Over levels too (hier_broadcast.cpp, hier_barrier.cpp, hier_scan.cpp).
+      // Over levels too (hier_broadcast.cpp, hier_barrier.cpp, hier_scan.cpp, hier_alltoall.cpp).
       if (c == Collective::Broadcast || c == Collective::Barrier || c == Collective::Scan ||
-          c == Collective::Exscan)
+          c == Collective::Exscan || c == Collective::AllToAll)
         continue;
-      if (c == Collective::AllToAll && lay.shape().levels.size() == 2) continue;
       LevelAlgorithms algs{Algorithm::Ring, Algorithm::Ring, Algorithm::Ring};
       algs[static_cast<std::size_t>(top)] = spec.algorithm;
       if (planOwning(spec.algorithm)) continue;

@@ -57,6 +57,26 @@ TEST_P(EveryGenerator, EveryRoot) {
   }
 }
 
+// Reduce (NHR's and NB's are a ReduceScatter then a Gather to the root): every root up to 16
+// ranks and a spread of roots above, counts that leave blocks empty, uneven and prime.
+TEST_P(EveryGenerator, ReduceEveryRootUpTo16AndASpreadAbove) {
+  const GeneratorSpec& spec = GetParam();
+  if (spec.coll != Collective::Reduce) GTEST_SKIP();
+  for (std::uint32_t p = 1; p <= 64; ++p) {
+    std::vector<std::uint32_t> roots;
+    if (p <= 16)
+      for (std::uint32_t r = 0; r < p; ++r) roots.push_back(r);
+    else
+      roots = {0, 1, p / 3, p / 2, p - 2, p - 1};
+    for (std::uint32_t root : roots)
+      for (std::uint64_t n : {std::uint64_t{p / 2}, std::uint64_t{2 * p + 3}})
+        for (bool inPlace : {false, true}) {
+          expectClean(problemFor(spec.coll, p, n, inPlace, root));
+          if (HasFailure()) return;
+        }
+  }
+}
+
 // MPI_Reduce_scatter and the V variants: every rank may own a different number of elements,
 // including none.
 TEST_P(EveryGenerator, UnevenBlocks) {

@@ -1,0 +1,72 @@
+// Reduce as ReduceScatter + Gather, for the algorithms HCCL lists for Reduce that have no Reduce
+// of their own (NHR, NB; reference section 1: "Reduce (ReduceScatter + Gather)"): the vector's
+// p blocks are reduce-scattered with the algorithm's ReduceScatter, then gathered to the root
+// with its Gather (its Scatter reversed).
+//
+// Steps and peers (p ranks, root t, n elements split evenly over p as n_i = ceil or floor of
+// n/p, 0 allowed; any root, any n):
+//   0. in place at the root only: copy Output[0, n) (its data) to Scratch[0, n), the
+//      ReduceScatter's input, since the ReduceScatter writes into Output (one local copy, as
+//      hier_reduce.cpp and an in-place ReduceScatter make).
+//   1. the algorithm's ReduceScatter over all p ranks (its own steps and peers: NHR's binomial
+//      slice trees towards r-2^k, NB's towards r+2^k): rank i ends with block i summed over
+//      every rank, at its natural offset of the working vector W (the root's Output, a
+//      non-root's Scratch[0, n): a non-root's Output is not result, the write contract).
+//   2. the algorithm's Gather of the blocks to the root, in place in W (block i read where
+//      step 1 left it): the root ends with the whole sum in Output; the others hold nothing.
+// Each generator's own scratch starts at Scratch[n].
+//
+// Cost (alpha-beta-gamma), K = ceil(log2 p), both NHR and NB:
+//   RS: K a + ((p-1)/p) n b + ((p-1)/p) n c, Gather: K a + ((p-1)/p) n b, so
+//   2K a + 2((p-1)/p) n b + ((p-1)/p) n c   (HCCL's ReduceScatter + Gather form),
+// against a ring Reduce's (p-1)(a + n b + n c): fewer steps and 1/p of the reduction work per
+// rank, at twice the vector over the busiest link.
+//
+// Rank order: no (the ReduceScatter's slice trees wrap around rank 0, see nhr.cpp and nb.cpp).
+// Uneven blocks: yes (n not divisible by p, blocks of 0 included).
+#include "algorithms/generators.hpp"
+
+namespace hccl::algo {
+namespace {
+
+RankSchedule reduceByScatterGather(const Problem& pb, std::uint32_t r, Generator reduceScatter,
+                                   Generator gather) {
+  RankSchedule out;
+  const std::uint64_t n = pb.total();
+  const bool root = r == pb.root;
+  Buf src = pb.inPlace && root ? Buf::Output : Buf::Input;
+  if (pb.ranks == 1) {
+    if (src == Buf::Input && n > 0)
+      copy(out.newStep(), Slice{Buf::Output, 0, n}, Slice{Buf::Input, 0, n});
+    return out;
+  }
+  if (n == 0) return out;
+  if (src == Buf::Output) {
+    copy(out.newStep(), Slice{Buf::Scratch, 0, n}, Slice{Buf::Output, 0, n});
+    src = Buf::Scratch;
+  }
+  const Blocks& bl = pb.blocks;
+  const Buf w = root ? Buf::Output : Buf::Scratch;
+  const BufferRegion tmp{Buf::Scratch, n};
+  Embedding e;
+  e.members.resize(pb.ranks);
+  for (std::uint32_t q = 0; q < pb.ranks; ++q) e.members[q] = q;
+  e.to = {BufferRegion{src, 0}, BufferRegion{w, bl.offset(r)}, tmp};
+  embed(out, reduceScatter(Problem{Collective::ReduceScatter, pb.ranks, 0, false, bl}, r), e);
+  e.to = {BufferRegion{w, bl.offset(r)}, BufferRegion{w, 0}, tmp};
+  embed(out, gather(Problem{Collective::Gather, pb.ranks, pb.root, true, bl}, r), e);
+  prune(out);
+  return out;
+}
+
+}  // namespace
+
+RankSchedule nhrReduce(const Problem& pb, std::uint32_t rank) {
+  return reduceByScatterGather(pb, rank, nhrReduceScatter, nhrGather);
+}
+
+RankSchedule nbReduce(const Problem& pb, std::uint32_t rank) {
+  return reduceByScatterGather(pb, rank, nbReduceScatter, nbGather);
+}
+
+}  // namespace hccl::algo
