@@ -53,8 +53,9 @@ Metrics replayCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSi
 
 // The slowest of `ranks`' schedules run step after step (rankPath()), for any rank generator
 // (plans spanning levels use it with their representative ranks).
-Metrics slowestRank(const RankGenerator& gen, const Problem& pb, std::span<const std::uint32_t> ranks,
-                    std::size_t elemSize, const CostParams& params);
+Metrics slowestRank(const RankGenerator& gen, const Problem& pb,
+                    std::span<const std::uint32_t> ranks, std::size_t elemSize,
+                    const CostParams& params);
 // Rank 0, p-1, the root and its neighbours (distinct, in [0, p)).
 std::vector<std::uint32_t> representativeRanks(const Problem& pb);
 

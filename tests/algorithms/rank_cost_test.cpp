@@ -66,8 +66,7 @@ TEST_P(RankCost, EqualsTheReplayedCriticalPath) {
             const double fast = m.time;
             const double perStep =
                 2.0 * kElem *
-                (*std::max_element(params[k].beta.begin(), params[k].beta.end()) +
-                 params[k].gamma);
+                (*std::max_element(params[k].beta.begin(), params[k].beta.end()) + params[k].gamma);
             ASSERT_NEAR(fast, exact, 1e-9 * exact + double(m.steps()) * perStep + 1e-15)
                 << test::specName(g) << " p=" << p << " count=" << count << " root=" << root
                 << (inPlace ? " in place" : "") << " params " << k;
@@ -76,8 +75,8 @@ TEST_P(RankCost, EqualsTheReplayedCriticalPath) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Generators, RankCost, ::testing::ValuesIn(generatorSpecs().begin(),
-                                                                  generatorSpecs().end()),
+INSTANTIATE_TEST_SUITE_P(Generators, RankCost,
+                         ::testing::ValuesIn(generatorSpecs().begin(), generatorSpecs().end()),
                          [](const auto& param) { return test::specName(param.param); });
 
 }  // namespace
