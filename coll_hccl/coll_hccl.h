@@ -487,6 +487,38 @@ int mca_coll_hccl_alltoallw_init(const void* sbuf, const int* scounts, const int
 mca_coll_base_module_t* mca_coll_hccl_inter_query(ompi_communicator_t* comm);
 void mca_coll_hccl_neighbor_install(mca_coll_base_module_t* m);
 
+/* The prologue of every entry (coll_hccl_decide.c): zeroes the call, names it after its form
+ * (names[0] blocking, [1] MPI_I* when request is non-NULL, [2] MPIX_*_init when persistent) and
+ * records the form in call->persistent and desc.nonblocking. */
+void mca_coll_hccl_call_init(mca_coll_hccl_call_t* call, const char* const names[3],
+                             ompi_request_t** request, bool persistent);
+/* Decides (mca_coll_hccl_decide) and, when the engine takes the call, runs it with *rc its
+ * result; false means the previous component or the floor must run it. */
+bool mca_coll_hccl_offer(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
+                         const char* adapter_why, ompi_request_t** request, int* rc);
+/* A V form's describe step: fills `call` from the form's own arguments `args`, with `t` its
+ * block tables (one per side the form asked for); returns the reason to decline, or NULL. */
+typedef const char* (*mca_coll_hccl_describe_v_t)(mca_coll_hccl_module_t* m,
+                                                  mca_coll_hccl_call_t* call, const void* args,
+                                                  mca_coll_hccl_vtable_t* t);
+/* The arguments of Gatherv and Allgatherv (root unused), for their describe steps. */
+typedef struct mca_coll_hccl_gatherv_args_t {
+  const void* sbuf;
+  int scount;
+  ompi_datatype_t* sdtype;
+  void* rbuf;
+  const int* rcounts;
+  const int* displs;
+  ompi_datatype_t* rdtype;
+  int root;
+} mca_coll_hccl_gatherv_args_t;
+/* The body the V forms share: the prologue, `sides` (1 or 2) block tables of p entries,
+ * `describe_v`, mca_coll_hccl_offer, the tables freed (the engine copied the counts, the staging
+ * its block tables). Out of memory: true with *rc OMPI_ERR_OUT_OF_RESOURCE, nothing decided. */
+bool mca_coll_hccl_offer_v(mca_coll_hccl_module_t* m, const char* const names[3],
+                           ompi_request_t** request, bool persistent, int sides,
+                           mca_coll_hccl_describe_v_t describe_v, const void* args, int* rc);
+
 /* Decision (coll_hccl_decide.c): asks the engine and prints the per-call line. Returns true if
  * the engine takes the call; `adapter_why` non-NULL means the adapter already declined. A call
  * the engine does not take goes to the previous component when there is one (and

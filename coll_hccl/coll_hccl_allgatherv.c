@@ -13,9 +13,12 @@
 #include <string.h>
 
 static const char* describe_allgatherv(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t* call,
-                                       const void* sbuf, int scount, ompi_datatype_t* sdtype,
-                                       void* rbuf, const int* rcounts, const int* disps,
-                                       ompi_datatype_t* rdtype, mca_coll_hccl_vtable_t* t) {
+                                       const void* args, mca_coll_hccl_vtable_t* t) {
+  const mca_coll_hccl_gatherv_args_t* a = args;
+  const void* sbuf = a->sbuf;
+  int scount = a->scount;
+  ompi_datatype_t *sdtype = a->sdtype, *rdtype = a->rdtype;
+  void* rbuf = a->rbuf;
   size_t p = (size_t)ompi_comm_size(m->comm);
   size_t rank = (size_t)ompi_comm_rank(m->comm);
   hccl_coll_desc_t* d = &call->desc;
@@ -26,8 +29,8 @@ static const char* describe_allgatherv(mca_coll_hccl_module_t* m, mca_coll_hccl_
   d->elem_size = 1;
   d->op = HCCL_OP_NONE;
   /* every block unpacked to its displacement when staged */
-  d->recvbuf =
-      mca_coll_hccl_blocks_side(&call->recv, t, rbuf, p, rcounts, disps, rdtype, NULL, false, true);
+  d->recvbuf = mca_coll_hccl_blocks_side(&call->recv, t, rbuf, p, a->rcounts, a->displs, rdtype,
+                                         NULL, false, true);
   d->recvcounts = t->bytes;
   call->bytes = t->total;
   if (0 == t->total) return mca_coll_hccl_nothing(call);
@@ -51,25 +54,9 @@ static bool allgatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, vo
                        const int* rcounts, const int* disps, ompi_datatype_t* rdtype,
                        mca_coll_hccl_module_t* m, ompi_request_t** request, bool persistent,
                        int* rc) {
-  mca_coll_hccl_call_t call;
-  memset(&call, 0, sizeof call);
-  call.mpi_name = persistent        ? "MPIX_Allgatherv_init"
-                  : NULL != request ? "MPI_Iallgatherv"
-                                    : "MPI_Allgatherv";
-  call.persistent = persistent;
-  call.desc.nonblocking = NULL != request ? 1 : 0;
-  mca_coll_hccl_vtable_t t;
-  void* mem = NULL;
-  if (OMPI_SUCCESS != mca_coll_hccl_vtables((size_t)ompi_comm_size(m->comm), 1, &t, &mem)) {
-    *rc = OMPI_ERR_OUT_OF_RESOURCE;
-    return true;
-  }
-  const char* why =
-      describe_allgatherv(m, &call, sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, &t);
-  bool taken = mca_coll_hccl_decide(m, &call, why);
-  if (taken) *rc = mca_coll_hccl_run(m, &call, request);
-  free(mem); /* the engine copied the counts, the staging its block table */
-  return taken;
+  static const char* const names[3] = {"MPI_Allgatherv", "MPI_Iallgatherv", "MPIX_Allgatherv_init"};
+  mca_coll_hccl_gatherv_args_t a = {sbuf, scount, sdtype, rbuf, rcounts, disps, rdtype, 0};
+  return mca_coll_hccl_offer_v(m, names, request, persistent, 1, describe_allgatherv, &a, rc);
 }
 
 int mca_coll_hccl_allgatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,

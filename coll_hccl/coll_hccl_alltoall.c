@@ -39,17 +39,11 @@ static const char* describe_alltoall(mca_coll_hccl_module_t* m, mca_coll_hccl_ca
 static bool alltoall(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf, int rcount,
                      ompi_datatype_t* rdtype, mca_coll_hccl_module_t* m, ompi_request_t** request,
                      bool persistent, int* rc) {
+  static const char* const names[3] = {"MPI_Alltoall", "MPI_Ialltoall", "MPIX_Alltoall_init"};
   mca_coll_hccl_call_t call;
-  memset(&call, 0, sizeof call);
-  call.mpi_name = persistent        ? "MPIX_Alltoall_init"
-                  : NULL != request ? "MPI_Ialltoall"
-                                    : "MPI_Alltoall";
-  call.persistent = persistent;
-  call.desc.nonblocking = NULL != request ? 1 : 0;
+  mca_coll_hccl_call_init(&call, names, request, persistent);
   const char* why = describe_alltoall(m, &call, sbuf, scount, sdtype, rbuf, rcount, rdtype);
-  if (!mca_coll_hccl_decide(m, &call, why)) return false;
-  *rc = mca_coll_hccl_run(m, &call, request);
-  return true;
+  return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
 
 int mca_coll_hccl_alltoall(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,

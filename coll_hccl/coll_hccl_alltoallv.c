@@ -33,7 +33,8 @@ typedef struct {
 } a2av_args_t;
 
 static const char* describe_alltoallv(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t* call,
-                                      const a2av_args_t* a, mca_coll_hccl_vtable_t* t) {
+                                      const void* args, mca_coll_hccl_vtable_t* t) {
+  const a2av_args_t* a = args;
   size_t p = (size_t)ompi_comm_size(m->comm);
   hccl_coll_desc_t* d = &call->desc;
   d->coll = HCCL_COLL_ALLTOALLV;
@@ -57,22 +58,7 @@ static const char* describe_alltoallv(mca_coll_hccl_module_t* m, mca_coll_hccl_c
 
 static bool alltoallv(const a2av_args_t* a, const char* const names[3], mca_coll_hccl_module_t* m,
                       ompi_request_t** request, bool persistent, int* rc) {
-  mca_coll_hccl_call_t call;
-  memset(&call, 0, sizeof call);
-  call.mpi_name = names[persistent ? 2 : NULL != request ? 1 : 0];
-  call.persistent = persistent;
-  call.desc.nonblocking = NULL != request ? 1 : 0;
-  mca_coll_hccl_vtable_t t[2];
-  void* mem = NULL;
-  if (OMPI_SUCCESS != mca_coll_hccl_vtables((size_t)ompi_comm_size(m->comm), 2, t, &mem)) {
-    *rc = OMPI_ERR_OUT_OF_RESOURCE;
-    return true;
-  }
-  const char* why = describe_alltoallv(m, &call, a, t);
-  bool taken = mca_coll_hccl_decide(m, &call, why);
-  if (taken) *rc = mca_coll_hccl_run(m, &call, request);
-  free(mem); /* the engine copied the counts, the staging its block tables */
-  return taken;
+  return mca_coll_hccl_offer_v(m, names, request, persistent, 2, describe_alltoallv, a, rc);
 }
 
 /* ---- Alltoallv ------------------------------------------------------------------------------ */

@@ -12,6 +12,7 @@
 
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "opal/util/output.h"
@@ -135,6 +136,37 @@ bool mca_coll_hccl_decide(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t*
              NULL != adapter_why ? adapter_why : explain);
   }
   return take;
+}
+
+void mca_coll_hccl_call_init(mca_coll_hccl_call_t* call, const char* const names[3],
+                             ompi_request_t** request, bool persistent) {
+  memset(call, 0, sizeof *call);
+  call->mpi_name = names[persistent ? 2 : NULL != request ? 1 : 0];
+  call->persistent = persistent;
+  call->desc.nonblocking = NULL != request ? 1 : 0;
+}
+
+bool mca_coll_hccl_offer(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
+                         const char* adapter_why, ompi_request_t** request, int* rc) {
+  if (!mca_coll_hccl_decide(m, call, adapter_why)) return false;
+  *rc = mca_coll_hccl_run(m, call, request);
+  return true;
+}
+
+bool mca_coll_hccl_offer_v(mca_coll_hccl_module_t* m, const char* const names[3],
+                           ompi_request_t** request, bool persistent, int sides,
+                           mca_coll_hccl_describe_v_t describe_v, const void* args, int* rc) {
+  mca_coll_hccl_call_t call;
+  mca_coll_hccl_call_init(&call, names, request, persistent);
+  mca_coll_hccl_vtable_t t[2]; /* Alltoallv's two sides at most */
+  void* mem = NULL;
+  if (OMPI_SUCCESS != mca_coll_hccl_vtables((size_t)ompi_comm_size(m->comm), sides, t, &mem)) {
+    *rc = OMPI_ERR_OUT_OF_RESOURCE;
+    return true;
+  }
+  bool taken = mca_coll_hccl_offer(m, &call, describe_v(m, &call, args, t), request, rc);
+  free(mem);
+  return taken;
 }
 
 const char* mca_coll_hccl_nothing(mca_coll_hccl_call_t* call) {

@@ -5,10 +5,11 @@
  * is not set up on (size 1, a failed set-up, spawned processes).
  *
  * Correct for every argument MPI allows (derived and mixed datatypes, every op in rank order,
- * MPI_IN_PLACE, zero counts, any root); linear algorithms, speed is secondary. Each function is
- * the collective in one of its three forms: req NULL is blocking, else `persistent` selects
- * MPI_*_init over MPI_I*. Arrays of counts, displacements and types are read at the call (for a
- * persistent request: at init); data buffers at every run.
+ * MPI_IN_PLACE, zero counts, any root); linear algorithms, but reductions over a rank-ordered
+ * binomial tree (Scan and Exscan: recursive doubling) in O(count) memory per rank; speed is
+ * secondary. Each function is the collective in one of its three forms: req NULL is blocking,
+ * else `persistent` selects MPI_*_init over MPI_I*. Arrays of counts, displacements and types are
+ * read at the call (for a persistent request: at init); data buffers at every run.
  */
 #ifndef MCA_COLL_HCCL_FLOOR_H
 #define MCA_COLL_HCCL_FLOOR_H
@@ -83,11 +84,25 @@ int mca_coll_hccl_floor_exscan(const void* sbuf, void* rbuf, int count, ompi_dat
                                ompi_op_t* op, ompi_communicator_t* comm, ompi_request_t** req,
                                bool persistent);
 
-/* Shared by the files above (coll_hccl_floor_all.c): dst = in[0] op in[1] op ... op in[n-1], in
- * rank order whatever the op, as actions of the current round. dst may be in[n-1] and no other
- * input. */
-int mca_coll_hccl_floor_chain(mca_coll_hccl_sched_t* s, const void* const* in, size_t n, void* dst,
-                              size_t count, ompi_datatype_t* dtype, ompi_op_t* op);
+/* Shared by the reducing files above (coll_hccl_floor_all.c): the rank-ordered binomial tree.
+ * Every rank's `count` x `dtype` at `own` (read only) is combined a0 op a1 op ... op a(p-1) at
+ * rank 0, right for non-commutative ops: rank r, for k = 0, 1, ... while bit k of r is clear,
+ * receives the partial result of ranks [r + 2^k, r + 2^(k+1)) from r + 2^k (when it exists) and
+ * combines its own, lower ranks on the left; at its lowest set bit k it sends its partial result
+ * of [r, r + 2^k) to r - 2^k. ceil(log2 p) rounds; two temporaries of `cap` elements per rank
+ * (allocated by the first tree that needs them, reused by the later trees of the schedule), so
+ * O(count) memory whatever p. The result then lands in `dest`'s rbuf (rank 0 copies it there or
+ * sends it to dest; rbuf is read nowhere else). Ends with a round: what follows may overwrite own
+ * and rbuf, and a later tree reuses the temporaries. */
+typedef struct mca_coll_hccl_floor_tree {
+  int rank, p;
+  ompi_datatype_t* dtype;
+  ompi_op_t* op;
+  size_t cap;   /* elements each temporary holds: the largest count of the schedule's trees */
+  void* tmp[2]; /* NULL until needed */
+} mca_coll_hccl_floor_tree_t;
+int mca_coll_hccl_floor_tree(mca_coll_hccl_sched_t* s, mca_coll_hccl_floor_tree_t* t,
+                             const void* own, size_t count, int dest, void* rbuf);
 /* Address of block i of `count` x `dtype` elements each. */
 static inline char* mca_coll_hccl_floor_block(const void* buf, size_t i, size_t count,
                                               ompi_datatype_t* dtype) {

@@ -2,10 +2,11 @@
  * coll_hccl_floor_rooted.c - the floor's rooted collectives: MPI_Bcast, MPI_Reduce, MPI_Scatter(v),
  * MPI_Gather(v), each in its blocking, MPI_I* and persistent forms (coll_hccl_floor.h).
  *
- * Linear: the root exchanges one message with every other rank in one round. Reduce receives
- * every rank's contribution first (p temporaries at the root) and then combines them
- * a0 op a1 op ... op a(p-1), which is right for non-commutative ops and gives the same bits as
- * the floor's allreduce. Simple rather than fast: the floor only serves what nothing faster can.
+ * Linear: the root exchanges one message with every other rank in one round. Reduce combines
+ * over the floor's rank-ordered binomial tree (mca_coll_hccl_floor_tree): a0 op a1 op ... op
+ * a(p-1) at rank 0, which is right for non-commutative ops and gives the same bits as the floor's
+ * allreduce, forwarded to the root when that is another rank; two temporaries per rank. Simple
+ * rather than fast: the floor only serves what nothing faster can.
  */
 #include "coll_hccl_floor.h"
 
@@ -32,30 +33,10 @@ int mca_coll_hccl_floor_reduce(const void* sbuf, void* rbuf, int count, ompi_dat
   MCA_COLL_HCCL_FLOOR_NEW(s, comm);
   int p = ompi_comm_size(comm), rank = ompi_comm_rank(comm);
   size_t n = (size_t)count;
-  if (rank != root) {
-    MCA_COLL_HCCL_FLOOR_TRY(s, mca_coll_hccl_sched_send(s, sbuf, n, dtype, root));
-    return mca_coll_hccl_sched_finish(s, req, persistent);
-  }
-  const void** in = mca_coll_hccl_sched_tmp(s, (size_t)p * sizeof *in);
-  MCA_COLL_HCCL_FLOOR_NEED(s, in);
-  for (int i = 0; i < p; ++i) {
-    if (i == root) continue;
-    void* t = mca_coll_hccl_sched_tmp_dt(s, n, dtype);
-    MCA_COLL_HCCL_FLOOR_NEED(s, t);
-    MCA_COLL_HCCL_FLOOR_TRY(s, mca_coll_hccl_sched_recv(s, t, n, dtype, i));
-    in[i] = t;
-  }
-  if (MPI_IN_PLACE == sbuf) {
-    /* rbuf is the result: keep the root's own contribution apart */
-    void* own = mca_coll_hccl_sched_tmp_dt(s, n, dtype);
-    MCA_COLL_HCCL_FLOOR_NEED(s, own);
-    MCA_COLL_HCCL_FLOOR_TRY(s, mca_coll_hccl_sched_copy(s, rbuf, n, dtype, own, n, dtype));
-    in[root] = own;
-  } else {
-    in[root] = sbuf;
-  }
-  MCA_COLL_HCCL_FLOOR_TRY(s, mca_coll_hccl_sched_round(s));
-  MCA_COLL_HCCL_FLOOR_TRY(s, mca_coll_hccl_floor_chain(s, in, (size_t)p, rbuf, n, dtype, op));
+  mca_coll_hccl_floor_tree_t t = {rank, p, dtype, op, n, {NULL, NULL}};
+  /* in place (the root only), rbuf is read by the tree, which completes before it is written */
+  const void* own = MPI_IN_PLACE == sbuf ? rbuf : sbuf;
+  MCA_COLL_HCCL_FLOOR_TRY(s, mca_coll_hccl_floor_tree(s, &t, own, n, root, rbuf));
   return mca_coll_hccl_sched_finish(s, req, persistent);
 }
 

@@ -15,9 +15,12 @@
 #include <string.h>
 
 static const char* describe_gatherv(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t* call,
-                                    const void* sbuf, int scount, ompi_datatype_t* sdtype,
-                                    void* rbuf, const int* rcounts, const int* displs,
-                                    ompi_datatype_t* rdtype, int root, mca_coll_hccl_vtable_t* t) {
+                                    const void* args, mca_coll_hccl_vtable_t* t) {
+  const mca_coll_hccl_gatherv_args_t* a = args;
+  const void* sbuf = a->sbuf;
+  int scount = a->scount, root = a->root;
+  ompi_datatype_t *sdtype = a->sdtype, *rdtype = a->rdtype;
+  void* rbuf = a->rbuf;
   size_t p = (size_t)ompi_comm_size(m->comm);
   bool is_root = ompi_comm_rank(m->comm) == root;
   hccl_coll_desc_t* d = &call->desc;
@@ -34,8 +37,8 @@ static const char* describe_gatherv(mca_coll_hccl_module_t* m, mca_coll_hccl_cal
     d->sendbuf = mca_coll_hccl_side(&call->send, sbuf, (size_t)scount, sdtype, true, false);
     return NULL;
   }
-  d->recvbuf = mca_coll_hccl_blocks_side(&call->recv, t, rbuf, p, rcounts, displs, rdtype, NULL,
-                                         false, true);
+  d->recvbuf = mca_coll_hccl_blocks_side(&call->recv, t, rbuf, p, a->rcounts, a->displs, rdtype,
+                                         NULL, false, true);
   d->recvcounts = t->bytes;
   d->count = t->bytes[root];
   call->bytes = t->total;
@@ -57,25 +60,9 @@ static const char* describe_gatherv(mca_coll_hccl_module_t* m, mca_coll_hccl_cal
 static bool gatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
                     const int* rcounts, const int* displs, ompi_datatype_t* rdtype, int root,
                     mca_coll_hccl_module_t* m, ompi_request_t** request, bool persistent, int* rc) {
-  mca_coll_hccl_call_t call;
-  memset(&call, 0, sizeof call);
-  call.mpi_name = persistent        ? "MPIX_Gatherv_init"
-                  : NULL != request ? "MPI_Igatherv"
-                                    : "MPI_Gatherv";
-  call.persistent = persistent;
-  call.desc.nonblocking = NULL != request ? 1 : 0;
-  mca_coll_hccl_vtable_t t;
-  void* mem = NULL;
-  if (OMPI_SUCCESS != mca_coll_hccl_vtables((size_t)ompi_comm_size(m->comm), 1, &t, &mem)) {
-    *rc = OMPI_ERR_OUT_OF_RESOURCE;
-    return true;
-  }
-  const char* why =
-      describe_gatherv(m, &call, sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, &t);
-  bool taken = mca_coll_hccl_decide(m, &call, why);
-  if (taken) *rc = mca_coll_hccl_run(m, &call, request);
-  free(mem); /* the engine copied the counts, the staging its block table */
-  return taken;
+  static const char* const names[3] = {"MPI_Gatherv", "MPI_Igatherv", "MPIX_Gatherv_init"};
+  mca_coll_hccl_gatherv_args_t a = {sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root};
+  return mca_coll_hccl_offer_v(m, names, request, persistent, 1, describe_gatherv, &a, rc);
 }
 
 int mca_coll_hccl_gatherv(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,

@@ -149,6 +149,24 @@ int mca_coll_hccl_inter_local_p2p(mca_coll_hccl_sched_t* s, ompi_communicator_t*
   return mca_coll_hccl_sched_sub(s, start_local_p2p, l);
 }
 
+int mca_coll_hccl_inter_reduce_to_leader(mca_coll_hccl_sched_t* s, ompi_communicator_t* comm,
+                                         const void* sbuf, int count, ompi_datatype_t* dtype,
+                                         ompi_op_t* op, void** mine) {
+  *mine = NULL;
+  if (0 == ompi_comm_rank(comm)) {
+    *mine = mca_coll_hccl_sched_tmp_dt(s, (size_t)count, dtype);
+    if (NULL == *mine) return OMPI_ERR_OUT_OF_RESOURCE;
+  }
+  mca_coll_hccl_local_t red = {.kind = LOCAL_REDUCE,
+                               .sbuf = sbuf,
+                               .rbuf = *mine,
+                               .scount = count,
+                               .sdt = dtype,
+                               .op = op,
+                               .root = 0};
+  return mca_coll_hccl_inter_local(s, comm, &red);
+}
+
 int mca_coll_hccl_inter_local_tag(ompi_communicator_t* comm) {
   return ompi_coll_base_nbc_reserve_tags(comm->c_local_comm, 1);
 }
@@ -183,12 +201,16 @@ int mca_coll_hccl_inter_reduce_remote(mca_coll_hccl_sched_t* s, ompi_communicato
   return rc;
 }
 
-/* Adds one action, stopping a builder at its first error (the schedule is freed by `fail`). */
-#define TRY(call)                      \
-  do {                                 \
-    rc = (call);                       \
-    if (OMPI_SUCCESS != rc) goto fail; \
-  } while (0)
+int mca_coll_hccl_inter_end(mca_coll_hccl_sched_t* s, int rc, ompi_request_t** req,
+                            bool persistent) {
+  if (OMPI_SUCCESS != rc) {
+    mca_coll_hccl_sched_free(s);
+    return rc;
+  }
+  return mca_coll_hccl_sched_finish(s, req, persistent);
+}
+
+#define TRY(x) MCA_COLL_HCCL_INTER_TRY(x)
 
 /* --- Allreduce: local reduce to the leader, leaders swap, local bcast --- */
 
@@ -197,13 +219,10 @@ int mca_coll_hccl_inter_reduce_remote(mca_coll_hccl_sched_t* s, ompi_communicato
 static int allreduce_p2p(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
                          ompi_op_t* op, ompi_communicator_t* comm, ompi_request_t** req,
                          bool persistent) {
-  mca_coll_hccl_inter_log(comm, "Allreduce", req, persistent,
+  MCA_COLL_HCCL_INTER_NEW(s, comm, "Allreduce", req, persistent,
                           "intercommunicator leader exchange over point-to-point (remote leader "
                           "reduces, leaders swap, remote leader relays)",
                           "%d x %s, %s", count, dtype->name, op->o_name);
-  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
-  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
-  int rc = OMPI_SUCCESS;
   size_t n = (size_t)count;
   TRY(mca_coll_hccl_sched_send(s, sbuf, n, dtype, 0));
   if (0 != ompi_comm_rank(comm)) {
@@ -218,10 +237,8 @@ static int allreduce_p2p(const void* sbuf, void* rbuf, int count, ompi_datatype_
     TRY(mca_coll_hccl_sched_round(s));
     for (int q = 1; q < rsize; ++q) TRY(mca_coll_hccl_sched_send(s, theirs, n, dtype, q));
   }
-  return mca_coll_hccl_sched_finish(s, req, persistent);
-fail:
-  mca_coll_hccl_sched_free(s);
-  return rc;
+out:
+  return mca_coll_hccl_inter_end(s, rc, req, persistent);
 }
 
 static int allreduce_sched(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
@@ -229,24 +246,13 @@ static int allreduce_sched(const void* sbuf, void* rbuf, int count, ompi_datatyp
                            bool persistent) {
   if (MPI_IN_PLACE == sbuf) return MPI_ERR_ARG; /* not defined on intercommunicators */
   if (NULL != req) return allreduce_p2p(sbuf, rbuf, count, dtype, op, comm, req, persistent);
-  mca_coll_hccl_inter_log(comm, "Allreduce", req, persistent,
+  MCA_COLL_HCCL_INTER_NEW(s, comm, "Allreduce", req, persistent,
                           "intercommunicator leader exchange (local reduce, leaders swap, local "
                           "bcast)",
                           "%d x %s, %s", count, dtype->name, op->o_name);
-  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
-  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
-  int rc = OMPI_SUCCESS;
   bool leader = 0 == ompi_comm_rank(comm);
-  void* mine = leader ? mca_coll_hccl_sched_tmp_dt(s, (size_t)count, dtype) : NULL;
-  if (leader && NULL == mine) TRY(OMPI_ERR_OUT_OF_RESOURCE);
-  mca_coll_hccl_local_t red = {.kind = LOCAL_REDUCE,
-                               .sbuf = sbuf,
-                               .rbuf = mine,
-                               .scount = count,
-                               .sdt = dtype,
-                               .op = op,
-                               .root = 0};
-  TRY(mca_coll_hccl_inter_local(s, comm, &red));
+  void* mine = NULL;
+  TRY(mca_coll_hccl_inter_reduce_to_leader(s, comm, sbuf, count, dtype, op, &mine));
   TRY(mca_coll_hccl_sched_round(s));
   if (leader) {
     TRY(mca_coll_hccl_sched_send(s, mine, (size_t)count, dtype, 0));
@@ -256,10 +262,8 @@ static int allreduce_sched(const void* sbuf, void* rbuf, int count, ompi_datatyp
   mca_coll_hccl_local_t bc = {
       .kind = LOCAL_BCAST, .rbuf = rbuf, .rcount = count, .rdt = dtype, .root = 0};
   TRY(mca_coll_hccl_inter_local(s, comm, &bc));
-  return mca_coll_hccl_sched_finish(s, req, persistent);
-fail:
-  mca_coll_hccl_sched_free(s);
-  return rc;
+out:
+  return mca_coll_hccl_inter_end(s, rc, req, persistent);
 }
 MCA_COLL_HCCL_THREE_FORMS(allreduce,
                           (const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
@@ -299,22 +303,17 @@ static int allgather_direct(const char* base, const void* sbuf, int scount, ompi
                             ompi_datatype_t* rdtype, ompi_communicator_t* comm,
                             ompi_request_t** req, bool persistent) {
   int rsize = ompi_comm_remote_size(comm);
-  mca_coll_hccl_inter_log(comm, base, req, persistent,
+  MCA_COLL_HCCL_INTER_NEW(s, comm, base, req, persistent,
                           "intercommunicator direct exchange (one round with every remote rank)",
                           "%d x %s sent, %s received", scount, sdtype->name, rdtype->name);
-  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
-  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
-  int rc = OMPI_SUCCESS;
   for (int q = 0; q < rsize; ++q) {
     size_t n = (size_t)(NULL == counts ? rcount : counts[q]);
     size_t at = NULL == counts ? (size_t)q * (size_t)rcount : (size_t)displs[q];
     TRY(mca_coll_hccl_sched_recv(s, mca_coll_hccl_at(rbuf, rdtype, at), n, rdtype, q));
   }
   for (int q = 0; q < rsize; ++q) TRY(mca_coll_hccl_sched_send(s, sbuf, (size_t)scount, sdtype, q));
-  return mca_coll_hccl_sched_finish(s, req, persistent);
-fail:
-  mca_coll_hccl_sched_free(s);
-  return rc;
+out:
+  return mca_coll_hccl_inter_end(s, rc, req, persistent);
 }
 
 static int allgather_sched(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
@@ -326,14 +325,11 @@ static int allgather_sched(const void* sbuf, int scount, ompi_datatype_t* sdtype
                             comm, req, persistent);
   }
   int rsize = ompi_comm_remote_size(comm);
-  mca_coll_hccl_inter_log(comm, "Allgather", req, persistent,
+  MCA_COLL_HCCL_INTER_NEW(s, comm, "Allgather", req, persistent,
                           "intercommunicator leader exchange (ranks to the remote leader, local "
                           "bcast)",
                           "%d x %s sent, %d x %s per remote rank", scount, sdtype->name, rcount,
                           rdtype->name);
-  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
-  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
-  int rc = OMPI_SUCCESS;
   TRY(mca_coll_hccl_sched_send(s, sbuf, (size_t)scount, sdtype, 0));
   if (0 == ompi_comm_rank(comm)) {
     for (int q = 0; q < rsize; ++q) {
@@ -343,10 +339,8 @@ static int allgather_sched(const void* sbuf, int scount, ompi_datatype_t* sdtype
   }
   TRY(mca_coll_hccl_sched_round(s));
   TRY(spread(s, comm, rbuf, rsize, rcount, NULL, NULL, rdtype));
-  return mca_coll_hccl_sched_finish(s, req, persistent);
-fail:
-  mca_coll_hccl_sched_free(s);
-  return rc;
+out:
+  return mca_coll_hccl_inter_end(s, rc, req, persistent);
 }
 MCA_COLL_HCCL_THREE_FORMS(allgather,
                           (const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
@@ -362,14 +356,11 @@ static int allgatherv_sched(const void* sbuf, int scount, ompi_datatype_t* sdtyp
                             comm, req, persistent);
   }
   int rsize = ompi_comm_remote_size(comm);
-  mca_coll_hccl_inter_log(comm, "Allgatherv", req, persistent,
+  MCA_COLL_HCCL_INTER_NEW(s, comm, "Allgatherv", req, persistent,
                           "intercommunicator leader exchange (ranks to the remote leader, local "
                           "bcast per remote rank)",
                           "%d x %s sent, %s received (per-rank counts)", scount, sdtype->name,
                           rdtype->name);
-  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
-  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
-  int rc = OMPI_SUCCESS;
   /* read once, at the call, as the floor reads them */
   int* counts = mca_coll_hccl_sched_tmp(s, 2 * (size_t)rsize * sizeof(int));
   if (NULL == counts) TRY(OMPI_ERR_OUT_OF_RESOURCE);
@@ -385,10 +376,8 @@ static int allgatherv_sched(const void* sbuf, int scount, ompi_datatype_t* sdtyp
   }
   TRY(mca_coll_hccl_sched_round(s));
   TRY(spread(s, comm, rbuf, rsize, 0, counts, disps, rdtype));
-  return mca_coll_hccl_sched_finish(s, req, persistent);
-fail:
-  mca_coll_hccl_sched_free(s);
-  return rc;
+out:
+  return mca_coll_hccl_inter_end(s, rc, req, persistent);
 }
 MCA_COLL_HCCL_THREE_FORMS(allgatherv,
                           (const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
@@ -405,15 +394,12 @@ static int reduce_scatter_p2p(const char* base, const void* sbuf, void* rbuf, in
                               ompi_op_t* op, ompi_communicator_t* comm, ompi_request_t** req,
                               bool persistent) {
   int lsize = ompi_comm_size(comm), rank = ompi_comm_rank(comm);
-  mca_coll_hccl_inter_log(comm, base, req, persistent,
+  MCA_COLL_HCCL_INTER_NEW(s, comm, base, req, persistent,
                           "intercommunicator leader exchange over point-to-point (remote leader "
                           "reduces, local scatter)",
                           "%zu x %s, %s in, %d x %s here", total, dtype->name, op->o_name,
                           NULL == rcounts ? rcount : rcounts[rank], dtype->name);
   int tag = mca_coll_hccl_inter_local_tag(comm);
-  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
-  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
-  int rc = OMPI_SUCCESS;
   TRY(mca_coll_hccl_sched_send(s, sbuf, total, dtype, 0));
   if (0 != rank) {
     size_t mine = (size_t)(NULL == rcounts ? rcount : rcounts[rank]);
@@ -434,10 +420,8 @@ static int reduce_scatter_p2p(const char* base, const void* sbuf, void* rbuf, in
       at += n;
     }
   }
-  return mca_coll_hccl_sched_finish(s, req, persistent);
-fail:
-  mca_coll_hccl_sched_free(s);
-  return rc;
+out:
+  return mca_coll_hccl_inter_end(s, rc, req, persistent);
 }
 
 /* `total` elements reduced over the local group at the leader, swapped, then scattered by
@@ -454,30 +438,16 @@ static int reduce_scatter_common(const char* base, const void* sbuf, void* rbuf,
     return reduce_scatter_p2p(base, sbuf, rbuf, rcount, rcounts, total, dtype, op, comm, req,
                               persistent);
   }
-  mca_coll_hccl_inter_log(comm, base, req, persistent,
+  MCA_COLL_HCCL_INTER_NEW(s, comm, base, req, persistent,
                           "intercommunicator leader exchange (local reduce, leaders swap, local "
                           "scatter)",
                           "%zu x %s, %s in, %d x %s here", total, dtype->name, op->o_name,
                           NULL == rcounts ? rcount : rcounts[rank], dtype->name);
-  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
-  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
-  int rc = OMPI_SUCCESS;
   bool leader = 0 == rank;
   void* mine = NULL;
-  void* theirs = NULL;
-  if (leader) {
-    mine = mca_coll_hccl_sched_tmp_dt(s, total, dtype);
-    theirs = mca_coll_hccl_sched_tmp_dt(s, total, dtype);
-    if (NULL == mine || NULL == theirs) TRY(OMPI_ERR_OUT_OF_RESOURCE);
-  }
-  mca_coll_hccl_local_t red = {.kind = LOCAL_REDUCE,
-                               .sbuf = sbuf,
-                               .rbuf = mine,
-                               .scount = (int)total,
-                               .sdt = dtype,
-                               .op = op,
-                               .root = 0};
-  TRY(mca_coll_hccl_inter_local(s, comm, &red));
+  void* theirs = leader ? mca_coll_hccl_sched_tmp_dt(s, total, dtype) : NULL;
+  if (leader && NULL == theirs) TRY(OMPI_ERR_OUT_OF_RESOURCE);
+  TRY(mca_coll_hccl_inter_reduce_to_leader(s, comm, sbuf, (int)total, dtype, op, &mine));
   TRY(mca_coll_hccl_sched_round(s));
   if (leader) {
     TRY(mca_coll_hccl_sched_send(s, mine, total, dtype, 0));
@@ -515,10 +485,8 @@ static int reduce_scatter_common(const char* base, const void* sbuf, void* rbuf,
                                 .root = 0};
     TRY(mca_coll_hccl_inter_local(s, comm, &sc));
   }
-  return mca_coll_hccl_sched_finish(s, req, persistent);
-fail:
-  mca_coll_hccl_sched_free(s);
-  return rc;
+out:
+  return mca_coll_hccl_inter_end(s, rc, req, persistent);
 }
 
 static int reduce_scatter_block_sched(const void* sbuf, void* rbuf, int rcount,
@@ -551,13 +519,10 @@ MCA_COLL_HCCL_THREE_FORMS(reduce_scatter,
  * heard from the whole remote group, tells the other leader; a leader that heard that knows both
  * groups entered, leaves, and releases its remote peers. */
 static int barrier_p2p(ompi_communicator_t* comm, ompi_request_t** req, bool persistent) {
-  mca_coll_hccl_inter_log(comm, "Barrier", req, persistent,
+  MCA_COLL_HCCL_INTER_NEW(s, comm, "Barrier", req, persistent,
                           "intercommunicator leader exchange over point-to-point (ranks to the "
                           "remote leader, leaders swap, remote leader releases)",
                           "no data");
-  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
-  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
-  int rc = OMPI_SUCCESS;
   ompi_datatype_t* byte = &ompi_mpi_byte.dt;
   TRY(mca_coll_hccl_sched_send(s, NULL, 0, byte, 0));
   if (0 != ompi_comm_rank(comm)) {
@@ -571,21 +536,16 @@ static int barrier_p2p(ompi_communicator_t* comm, ompi_request_t** req, bool per
     TRY(mca_coll_hccl_sched_round(s));
     for (int q = 1; q < rsize; ++q) TRY(mca_coll_hccl_sched_send(s, NULL, 0, byte, q));
   }
-  return mca_coll_hccl_sched_finish(s, req, persistent);
-fail:
-  mca_coll_hccl_sched_free(s);
-  return rc;
+out:
+  return mca_coll_hccl_inter_end(s, rc, req, persistent);
 }
 
 static int barrier_sched(ompi_communicator_t* comm, ompi_request_t** req, bool persistent) {
   if (NULL != req) return barrier_p2p(comm, req, persistent);
-  mca_coll_hccl_inter_log(comm, "Barrier", req, persistent,
+  MCA_COLL_HCCL_INTER_NEW(s, comm, "Barrier", req, persistent,
                           "intercommunicator leader exchange (local barrier, leaders swap, local "
                           "barrier)",
                           "no data");
-  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
-  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
-  int rc = OMPI_SUCCESS;
   mca_coll_hccl_local_t bar = {.kind = LOCAL_BARRIER};
   TRY(mca_coll_hccl_inter_local(s, comm, &bar));
   TRY(mca_coll_hccl_sched_round(s));
@@ -595,10 +555,8 @@ static int barrier_sched(ompi_communicator_t* comm, ompi_request_t** req, bool p
     TRY(mca_coll_hccl_sched_round(s));
   }
   TRY(mca_coll_hccl_inter_local(s, comm, &bar));
-  return mca_coll_hccl_sched_finish(s, req, persistent);
-fail:
-  mca_coll_hccl_sched_free(s);
-  return rc;
+out:
+  return mca_coll_hccl_inter_end(s, rc, req, persistent);
 }
 static int hccl_barrier(ompi_communicator_t* comm, mca_coll_base_module_t* module) {
   (void)module;

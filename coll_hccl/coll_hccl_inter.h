@@ -27,6 +27,26 @@ void mca_coll_hccl_inter_log(ompi_communicator_t* comm, const char* base, ompi_r
 /* Whether that line would be printed (skip formatting when not). */
 bool mca_coll_hccl_wants_log(ompi_communicator_t* comm);
 
+/* The prologue of an intercommunicator builder: the per-call line (as mca_coll_hccl_inter_log),
+ * then a new schedule `s` on comm and `int rc`; returns OMPI_ERR_OUT_OF_RESOURCE from the
+ * builder when no schedule could be made. */
+#define MCA_COLL_HCCL_INTER_NEW(s, comm, base, req, persistent, how, ...) \
+  mca_coll_hccl_inter_log(comm, base, req, persistent, how, __VA_ARGS__); \
+  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);               \
+  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;                         \
+  int rc = OMPI_SUCCESS
+/* Adds one action, stopping a builder at its first error: jumps to the builder's `out:` label,
+ * which ends in `return mca_coll_hccl_inter_end(s, rc, req, persistent)`. */
+#define MCA_COLL_HCCL_INTER_TRY(x)    \
+  do {                                \
+    rc = (x);                         \
+    if (OMPI_SUCCESS != rc) goto out; \
+  } while (0)
+/* The epilogue: rc an error frees the schedule and returns it, else the schedule runs in its
+ * form (mca_coll_hccl_sched_finish). */
+int mca_coll_hccl_inter_end(mca_coll_hccl_sched_t* s, int rc, ompi_request_t** req,
+                            bool persistent);
+
 /* A collective on the local group, started as a sub-request of the current round. */
 typedef enum {
   LOCAL_REDUCE,
@@ -48,6 +68,13 @@ typedef struct mca_coll_hccl_local {
 } mca_coll_hccl_local_t;
 int mca_coll_hccl_inter_local(mca_coll_hccl_sched_t* s, ompi_communicator_t* comm,
                               const mca_coll_hccl_local_t* what);
+
+/* The local group's reduce of `count` x `dtype` to its leader (local rank 0), into a new
+ * temporary of the schedule, *mine (NULL on the other ranks), as a sub-request of the current
+ * round. */
+int mca_coll_hccl_inter_reduce_to_leader(mca_coll_hccl_sched_t* s, ompi_communicator_t* comm,
+                                         const void* sbuf, int count, ompi_datatype_t* dtype,
+                                         ompi_op_t* op, void** mine);
 
 /* Point-to-point with the local group (on comm->c_local_comm, tag `tag` reserved there by every
  * rank of the group at the call), as a sub-request of the current round. */

@@ -34,15 +34,10 @@ static int exchange_sched(const char* base, const side_t* snd, const side_t* rcv
                           ompi_communicator_t* comm, ompi_request_t** req, bool persistent) {
   if (MPI_IN_PLACE == snd->buf) return MPI_ERR_ARG; /* not defined on intercommunicators */
   int rsize = ompi_comm_remote_size(comm);
-  if (mca_coll_hccl_wants_log(comm)) {
-    const char* type = NULL != snd->types ? "per-peer types" : snd->dtype->name;
-    mca_coll_hccl_inter_log(comm, base, req, persistent,
-                            "intercommunicator direct exchange (one round with every remote rank)",
-                            "%s, %d remote peers", type, rsize);
-  }
-  mca_coll_hccl_sched_t* s = mca_coll_hccl_sched_new(comm);
-  if (NULL == s) return OMPI_ERR_OUT_OF_RESOURCE;
-  int rc = OMPI_SUCCESS;
+  MCA_COLL_HCCL_INTER_NEW(s, comm, base, req, persistent,
+                          "intercommunicator direct exchange (one round with every remote rank)",
+                          "%s, %d remote peers",
+                          NULL != snd->types ? "per-peer types" : snd->dtype->name, rsize);
   for (int q = 0; q < rsize && OMPI_SUCCESS == rc; ++q) {
     char* at;
     size_t n;
@@ -57,11 +52,7 @@ static int exchange_sched(const char* base, const side_t* snd, const side_t* rcv
     block_of(snd, q, &at, &n, &dt);
     rc = mca_coll_hccl_sched_send(s, at, n, dt, q);
   }
-  if (OMPI_SUCCESS != rc) {
-    mca_coll_hccl_sched_free(s);
-    return rc;
-  }
-  return mca_coll_hccl_sched_finish(s, req, persistent);
+  return mca_coll_hccl_inter_end(s, rc, req, persistent);
 }
 
 static int alltoall_sched(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,

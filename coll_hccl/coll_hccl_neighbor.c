@@ -23,11 +23,7 @@
 
 #include "ompi/mca/topo/base/base.h"
 
-#define TRY(call)                      \
-  do {                                 \
-    rc = (call);                       \
-    if (OMPI_SUCCESS != rc) goto fail; \
-  } while (0)
+#define TRY(x) MCA_COLL_HCCL_INTER_TRY(x)
 
 /* The neighbour lists in slot order, and the order in which to post the receives. */
 typedef struct neighbours {
@@ -140,10 +136,8 @@ static int neighbor_sched(const char* base, const nside_t* snd, const nside_t* r
     nblock(snd, j, &at, &n, &dt);
     TRY(mca_coll_hccl_sched_send(s, at, n, dt, nb.dst[j]));
   }
-  return mca_coll_hccl_sched_finish(s, req, persistent);
-fail:
-  mca_coll_hccl_sched_free(s);
-  return rc;
+out:
+  return mca_coll_hccl_inter_end(s, rc, req, persistent);
 }
 
 static int neighbor_allgather_sched(const void* sbuf, int scount, ompi_datatype_t* sdtype,

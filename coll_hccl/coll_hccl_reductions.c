@@ -16,13 +16,12 @@
 static const char* describe_reduction(mca_coll_hccl_call_t* call, hccl_coll_t coll,
                                       const void* sbuf, void* rbuf, size_t count,
                                       size_t input_elems, size_t result_elems,
-                                      ompi_datatype_t* dtype, ompi_op_t* op, bool nonblocking) {
+                                      ompi_datatype_t* dtype, ompi_op_t* op) {
   call->op = op;
   call->dtype = dtype;
   call->bytes = mca_coll_hccl_bytes(dtype, input_elems);
   hccl_coll_desc_t* d = &call->desc;
   d->coll = coll;
-  d->nonblocking = nonblocking ? 1 : 0;
   d->in_place = MPI_IN_PLACE == sbuf ? 1 : 0;
   d->count = count;
   if (0 == input_elems) return mca_coll_hccl_nothing(call);
@@ -57,17 +56,12 @@ static const char* describe_reduction(mca_coll_hccl_call_t* call, hccl_coll_t co
 static bool allreduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
                       ompi_op_t* op, mca_coll_hccl_module_t* m, ompi_request_t** request,
                       bool persistent, int* rc) {
+  static const char* const names[3] = {"MPI_Allreduce", "MPI_Iallreduce", "MPIX_Allreduce_init"};
   mca_coll_hccl_call_t call;
-  memset(&call, 0, sizeof call);
-  call.mpi_name = persistent        ? "MPIX_Allreduce_init"
-                  : NULL != request ? "MPI_Iallreduce"
-                                    : "MPI_Allreduce";
-  call.persistent = persistent;
+  mca_coll_hccl_call_init(&call, names, request, persistent);
   const char* why = describe_reduction(&call, HCCL_COLL_ALLREDUCE, sbuf, rbuf, (size_t)count,
-                                       (size_t)count, (size_t)count, dtype, op, NULL != request);
-  if (!mca_coll_hccl_decide(m, &call, why)) return false;
-  *rc = mca_coll_hccl_run(m, &call, request);
-  return true;
+                                       (size_t)count, (size_t)count, dtype, op);
+  return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
 
 int mca_coll_hccl_allreduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
@@ -98,19 +92,15 @@ int mca_coll_hccl_iallreduce(const void* sbuf, void* rbuf, int count, ompi_datat
 static bool reduce_scatter_block(const void* sbuf, void* rbuf, int rcount, ompi_datatype_t* dtype,
                                  ompi_op_t* op, mca_coll_hccl_module_t* m, ompi_request_t** request,
                                  bool persistent, int* rc) {
+  static const char* const names[3] = {"MPI_Reduce_scatter_block", "MPI_Ireduce_scatter_block",
+                                       "MPIX_Reduce_scatter_block_init"};
   mca_coll_hccl_call_t call;
-  memset(&call, 0, sizeof call);
-  call.mpi_name = persistent        ? "MPIX_Reduce_scatter_block_init"
-                  : NULL != request ? "MPI_Ireduce_scatter_block"
-                                    : "MPI_Reduce_scatter_block";
-  call.persistent = persistent;
+  mca_coll_hccl_call_init(&call, names, request, persistent);
   size_t p = (size_t)ompi_comm_size(m->comm);
   const char* why =
       describe_reduction(&call, HCCL_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, (size_t)rcount,
-                         p * (size_t)rcount, (size_t)rcount, dtype, op, NULL != request);
-  if (!mca_coll_hccl_decide(m, &call, why)) return false;
-  *rc = mca_coll_hccl_run(m, &call, request);
-  return true;
+                         p * (size_t)rcount, (size_t)rcount, dtype, op);
+  return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
 
 int mca_coll_hccl_reduce_scatter_block(const void* sbuf, void* rbuf, int rcount,
@@ -144,12 +134,10 @@ int mca_coll_hccl_ireduce_scatter_block(const void* sbuf, void* rbuf, int rcount
 static bool reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, ompi_datatype_t* dtype,
                            ompi_op_t* op, mca_coll_hccl_module_t* m, ompi_request_t** request,
                            bool persistent, int* rc) {
+  static const char* const names[3] = {"MPI_Reduce_scatter", "MPI_Ireduce_scatter",
+                                       "MPIX_Reduce_scatter_init"};
   mca_coll_hccl_call_t call;
-  memset(&call, 0, sizeof call);
-  call.mpi_name = persistent        ? "MPIX_Reduce_scatter_init"
-                  : NULL != request ? "MPI_Ireduce_scatter"
-                                    : "MPI_Reduce_scatter";
-  call.persistent = persistent;
+  mca_coll_hccl_call_init(&call, names, request, persistent);
   int p = ompi_comm_size(m->comm);
   size_t* counts = malloc((size_t)p * sizeof *counts);
   if (NULL == counts) {
@@ -162,10 +150,9 @@ static bool reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, omp
     total += counts[i];
   }
   const char* why = describe_reduction(&call, HCCL_COLL_REDUCE_SCATTER, sbuf, rbuf, 0, total,
-                                       counts[ompi_comm_rank(m->comm)], dtype, op, NULL != request);
+                                       counts[ompi_comm_rank(m->comm)], dtype, op);
   call.desc.recvcounts = counts;
-  bool taken = mca_coll_hccl_decide(m, &call, why);
-  if (taken) *rc = mca_coll_hccl_run(m, &call, request);
+  bool taken = mca_coll_hccl_offer(m, &call, why, request, rc);
   free(counts); /* the engine copied what it needs in hccl_coll_start */
   return taken;
 }

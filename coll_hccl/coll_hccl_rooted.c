@@ -39,15 +39,6 @@ bool mca_coll_hccl_map_any_reduction(ompi_datatype_t* dtype, ompi_op_t* op,
   return true;
 }
 
-/* Runs the call through the engine when it takes it; false means the previous component must. */
-static bool run(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t* call, const char* why,
-                ompi_request_t** request, int* rc) {
-  call->desc.nonblocking = NULL != request ? 1 : 0;
-  if (!mca_coll_hccl_decide(m, call, why)) return false;
-  *rc = mca_coll_hccl_run(m, call, request);
-  return true;
-}
-
 /* ---- Bcast ---------------------------------------------------------------------------------- */
 
 static const char* describe_bcast(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t* call, void* buf,
@@ -71,12 +62,11 @@ static const char* describe_bcast(mca_coll_hccl_module_t* m, mca_coll_hccl_call_
 
 static bool bcast(void* buf, int count, ompi_datatype_t* dtype, int root, mca_coll_hccl_module_t* m,
                   ompi_request_t** request, bool persistent, int* rc) {
+  static const char* const names[3] = {"MPI_Bcast", "MPI_Ibcast", "MPIX_Bcast_init"};
   mca_coll_hccl_call_t call;
-  memset(&call, 0, sizeof call);
-  call.mpi_name = persistent ? "MPIX_Bcast_init" : NULL != request ? "MPI_Ibcast" : "MPI_Bcast";
-  call.persistent = persistent;
+  mca_coll_hccl_call_init(&call, names, request, persistent);
   const char* why = describe_bcast(m, &call, buf, count, dtype, root);
-  return run(m, &call, why, request, rc);
+  return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
 
 int mca_coll_hccl_bcast(void* buff, int count, ompi_datatype_t* datatype, int root,
@@ -151,12 +141,11 @@ static const char* describe_reduce(mca_coll_hccl_module_t* m, mca_coll_hccl_call
 static bool reduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype, ompi_op_t* op,
                    int root, mca_coll_hccl_module_t* m, ompi_request_t** request, bool persistent,
                    int* rc) {
+  static const char* const names[3] = {"MPI_Reduce", "MPI_Ireduce", "MPIX_Reduce_init"};
   mca_coll_hccl_call_t call;
-  memset(&call, 0, sizeof call);
-  call.mpi_name = persistent ? "MPIX_Reduce_init" : NULL != request ? "MPI_Ireduce" : "MPI_Reduce";
-  call.persistent = persistent;
+  mca_coll_hccl_call_init(&call, names, request, persistent);
   const char* why = describe_reduce(m, &call, sbuf, rbuf, count, dtype, op, root);
-  return run(m, &call, why, request, rc);
+  return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
 
 int mca_coll_hccl_reduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
@@ -222,14 +211,11 @@ static const char* describe_scatter(mca_coll_hccl_module_t* m, mca_coll_hccl_cal
 static bool scatter(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf, int rcount,
                     ompi_datatype_t* rdtype, int root, mca_coll_hccl_module_t* m,
                     ompi_request_t** request, bool persistent, int* rc) {
+  static const char* const names[3] = {"MPI_Scatter", "MPI_Iscatter", "MPIX_Scatter_init"};
   mca_coll_hccl_call_t call;
-  memset(&call, 0, sizeof call);
-  call.mpi_name = persistent        ? "MPIX_Scatter_init"
-                  : NULL != request ? "MPI_Iscatter"
-                                    : "MPI_Scatter";
-  call.persistent = persistent;
+  mca_coll_hccl_call_init(&call, names, request, persistent);
   const char* why = describe_scatter(m, &call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root);
-  return run(m, &call, why, request, rc);
+  return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
 
 int mca_coll_hccl_scatter(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,
@@ -349,12 +335,11 @@ static const char* describe_gather(mca_coll_hccl_module_t* m, mca_coll_hccl_call
 static bool gather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf, int rcount,
                    ompi_datatype_t* rdtype, int root, mca_coll_hccl_module_t* m,
                    ompi_request_t** request, bool persistent, int* rc) {
+  static const char* const names[3] = {"MPI_Gather", "MPI_Igather", "MPIX_Gather_init"};
   mca_coll_hccl_call_t call;
-  memset(&call, 0, sizeof call);
-  call.mpi_name = persistent ? "MPIX_Gather_init" : NULL != request ? "MPI_Igather" : "MPI_Gather";
-  call.persistent = persistent;
+  mca_coll_hccl_call_init(&call, names, request, persistent);
   const char* why = describe_gather(m, &call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root);
-  return run(m, &call, why, request, rc);
+  return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
 
 int mca_coll_hccl_gather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* rbuf,

@@ -11,14 +11,6 @@
 
 #include <string.h>
 
-static bool run(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t* call, const char* why,
-                ompi_request_t** request, int* rc) {
-  call->desc.nonblocking = NULL != request ? 1 : 0;
-  if (!mca_coll_hccl_decide(m, call, why)) return false;
-  *rc = mca_coll_hccl_run(m, call, request);
-  return true;
-}
-
 static const char* describe_scan(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t* call,
                                  bool exclusive, const void* sbuf, void* rbuf, int count,
                                  ompi_datatype_t* dtype, ompi_op_t* op) {
@@ -62,17 +54,12 @@ static const char* describe_scan(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t
 static bool scan(bool exclusive, const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
                  ompi_op_t* op, mca_coll_hccl_module_t* m, ompi_request_t** request,
                  bool persistent, int* rc) {
+  static const char* const scan_names[3] = {"MPI_Scan", "MPI_Iscan", "MPIX_Scan_init"};
+  static const char* const exscan_names[3] = {"MPI_Exscan", "MPI_Iexscan", "MPIX_Exscan_init"};
   mca_coll_hccl_call_t call;
-  memset(&call, 0, sizeof call);
-  call.mpi_name = exclusive ? (persistent        ? "MPIX_Exscan_init"
-                               : NULL != request ? "MPI_Iexscan"
-                                                 : "MPI_Exscan")
-                            : (persistent        ? "MPIX_Scan_init"
-                               : NULL != request ? "MPI_Iscan"
-                                                 : "MPI_Scan");
-  call.persistent = persistent;
+  mca_coll_hccl_call_init(&call, exclusive ? exscan_names : scan_names, request, persistent);
   const char* why = describe_scan(m, &call, exclusive, sbuf, rbuf, count, dtype, op);
-  return run(m, &call, why, request, rc);
+  return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
 
 int mca_coll_hccl_scan(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dtype,
@@ -150,17 +137,14 @@ int mca_coll_hccl_exscan_init(const void* sbuf, void* rbuf, int count, ompi_data
 /* ---- Barrier -------------------------------------------------------------------------------- */
 
 static bool barrier(mca_coll_hccl_module_t* m, ompi_request_t** request, bool persistent, int* rc) {
+  static const char* const names[3] = {"MPI_Barrier", "MPI_Ibarrier", "MPIX_Barrier_init"};
   mca_coll_hccl_call_t call;
-  memset(&call, 0, sizeof call);
-  call.mpi_name = persistent        ? "MPIX_Barrier_init"
-                  : NULL != request ? "MPI_Ibarrier"
-                                    : "MPI_Barrier";
-  call.persistent = persistent;
+  mca_coll_hccl_call_init(&call, names, request, persistent);
   call.desc.coll = HCCL_COLL_BARRIER;
   call.desc.dtype = HCCL_DT_BYTE;
   call.desc.elem_size = 1;
   call.desc.op = HCCL_OP_NONE;
-  return run(m, &call, NULL, request, rc);
+  return mca_coll_hccl_offer(m, &call, NULL, request, rc);
 }
 
 int mca_coll_hccl_barrier(ompi_communicator_t* comm, mca_coll_base_module_t* module) {

@@ -13,10 +13,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef struct {
+  const void* sbuf;
+  const int* scounts;
+  const int* displs;
+  ompi_datatype_t* sdtype;
+  void* rbuf;
+  int rcount;
+  ompi_datatype_t* rdtype;
+  int root;
+} scatterv_args_t;
+
 static const char* describe_scatterv(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t* call,
-                                     const void* sbuf, const int* scounts, const int* displs,
-                                     ompi_datatype_t* sdtype, void* rbuf, int rcount,
-                                     ompi_datatype_t* rdtype, int root, mca_coll_hccl_vtable_t* t) {
+                                     const void* args, mca_coll_hccl_vtable_t* t) {
+  const scatterv_args_t* a = args;
+  const void* sbuf = a->sbuf;
+  void* rbuf = a->rbuf;
+  int rcount = a->rcount, root = a->root;
+  ompi_datatype_t *sdtype = a->sdtype, *rdtype = a->rdtype;
   size_t p = (size_t)ompi_comm_size(m->comm);
   bool is_root = ompi_comm_rank(m->comm) == root;
   hccl_coll_desc_t* d = &call->desc;
@@ -36,7 +50,7 @@ static const char* describe_scatterv(mca_coll_hccl_module_t* m, mca_coll_hccl_ca
   /* In place the engine takes the send blocks as the root's recvbuf and writes nothing there. */
   mca_coll_hccl_stage_t* send = d->in_place ? &call->recv : &call->send;
   void* blocks =
-      mca_coll_hccl_blocks_side(send, t, sbuf, p, scounts, displs, sdtype, NULL, true, false);
+      mca_coll_hccl_blocks_side(send, t, sbuf, p, a->scounts, a->displs, sdtype, NULL, true, false);
   d->sendcounts = t->bytes;
   d->count = t->bytes[root];
   call->bytes = t->total;
@@ -59,25 +73,9 @@ static bool scatterv(const void* sbuf, const int* scounts, const int* displs,
                      ompi_datatype_t* sdtype, void* rbuf, int rcount, ompi_datatype_t* rdtype,
                      int root, mca_coll_hccl_module_t* m, ompi_request_t** request, bool persistent,
                      int* rc) {
-  mca_coll_hccl_call_t call;
-  memset(&call, 0, sizeof call);
-  call.mpi_name = persistent        ? "MPIX_Scatterv_init"
-                  : NULL != request ? "MPI_Iscatterv"
-                                    : "MPI_Scatterv";
-  call.persistent = persistent;
-  call.desc.nonblocking = NULL != request ? 1 : 0;
-  mca_coll_hccl_vtable_t t;
-  void* mem = NULL;
-  if (OMPI_SUCCESS != mca_coll_hccl_vtables((size_t)ompi_comm_size(m->comm), 1, &t, &mem)) {
-    *rc = OMPI_ERR_OUT_OF_RESOURCE;
-    return true;
-  }
-  const char* why =
-      describe_scatterv(m, &call, sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, &t);
-  bool taken = mca_coll_hccl_decide(m, &call, why);
-  if (taken) *rc = mca_coll_hccl_run(m, &call, request);
-  free(mem); /* the engine copied the counts, the staging its block table */
-  return taken;
+  static const char* const names[3] = {"MPI_Scatterv", "MPI_Iscatterv", "MPIX_Scatterv_init"};
+  scatterv_args_t a = {sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root};
+  return mca_coll_hccl_offer_v(m, names, request, persistent, 1, describe_scatterv, &a, rc);
 }
 
 int mca_coll_hccl_scatterv(const void* sbuf, const int* scounts, const int* displs,

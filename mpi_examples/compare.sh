@@ -63,7 +63,8 @@ while (($#)); do
 done
 bench_args=("$@")
 # Every collective coll_hccl serves, unless the arguments choose (-C / --collectives).
-all_colls=allreduce,allgather,allgatherv,reduce_scatter,reduce_scatter_v,bcast,reduce,scatter,alltoall
+all_colls=allreduce,allgather,allgatherv,reduce_scatter,reduce_scatter_v,bcast,reduce,scatter,scatterv
+all_colls+=,gather,gatherv,alltoall,alltoallv,alltoallw,scan,exscan,barrier
 chosen=0
 for a in "${bench_args[@]}"; do [[ $a == -C || $a == --collectives* ]] && chosen=1; done
 ((chosen)) || bench_args=(-C "$all_colls" "${bench_args[@]}")

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <variant>
 
 #include <fmt/core.h>
@@ -168,7 +169,7 @@ int run(const Options& o, int rank, int size, std::string* plotScript) {
   std::size_t wrongOthers = 0;
   for (bench::Coll coll : o.collectives) {
     if (rank == 0) bench::printTableHead(coll, o);
-    std::size_t previousBytes = 0;
+    std::optional<std::size_t> previousBytes;  // sizes that round to the same shape run once
     for (std::size_t bytes = o.minBytes; bytes <= o.maxBytes;) {
       const auto shape = bench::shapeFor(coll, bytes, o.type->size, size);
       if (shape && shape->bytes != previousBytes) {

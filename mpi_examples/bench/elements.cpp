@@ -51,24 +51,25 @@ T value(const Pattern& p, int rank, std::size_t index) {
   return T{};
 }
 
+// The reduction over ranks 0..upto-1 of value(p, r, index), in rank order.
 template <typename T>
-T reduced(const Pattern& p, std::size_t index) {
+T reducedOver(const Pattern& p, int upto, std::size_t index) {
   switch (p.op) {
     case Op::Sum: {
       Wide<T> acc = 0;
-      for (int r = 0; r < p.nranks; ++r) acc += static_cast<Wide<T>>(value<T>(p, r, index));
+      for (int r = 0; r < upto; ++r) acc += static_cast<Wide<T>>(value<T>(p, r, index));
       return static_cast<T>(acc);  // integer types wrap, as MPI's do
     }
     case Op::Prod: {
       Wide<T> acc = 1;
-      for (int r = 0; r < p.nranks; ++r) acc *= static_cast<Wide<T>>(value<T>(p, r, index));
+      for (int r = 0; r < upto; ++r) acc *= static_cast<Wide<T>>(value<T>(p, r, index));
       return static_cast<T>(acc);
     }
     default:
       break;
   }
   T acc = value<T>(p, 0, index);
-  for (int r = 1; r < p.nranks; ++r) {
+  for (int r = 1; r < upto; ++r) {
     const T v = value<T>(p, r, index);
     switch (p.op) {
       case Op::Max:
@@ -99,6 +100,11 @@ T reduced(const Pattern& p, std::size_t index) {
 }
 
 template <typename T>
+T reduced(const Pattern& p, std::size_t index) {
+  return reducedOver<T>(p, p.nranks, index);
+}
+
+template <typename T>
 void fillT(void* buf, std::size_t count, const Pattern& p, int rank, std::size_t first) {
   T* out = static_cast<T*>(buf);
   for (std::size_t k = 0; k < count; ++k) out[k] = value<T>(p, rank, first + k);
@@ -111,6 +117,16 @@ std::size_t countWrongReducedT(const void* buf, std::size_t count, const Pattern
   std::size_t wrong = 0;
   for (std::size_t k = 0; k < count; ++k)
     if (in[k] != reduced<T>(p, first + k)) ++wrong;
+  return wrong;
+}
+
+template <typename T>
+std::size_t countWrongPrefixT(const void* buf, std::size_t count, const Pattern& p, int upto,
+                              std::size_t first) {
+  const T* in = static_cast<const T*>(buf);
+  std::size_t wrong = 0;
+  for (std::size_t k = 0; k < count; ++k)
+    if (in[k] != reducedOver<T>(p, upto, first + k)) ++wrong;
   return wrong;
 }
 
@@ -132,6 +148,7 @@ TypeInfo makeType(std::string_view name, MPI_Datatype handle) {
                   std::is_integral_v<T>,
                   &fillT<T>,
                   &countWrongReducedT<T>,
+                  &countWrongPrefixT<T>,
                   &countWrongValuesT<T>};
 }
 

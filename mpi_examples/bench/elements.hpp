@@ -42,6 +42,9 @@ struct TypeInfo {
   // value(pattern, r, firstIndex + k).
   std::size_t (*countWrongReduced)(const void* buf, std::size_t count, const Pattern& p,
                                    std::size_t firstIndex);
+  // The same over ranks 0..upto-1 only (MPI_Scan at rank upto-1, MPI_Exscan at rank upto).
+  std::size_t (*countWrongPrefix)(const void* buf, std::size_t count, const Pattern& p, int upto,
+                                  std::size_t firstIndex);
   // Counts k < count where buf[k] differs from value(pattern, rank, firstIndex + k).
   std::size_t (*countWrongValues)(const void* buf, std::size_t count, const Pattern& p, int rank,
                                   std::size_t firstIndex);

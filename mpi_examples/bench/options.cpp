@@ -189,7 +189,7 @@ std::variant<Options, int> parseOptions(int argc, char** argv, bool print) {
     o.counterbalance = order == "abba";
     o.collectives.clear();
     for (const auto& c : colls) {
-      const Coll parsed = *parseColl(c);  // IsMember has vetted the name
+      const Coll parsed = parseColl(c);  // IsMember has vetted the name
       if (std::find(o.collectives.begin(), o.collectives.end(), parsed) == o.collectives.end()) {
         o.collectives.push_back(parsed);
       }

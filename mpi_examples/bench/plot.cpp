@@ -55,7 +55,8 @@ std::string plotScript(const RunInfo& run, const Options& o, const std::vector<R
   for (Coll c : o.collectives) {
     std::string data;
     for (const Row& row : rows) {
-      if (row.coll != c) continue;
+      // Both axes are logarithmic: a row without bytes (barrier) has no place on them.
+      if (row.coll != c || row.shape.bytes == 0) continue;
       data += fmt::format("{}", row.shape.bytes);
       std::vector<const SideResult*> all = {&row.a, &row.b};
       for (const auto& other : row.others) all.push_back(&other);

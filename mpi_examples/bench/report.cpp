@@ -138,23 +138,24 @@ namespace {
 // timed alone by MPI_Wtime with a barrier after it (warm-up calls too), the mean over the timed
 // calls per rank, then over ranks.
 std::vector<std::string> osuDifferences(const Options& o) {
-  auto has = [&](Coll c) {
-    return std::find(o.collectives.begin(), o.collectives.end(), c) != o.collectives.end();
+  auto has = [&](std::string_view c) {
+    return std::any_of(o.collectives.begin(), o.collectives.end(),
+                       [&](Coll x) { return name(x) == c; });
   };
   std::vector<std::string> out;
-  if (has(Coll::Allgather)) {
+  if (has("allgather")) {
     out.emplace_back(
         "allgather size is the whole output; osu_allgather labels the per-rank block (its row S "
         "is this row n x S)");
   }
-  if (has(Coll::ReduceScatter)) {
+  if (has("reduce_scatter")) {
     out.emplace_back(
         "reduce_scatter calls MPI_Reduce_scatter_block; osu_reduce_scatter calls "
         "MPI_Reduce_scatter (-C reduce_scatter_v)");
   }
-  const bool reduces =
-      has(Coll::Allreduce) || has(Coll::ReduceScatter) || has(Coll::ReduceScatterV);
-  if (reduces && o.type->name != "char") {
+  const bool anyReduces =
+      std::any_of(o.collectives.begin(), o.collectives.end(), [](Coll c) { return reduces(c); });
+  if (anyReduces && o.type->name != "char") {
     out.push_back(fmt::format("type {}; OSU reduces MPI_CHAR unless -T says otherwise (-d char)",
                               o.type->name));
   }

@@ -22,7 +22,6 @@
 #include <mpi-ext.h>
 
 enum { SENTINEL = 0xA5, GUARD = 64, LCM = 2 /* values per element of every kind divide it */ };
-static const char* const modes[] = {"blocking", "nonblocking", "persistent"};
 
 /* ---- data-moving kinds: elements of 1 or 2 values ------------------------------------------ */
 
@@ -138,6 +137,13 @@ static int go(int rc, MPI_Request* req, int mode) {
   return rc;
 }
 
+/* go, then the image compared when the call succeeded */
+static int go_check(int rc, MPI_Request* req, int mode, const image_t* im, const char* what) {
+  rc = go(rc, req, mode);
+  if (check(MPI_SUCCESS == rc, "%s: rc %d", what, rc)) image_check(im, what);
+  return rc;
+}
+
 static int runs(int mode) {
   return 2 == mode ? 2 : 1;
 }
@@ -160,7 +166,7 @@ static void t_bcast(int kk, size_t n, int root, int mode) {
   const kind_t* k = &kinds[kk];
   char what[256];
   snprintf(what, sizeof what, "%s: bcast %s %zu values root %d %s", comm_name, k->name, n, root,
-           modes[mode]);
+           check_modes[mode]);
   image_t im;
   image_alloc(&im, elems(k, n) * k->extent);
   MPI_Request req;
@@ -171,14 +177,9 @@ static void t_bcast(int kk, size_t n, int root, int mode) {
     put_block(k, im.want, n, root, 0, s);
     int c = (int)elems(k, n);
     if (0 == s) {
-      rc = 0 == mode   ? MPI_Bcast(im.buf, c, k->type, root, comm)
-           : 1 == mode ? MPI_Ibcast(im.buf, c, k->type, root, comm, &req)
-                       : MPIX_Bcast_init(im.buf, c, k->type, root, comm, MPI_INFO_NULL, &req);
-      rc = go(rc, &req, mode);
-    } else {
-      rc = go(rc, &req, mode);
+      rc = CHECK_CALL(mode, Bcast, bcast, im.buf, c, k->type, root, comm);
     }
-    if (check(MPI_SUCCESS == rc, "%s: rc %d", what, rc)) image_check(&im, what);
+    rc = go_check(rc, &req, mode, &im, what);
   }
   done(mode, &req);
   image_free(&im);
@@ -210,7 +211,7 @@ static void t_scatter(int pi, bool v, size_t n, int root, bool in_place, int mod
   const kind_t* rk = &kinds[pairs[pi][1]];
   char what[256];
   snprintf(what, sizeof what, "%s: scatter%s %s->%s %zu root %d%s %s", comm_name, v ? "v" : "",
-           sk->name, rk->name, n, root, in_place ? " in place" : "", modes[mode]);
+           sk->name, rk->name, n, root, in_place ? " in place" : "", check_modes[mode]);
   layout_v_t l;
   layout_v(&l, sk, root, v, n, true);
   size_t mine = v ? vcount(me, root) : n;
@@ -235,21 +236,14 @@ static void t_scatter(int pi, bool v, size_t n, int root, bool in_place, int mod
     int sc = (int)elems(sk, n);
     if (0 == s) {
       if (v) {
-        rc = 0 == mode
-                 ? MPI_Scatterv(send, l.counts, l.displs, sk->type, rbuf, rc_, rk->type, root, comm)
-             : 1 == mode ? MPI_Iscatterv(send, l.counts, l.displs, sk->type, rbuf, rc_, rk->type,
-                                         root, comm, &req)
-                         : MPIX_Scatterv_init(send, l.counts, l.displs, sk->type, rbuf, rc_,
-                                              rk->type, root, comm, MPI_INFO_NULL, &req);
+        rc = CHECK_CALL(mode, Scatterv, scatterv, send, l.counts, l.displs, sk->type, rbuf, rc_,
+                        rk->type, root, comm);
       } else {
-        rc = 0 == mode   ? MPI_Scatter(send, sc, sk->type, rbuf, rc_, rk->type, root, comm)
-             : 1 == mode ? MPI_Iscatter(send, sc, sk->type, rbuf, rc_, rk->type, root, comm, &req)
-                         : MPIX_Scatter_init(send, sc, sk->type, rbuf, rc_, rk->type, root, comm,
-                                             MPI_INFO_NULL, &req);
+        rc =
+            CHECK_CALL(mode, Scatter, scatter, send, sc, sk->type, rbuf, rc_, rk->type, root, comm);
       }
     }
-    rc = go(rc, &req, mode);
-    if (check(MPI_SUCCESS == rc, "%s: rc %d", what, rc)) image_check(&im, what);
+    rc = go_check(rc, &req, mode, &im, what);
   }
   done(mode, &req);
   free(send);
@@ -262,7 +256,7 @@ static void t_gather(int pi, bool v, bool all, size_t n, int root, bool in_place
   char what[256];
   snprintf(what, sizeof what, "%s: %sgather%s %s->%s %zu root %d%s %s", comm_name, all ? "all" : "",
            v ? "v" : "", sk->name, rk->name, n, all ? -1 : root, in_place ? " in place" : "",
-           modes[mode]);
+           check_modes[mode]);
   /* block i of the result is rank i's, vcount(i, 0) values */
   layout_v_t l;
   layout_v(&l, rk, 0, v, n, true);
@@ -291,33 +285,20 @@ static void t_gather(int pi, bool v, bool all, size_t n, int root, bool in_place
     int rc1 = (int)elems(rk, n);
     if (0 == s) {
       if (all && v) {
-        rc = 0 == mode
-                 ? MPI_Allgatherv(sbuf, sc, sk->type, im.buf, l.counts, l.displs, rk->type, comm)
-             : 1 == mode ? MPI_Iallgatherv(sbuf, sc, sk->type, im.buf, l.counts, l.displs, rk->type,
-                                           comm, &req)
-                         : MPIX_Allgatherv_init(sbuf, sc, sk->type, im.buf, l.counts, l.displs,
-                                                rk->type, comm, MPI_INFO_NULL, &req);
+        rc = CHECK_CALL(mode, Allgatherv, allgatherv, sbuf, sc, sk->type, im.buf, l.counts,
+                        l.displs, rk->type, comm);
       } else if (all) {
-        rc = 0 == mode   ? MPI_Allgather(sbuf, sc, sk->type, im.buf, rc1, rk->type, comm)
-             : 1 == mode ? MPI_Iallgather(sbuf, sc, sk->type, im.buf, rc1, rk->type, comm, &req)
-                         : MPIX_Allgather_init(sbuf, sc, sk->type, im.buf, rc1, rk->type, comm,
-                                               MPI_INFO_NULL, &req);
+        rc =
+            CHECK_CALL(mode, Allgather, allgather, sbuf, sc, sk->type, im.buf, rc1, rk->type, comm);
       } else if (v) {
-        rc = 0 == mode
-                 ? MPI_Gatherv(sbuf, sc, sk->type, im.buf, l.counts, l.displs, rk->type, root, comm)
-             : 1 == mode ? MPI_Igatherv(sbuf, sc, sk->type, im.buf, l.counts, l.displs, rk->type,
-                                        root, comm, &req)
-                         : MPIX_Gatherv_init(sbuf, sc, sk->type, im.buf, l.counts, l.displs,
-                                             rk->type, root, comm, MPI_INFO_NULL, &req);
+        rc = CHECK_CALL(mode, Gatherv, gatherv, sbuf, sc, sk->type, im.buf, l.counts, l.displs,
+                        rk->type, root, comm);
       } else {
-        rc = 0 == mode   ? MPI_Gather(sbuf, sc, sk->type, im.buf, rc1, rk->type, root, comm)
-             : 1 == mode ? MPI_Igather(sbuf, sc, sk->type, im.buf, rc1, rk->type, root, comm, &req)
-                         : MPIX_Gather_init(sbuf, sc, sk->type, im.buf, rc1, rk->type, root, comm,
-                                            MPI_INFO_NULL, &req);
+        rc =
+            CHECK_CALL(mode, Gather, gather, sbuf, sc, sk->type, im.buf, rc1, rk->type, root, comm);
       }
     }
-    rc = go(rc, &req, mode);
-    if (check(MPI_SUCCESS == rc, "%s: rc %d", what, rc)) image_check(&im, what);
+    rc = go_check(rc, &req, mode, &im, what);
   }
   done(mode, &req);
   free(send);
@@ -340,7 +321,7 @@ static void t_alltoall(int pi, int form, size_t n, bool in_place, int mode) {
            : A2AV == form ? "v"
                           : "w",
            A2AW == form ? "mixed" : sk0->name, A2AW == form ? "mixed" : rk0->name, n,
-           in_place ? " in place" : "", modes[mode]);
+           in_place ? " in place" : "", check_modes[mode]);
   if (A2AW == form && 0 != pi) return; /* w picks its own types */
   const kind_t* skind[64];
   const kind_t* rkind[64];
@@ -405,30 +386,17 @@ static void t_alltoall(int pi, int form, size_t n, bool in_place, int mode) {
     const void* sbuf = in_place ? MPI_IN_PLACE : send;
     if (0 == s) {
       if (A2A == form) {
-        rc = 0 == mode
-                 ? MPI_Alltoall(sbuf, scounts[0], sk0->type, im.buf, rcounts[0], rk0->type, comm)
-             : 1 == mode ? MPI_Ialltoall(sbuf, scounts[0], sk0->type, im.buf, rcounts[0], rk0->type,
-                                         comm, &req)
-                         : MPIX_Alltoall_init(sbuf, scounts[0], sk0->type, im.buf, rcounts[0],
-                                              rk0->type, comm, MPI_INFO_NULL, &req);
+        rc = CHECK_CALL(mode, Alltoall, alltoall, sbuf, scounts[0], sk0->type, im.buf, rcounts[0],
+                        rk0->type, comm);
       } else if (A2AV == form) {
-        rc = 0 == mode ? MPI_Alltoallv(sbuf, scounts, sdispls, sk0->type, im.buf, rcounts, rdispls,
-                                       rk0->type, comm)
-             : 1 == mode ? MPI_Ialltoallv(sbuf, scounts, sdispls, sk0->type, im.buf, rcounts,
-                                          rdispls, rk0->type, comm, &req)
-                         : MPIX_Alltoallv_init(sbuf, scounts, sdispls, sk0->type, im.buf, rcounts,
-                                               rdispls, rk0->type, comm, MPI_INFO_NULL, &req);
+        rc = CHECK_CALL(mode, Alltoallv, alltoallv, sbuf, scounts, sdispls, sk0->type, im.buf,
+                        rcounts, rdispls, rk0->type, comm);
       } else {
-        rc = 0 == mode   ? MPI_Alltoallw(sbuf, scounts, sdispls, stypes, im.buf, rcounts, rdispls,
-                                         rtypes, comm)
-             : 1 == mode ? MPI_Ialltoallw(sbuf, scounts, sdispls, stypes, im.buf, rcounts, rdispls,
-                                          rtypes, comm, &req)
-                         : MPIX_Alltoallw_init(sbuf, scounts, sdispls, stypes, im.buf, rcounts,
-                                               rdispls, rtypes, comm, MPI_INFO_NULL, &req);
+        rc = CHECK_CALL(mode, Alltoallw, alltoallw, sbuf, scounts, sdispls, stypes, im.buf, rcounts,
+                        rdispls, rtypes, comm);
       }
     }
-    rc = go(rc, &req, mode);
-    if (check(MPI_SUCCESS == rc, "%s: rc %d", what, rc)) image_check(&im, what);
+    rc = go_check(rc, &req, mode, &im, what);
   }
   done(mode, &req);
   free(send);
@@ -439,7 +407,7 @@ static void t_alltoall(int pi, int form, size_t n, bool in_place, int mode) {
 
 static void t_barrier(int mode) {
   char what[128];
-  snprintf(what, sizeof what, "%s: barrier %s", comm_name, modes[mode]);
+  snprintf(what, sizeof what, "%s: barrier %s", comm_name, check_modes[mode]);
   MPI_Request req;
   int rc = MPI_SUCCESS;
   for (int s = 0; s < runs(mode); ++s) {
@@ -455,9 +423,7 @@ static void t_barrier(int mode) {
       check(!got, "%s: rank 0 left before rank %d entered", what, me);
     }
     if (0 == s) {
-      rc = 0 == mode   ? MPI_Barrier(comm)
-           : 1 == mode ? MPI_Ibarrier(comm, &req)
-                       : MPIX_Barrier_init(comm, MPI_INFO_NULL, &req);
+      rc = CHECK_CALL(mode, Barrier, barrier, comm);
     }
     rc = go(rc, &req, mode);
     check(MPI_SUCCESS == rc, "%s: rc %d", what, rc);
@@ -649,7 +615,7 @@ static void t_reduce(int coll, int rk, size_t n, int root, bool in_place, int mo
   const red_t* R = &reds[rk];
   char what[256];
   snprintf(what, sizeof what, "%s: %s %s %zu root %d%s %s", comm_name, red_names[coll], R->name, n,
-           REDUCE == coll ? root : -1, in_place ? " in place" : "", modes[mode]);
+           REDUCE == coll ? root : -1, in_place ? " in place" : "", check_modes[mode]);
   /* input: n elements (the reduce_scatter forms: their blocks back to back) */
   int counts[64];
   size_t in_n = n, out_n = n, out_at = 0;
@@ -689,40 +655,24 @@ static void t_reduce(int coll, int rk, size_t n, int root, bool in_place, int mo
     if (0 == s) {
       switch (coll) {
         case ALLREDUCE:
-          rc = 0 == mode   ? MPI_Allreduce(sbuf, im.buf, c, R->type, R->op, comm)
-               : 1 == mode ? MPI_Iallreduce(sbuf, im.buf, c, R->type, R->op, comm, &req)
-                           : MPIX_Allreduce_init(sbuf, im.buf, c, R->type, R->op, comm,
-                                                 MPI_INFO_NULL, &req);
+          rc = CHECK_CALL(mode, Allreduce, allreduce, sbuf, im.buf, c, R->type, R->op, comm);
           break;
         case REDUCE:
-          rc = 0 == mode   ? MPI_Reduce(sbuf, im.buf, c, R->type, R->op, root, comm)
-               : 1 == mode ? MPI_Ireduce(sbuf, im.buf, c, R->type, R->op, root, comm, &req)
-                           : MPIX_Reduce_init(sbuf, im.buf, c, R->type, R->op, root, comm,
-                                              MPI_INFO_NULL, &req);
+          rc = CHECK_CALL(mode, Reduce, reduce, sbuf, im.buf, c, R->type, R->op, root, comm);
           break;
         case REDSCAT:
-          rc = 0 == mode   ? MPI_Reduce_scatter(sbuf, im.buf, counts, R->type, R->op, comm)
-               : 1 == mode ? MPI_Ireduce_scatter(sbuf, im.buf, counts, R->type, R->op, comm, &req)
-                           : MPIX_Reduce_scatter_init(sbuf, im.buf, counts, R->type, R->op, comm,
-                                                      MPI_INFO_NULL, &req);
+          rc = CHECK_CALL(mode, Reduce_scatter, reduce_scatter, sbuf, im.buf, counts, R->type,
+                          R->op, comm);
           break;
         case REDSCAT_BLOCK:
-          rc = 0 == mode   ? MPI_Reduce_scatter_block(sbuf, im.buf, c, R->type, R->op, comm)
-               : 1 == mode ? MPI_Ireduce_scatter_block(sbuf, im.buf, c, R->type, R->op, comm, &req)
-                           : MPIX_Reduce_scatter_block_init(sbuf, im.buf, c, R->type, R->op, comm,
-                                                            MPI_INFO_NULL, &req);
+          rc = CHECK_CALL(mode, Reduce_scatter_block, reduce_scatter_block, sbuf, im.buf, c,
+                          R->type, R->op, comm);
           break;
         case SCAN:
-          rc = 0 == mode ? MPI_Scan(sbuf, im.buf, c, R->type, R->op, comm)
-               : 1 == mode
-                   ? MPI_Iscan(sbuf, im.buf, c, R->type, R->op, comm, &req)
-                   : MPIX_Scan_init(sbuf, im.buf, c, R->type, R->op, comm, MPI_INFO_NULL, &req);
+          rc = CHECK_CALL(mode, Scan, scan, sbuf, im.buf, c, R->type, R->op, comm);
           break;
         case EXSCAN:
-          rc = 0 == mode ? MPI_Exscan(sbuf, im.buf, c, R->type, R->op, comm)
-               : 1 == mode
-                   ? MPI_Iexscan(sbuf, im.buf, c, R->type, R->op, comm, &req)
-                   : MPIX_Exscan_init(sbuf, im.buf, c, R->type, R->op, comm, MPI_INFO_NULL, &req);
+          rc = CHECK_CALL(mode, Exscan, exscan, sbuf, im.buf, c, R->type, R->op, comm);
           break;
       }
     }

@@ -23,8 +23,6 @@
 
 #include <mpi-ext.h>
 
-enum { SENTINEL = -7 };
-
 static int wrank, wsize;
 static bool quick;
 static bool stock;          /* --stock: validating against Open MPI's own components */
@@ -45,28 +43,6 @@ typedef struct ic {
   int lrank, lsize, rsize;
 } ic_t;
 
-static int complete(int rc, MPI_Request* req, int mode) {
-  if (2 == mode && MPI_SUCCESS == rc) {
-    /* twice: a persistent request must be restartable */
-    for (int k = 0; k < 2 && MPI_SUCCESS == rc; ++k) {
-      rc = MPI_Start(req);
-      if (MPI_SUCCESS == rc) rc = MPI_Wait(req, MPI_STATUS_IGNORE);
-    }
-    MPI_Request_free(req);
-    return rc;
-  }
-  if (1 == mode && MPI_SUCCESS == rc) rc = MPI_Wait(req, MPI_STATUS_IGNORE);
-  return rc;
-}
-static const char* const modes[] = {"blocking", "nonblocking", "persistent"};
-
-/* MPI_Foo / MPI_Ifoo / MPIX_Foo_init with the same arguments, completed; needs `req` in scope. */
-#define RUN(mode, Cap, low, ...)                                                \
-  complete(0 == (mode)   ? MPI_##Cap(__VA_ARGS__)                               \
-           : 1 == (mode) ? MPI_I##low(__VA_ARGS__, &req)                        \
-                         : MPIX_##Cap##_init(__VA_ARGS__, MPI_INFO_NULL, &req), \
-           &req, mode)
-
 /* The input element i of rank r of group g (distinct everywhere, exact in int sums). */
 static int val(int g, int r, int i) {
   return (g + 1) * 100000 + r * 1000 + i;
@@ -83,42 +59,24 @@ static int remote_sum(const ic_t* ic, int i) {
   return sum;
 }
 
-static int* ints(size_t n) {
-  int* p = malloc((n + 1) * sizeof *p);
-  if (NULL == p) MPI_Abort(MPI_COMM_WORLD, 2);
-  for (size_t i = 0; i <= n; ++i) p[i] = SENTINEL;
-  return p;
-}
-
 /* Element i of a buffer of `dt` elements (MPI_INT or gapint); every other slot is a gap. */
 static int stride(MPI_Datatype dt) {
   return gapint == dt ? 2 : 1;
 }
 
-/* The whole buffer `buf` of `n` ints: `expect(k)` where defined (k = slot), else SENTINEL. */
-#define CHECK_BUF(ic, what, buf, n, defined, expect)                                         \
-  do {                                                                                       \
-    for (int k_ = 0; k_ < (int)(n); ++k_) {                                                  \
-      int k = k_;                                                                            \
-      int want = (defined) ? (expect) : SENTINEL;                                            \
-      if (!check((buf)[k] == want, "%s %s: slot %d is %d, expected %d", (ic)->name, what, k, \
-                 (buf)[k], want))                                                            \
-        break;                                                                               \
-    }                                                                                        \
-  } while (0)
-
 static void allreduce_case(const ic_t* ic, int mode, MPI_Op op, bool use_pair) {
   const int n = 6;
-  int* s = ints(n);
-  int* r = ints(n);
+  int* s = check_ints(n);
+  int* r = check_ints(n);
   for (int i = 0; i < n; ++i) s[i] = val(ic->group, ic->lrank, i);
   MPI_Request req;
   MPI_Datatype dt = use_pair ? pair : MPI_INT;
   int count = use_pair ? n / 2 : n;
-  int rc = RUN(mode, Allreduce, allreduce, s, r, count, dt, use_pair ? pair_sum : op, ic->comm);
+  int rc =
+      CHECK_RUN(mode, Allreduce, allreduce, s, r, count, dt, use_pair ? pair_sum : op, ic->comm);
   char what[96];
   snprintf(what, sizeof what, "allreduce %s%s %s", MPI_SUM == op ? "sum" : "max",
-           use_pair ? " pair" : "", modes[mode]);
+           use_pair ? " pair" : "", check_modes[mode]);
   if (check(MPI_SUCCESS == rc, "%s %s: rc %d", ic->name, what, rc)) {
     int g = 1 - ic->group;
     for (int i = 0; i < n; ++i) {
@@ -129,7 +87,7 @@ static void allreduce_case(const ic_t* ic, int mode, MPI_Op op, bool use_pair) {
                  want))
         break;
     }
-    check(SENTINEL == r[n], "%s %s: wrote past the end", ic->name, what);
+    check(CHECK_SENTINEL == r[n], "%s %s: wrote past the end", ic->name, what);
   }
   free(s);
   free(r);
@@ -160,16 +118,16 @@ static int root_arg(const ic_t* ic, int rg, int root);
 /* Allreduce (rg < 0) or Reduce to rank `root` of group `rg` with the affine op on 3 pairs. */
 static void affine_case(const ic_t* ic, int mode, int rg, int root) {
   const int n = 3;
-  int* s = ints(2 * n);
-  int* r = ints(2 * n);
+  int* s = check_ints(2 * n);
+  int* r = check_ints(2 * n);
   for (int i = 0; i < n; ++i) affine_of(ic->group, ic->lrank, i, s + 2 * i);
   MPI_Request req;
   int ra = rg < 0 ? 0 : root_arg(ic, rg, root);
-  int rc = rg < 0 ? RUN(mode, Allreduce, allreduce, s, r, n, pair, affine, ic->comm)
-                  : RUN(mode, Reduce, reduce, s, r, n, pair, affine, ra, ic->comm);
+  int rc = rg < 0 ? CHECK_RUN(mode, Allreduce, allreduce, s, r, n, pair, affine, ic->comm)
+                  : CHECK_RUN(mode, Reduce, reduce, s, r, n, pair, affine, ra, ic->comm);
   char what[96];
   snprintf(what, sizeof what, "%s non-commutative %s", rg < 0 ? "allreduce" : "reduce",
-           modes[mode]);
+           check_modes[mode]);
   if (check(MPI_SUCCESS == rc, "%s %s: rc %d", ic->name, what, rc)) {
     bool has = rg < 0 || MPI_ROOT == ra;
     for (int i = 0; i < n; ++i) {
@@ -183,7 +141,7 @@ static void affine_case(const ic_t* ic, int mode, int rg, int root) {
         acc[0] = v[0];
         acc[1] = v[1];
       }
-      int w0 = has ? acc[0] : SENTINEL, w1 = has ? acc[1] : SENTINEL;
+      int w0 = has ? acc[0] : CHECK_SENTINEL, w1 = has ? acc[1] : CHECK_SENTINEL;
       if (!check(r[2 * i] == w0 && r[2 * i + 1] == w1,
                  "%s %s: pair %d is (%d, %d), expected "
                  "(%d, %d)",
@@ -202,17 +160,17 @@ static int cnt(int g) {
 
 static void allgather_case(const ic_t* ic, int mode, MPI_Datatype rdt) {
   int sc = cnt(ic->group), rcnt = cnt(1 - ic->group), st = stride(rdt);
-  int* s = ints(sc);
+  int* s = check_ints(sc);
   size_t rn = (size_t)(ic->rsize * rcnt * st);
-  int* r = ints(rn);
+  int* r = check_ints(rn);
   for (int i = 0; i < sc; ++i) s[i] = val(ic->group, ic->lrank, i);
   MPI_Request req;
-  int rc = RUN(mode, Allgather, allgather, s, sc, MPI_INT, r, rcnt, rdt, ic->comm);
+  int rc = CHECK_RUN(mode, Allgather, allgather, s, sc, MPI_INT, r, rcnt, rdt, ic->comm);
   char what[96];
-  snprintf(what, sizeof what, "allgather%s %s", gapint == rdt ? " strided" : "", modes[mode]);
+  snprintf(what, sizeof what, "allgather%s %s", gapint == rdt ? " strided" : "", check_modes[mode]);
   if (check(MPI_SUCCESS == rc, "%s %s: rc %d", ic->name, what, rc)) {
-    CHECK_BUF(ic, what, r, rn + 1, k < (int)rn && 0 == k % st,
-              val(1 - ic->group, k / st / rcnt, k / st % rcnt));
+    CHECK_SLOTS(ic, what, r, rn + 1, k, k < (int)rn && 0 == k % st,
+                val(1 - ic->group, k / st / rcnt, k / st % rcnt));
   }
   free(s);
   free(r);
@@ -226,7 +184,7 @@ static int vcnt(int g, int q) {
 static void allgatherv_case(const ic_t* ic, int mode) {
   int g = 1 - ic->group;
   int sc = vcnt(ic->group, ic->lrank);
-  int* s = ints(sc);
+  int* s = check_ints(sc);
   for (int i = 0; i < sc; ++i) s[i] = val(ic->group, ic->lrank, i);
   int* rc_ = malloc((size_t)ic->rsize * sizeof(int));
   int* dp = malloc((size_t)ic->rsize * sizeof(int));
@@ -236,14 +194,14 @@ static void allgatherv_case(const ic_t* ic, int mode) {
     dp[q] = total;
     total += rc_[q] + 2;
   }
-  int* r = ints((size_t)total);
+  int* r = check_ints((size_t)total);
   MPI_Request req;
-  int rc = RUN(mode, Allgatherv, allgatherv, s, sc, MPI_INT, r, rc_, dp, MPI_INT, ic->comm);
+  int rc = CHECK_RUN(mode, Allgatherv, allgatherv, s, sc, MPI_INT, r, rc_, dp, MPI_INT, ic->comm);
   char what[64];
-  snprintf(what, sizeof what, "allgatherv %s", modes[mode]);
+  snprintf(what, sizeof what, "allgatherv %s", check_modes[mode]);
   if (check(MPI_SUCCESS == rc, "%s %s: rc %d", ic->name, what, rc)) {
     for (int q = 0; q < ic->rsize; ++q) {
-      CHECK_BUF(ic, what, r + dp[q], rc_[q] + 2, k < rc_[q], val(g, q, k));
+      CHECK_SLOTS(ic, what, r + dp[q], rc_[q] + 2, k, k < rc_[q], val(g, q, k));
     }
   }
   free(s);
@@ -255,18 +213,18 @@ static void allgatherv_case(const ic_t* ic, int mode) {
 /* Reduce_scatter_block: every send buffer holds T = lsize_A * lsize_B * 2 ints in both groups. */
 static void reduce_scatter_block_case(const ic_t* ic, int mode) {
   int total = ic->lsize * ic->rsize * 2, rcnt = total / ic->lsize;
-  int* s = ints((size_t)total);
-  int* r = ints((size_t)rcnt);
+  int* s = check_ints((size_t)total);
+  int* r = check_ints((size_t)rcnt);
   for (int i = 0; i < total; ++i) s[i] = val(ic->group, ic->lrank, i);
   MPI_Request req;
-  int rc =
-      RUN(mode, Reduce_scatter_block, reduce_scatter_block, s, r, rcnt, MPI_INT, MPI_SUM, ic->comm);
+  int rc = CHECK_RUN(mode, Reduce_scatter_block, reduce_scatter_block, s, r, rcnt, MPI_INT, MPI_SUM,
+                     ic->comm);
   char what[64];
-  snprintf(what, sizeof what, "reduce_scatter_block %s", modes[mode]);
+  snprintf(what, sizeof what, "reduce_scatter_block %s", check_modes[mode]);
   if (check(MPI_SUCCESS == rc, "%s %s: rc %d", ic->name, what, rc)) {
     int g = 1 - ic->group;
     for (int k = 0; k <= rcnt; ++k) {
-      int want = SENTINEL;
+      int want = CHECK_SENTINEL;
       if (k < rcnt) {
         want = 0;
         for (int q = 0; q < ic->rsize; ++q) want += val(g, q, ic->lrank * rcnt + k);
@@ -294,15 +252,16 @@ static void reduce_scatter_case(const ic_t* ic, int mode) {
   int off = 0;
   for (int i = 0; i < ic->lrank; ++i) off += counts[i];
   int mine = counts[ic->lrank];
-  int* s = ints(total);
-  int* r = ints((size_t)mine);
+  int* s = check_ints(total);
+  int* r = check_ints((size_t)mine);
   for (int i = 0; i < total; ++i) s[i] = val(ic->group, ic->lrank, i);
   MPI_Request req;
-  int rc = RUN(mode, Reduce_scatter, reduce_scatter, s, r, counts, MPI_INT, MPI_SUM, ic->comm);
+  int rc =
+      CHECK_RUN(mode, Reduce_scatter, reduce_scatter, s, r, counts, MPI_INT, MPI_SUM, ic->comm);
   char what[64];
-  snprintf(what, sizeof what, "reduce_scatter %s", modes[mode]);
+  snprintf(what, sizeof what, "reduce_scatter %s", check_modes[mode]);
   if (check(MPI_SUCCESS == rc, "%s %s: rc %d", ic->name, what, rc)) {
-    CHECK_BUF(ic, what, r, mine + 1, k < mine, remote_sum(ic, off + k));
+    CHECK_SLOTS(ic, what, r, mine + 1, k, k < mine, remote_sum(ic, off + k));
   }
   free(counts);
   free(s);
@@ -318,37 +277,39 @@ static int root_arg(const ic_t* ic, int rg, int root) {
 static void bcast_case(const ic_t* ic, int mode, int rg, int root, MPI_Datatype dt) {
   const int n = 5;
   int st = stride(dt);
-  int* b = ints((size_t)(n * st));
+  int* b = check_ints((size_t)(n * st));
   int ra = root_arg(ic, rg, root);
   if (MPI_ROOT == ra)
     for (int i = 0; i < n; ++i) b[i * st] = val(rg, root, i);
   MPI_Request req;
-  int rc = RUN(mode, Bcast, bcast, b, n, dt, ra, ic->comm);
+  int rc = CHECK_RUN(mode, Bcast, bcast, b, n, dt, ra, ic->comm);
   char what[96];
   snprintf(what, sizeof what, "bcast%s from group %d rank %d %s", gapint == dt ? " strided" : "",
-           rg, root, modes[mode]);
+           rg, root, check_modes[mode]);
   if (check(MPI_SUCCESS == rc, "%s %s: rc %d", ic->name, what, rc)) {
     bool has = MPI_PROC_NULL != ra;
-    CHECK_BUF(ic, what, b, n * st + 1, has && k < n * st && 0 == k % st, val(rg, root, k / st));
+    CHECK_SLOTS(ic, what, b, n * st + 1, k, has && k < n * st && 0 == k % st,
+                val(rg, root, k / st));
   }
   free(b);
 }
 
 static void reduce_case(const ic_t* ic, int mode, int rg, int root, bool use_pair) {
   const int n = 4;
-  int* s = ints(n);
-  int* r = ints(n);
+  int* s = check_ints(n);
+  int* r = check_ints(n);
   int ra = root_arg(ic, rg, root);
   for (int i = 0; i < n; ++i) s[i] = val(ic->group, ic->lrank, i);
   MPI_Request req;
   MPI_Datatype dt = use_pair ? pair : MPI_INT;
   int count = use_pair ? n / 2 : n;
-  int rc = RUN(mode, Reduce, reduce, s, r, count, dt, use_pair ? pair_sum : MPI_SUM, ra, ic->comm);
+  int rc =
+      CHECK_RUN(mode, Reduce, reduce, s, r, count, dt, use_pair ? pair_sum : MPI_SUM, ra, ic->comm);
   char what[96];
   snprintf(what, sizeof what, "reduce%s to group %d rank %d %s", use_pair ? " pair" : "", rg, root,
-           modes[mode]);
+           check_modes[mode]);
   if (check(MPI_SUCCESS == rc, "%s %s: rc %d", ic->name, what, rc)) {
-    CHECK_BUF(ic, what, r, n + 1, MPI_ROOT == ra && k < n, remote_sum(ic, k));
+    CHECK_SLOTS(ic, what, r, n + 1, k, MPI_ROOT == ra && k < n, remote_sum(ic, k));
   }
   free(s);
   free(r);
@@ -359,21 +320,21 @@ static void scatter_case(const ic_t* ic, int mode, int rg, int root, MPI_Datatyp
   const int c = 3;
   int st = stride(rdt);
   int ra = root_arg(ic, rg, root);
-  int* s = ints((size_t)(c * ic->rsize));
-  int* r = ints((size_t)(c * st));
+  int* s = check_ints((size_t)(c * ic->rsize));
+  int* r = check_ints((size_t)(c * st));
   if (MPI_ROOT == ra)
     for (int q = 0; q < ic->rsize; ++q)
       for (int i = 0; i < c; ++i) s[q * c + i] = a2a(rg, root, q, i);
   MPI_Request req;
-  int rc = RUN(mode, Scatter, scatter, s, c, MPI_INT, r, c, rdt, ra, ic->comm);
+  int rc = CHECK_RUN(mode, Scatter, scatter, s, c, MPI_INT, r, c, rdt, ra, ic->comm);
   char what[96];
   snprintf(what, sizeof what, "scatter%s from group %d rank %d %s", gapint == rdt ? " strided" : "",
-           rg, root, modes[mode]);
+           rg, root, check_modes[mode]);
   if (check(MPI_SUCCESS == rc, "%s %s: rc %d", ic->name, what, rc)) {
     bool recv = ic->group != rg;
     int me = ic->lrank;
-    CHECK_BUF(ic, what, r, c * st + 1, recv && k < c * st && 0 == k % st,
-              a2a(rg, root, me, k / st));
+    CHECK_SLOTS(ic, what, r, c * st + 1, k, recv && k < c * st && 0 == k % st,
+                a2a(rg, root, me, k / st));
   }
   free(s);
   free(r);
@@ -394,19 +355,20 @@ static void scatterv_case(const ic_t* ic, int mode, int rg, int root) {
     disps[q] = total;
     total += counts[q] + 1;
   }
-  int* s = ints((size_t)total);
+  int* s = check_ints((size_t)total);
   if (MPI_ROOT == ra)
     for (int q = 0; q < ic->rsize; ++q)
       for (int i = 0; i < counts[q]; ++i) s[disps[q] + i] = a2a(rg, root, q, i);
   int mine = ic->group != rg ? svcnt(ic->lrank) : 0;
-  int* r = ints((size_t)mine + 1);
+  int* r = check_ints((size_t)mine + 1);
   MPI_Request req;
-  int rc = RUN(mode, Scatterv, scatterv, s, counts, disps, MPI_INT, r, mine, MPI_INT, ra, ic->comm);
+  int rc = CHECK_RUN(mode, Scatterv, scatterv, s, counts, disps, MPI_INT, r, mine, MPI_INT, ra,
+                     ic->comm);
   char what[96];
-  snprintf(what, sizeof what, "scatterv from group %d rank %d %s", rg, root, modes[mode]);
+  snprintf(what, sizeof what, "scatterv from group %d rank %d %s", rg, root, check_modes[mode]);
   if (check(MPI_SUCCESS == rc, "%s %s: rc %d", ic->name, what, rc)) {
     int me = ic->lrank;
-    CHECK_BUF(ic, what, r, mine + 1, k < mine, a2a(rg, root, me, k));
+    CHECK_SLOTS(ic, what, r, mine + 1, k, k < mine, a2a(rg, root, me, k));
   }
   free(counts);
   free(disps);
@@ -418,18 +380,18 @@ static void gather_case(const ic_t* ic, int mode, int rg, int root, MPI_Datatype
   const int c = 3;
   int st = stride(sdt);
   int ra = root_arg(ic, rg, root);
-  int* s = ints((size_t)(c * st));
+  int* s = check_ints((size_t)(c * st));
   for (int i = 0; i < c; ++i) s[i * st] = val(ic->group, ic->lrank, i);
   size_t rn = (size_t)(c * ic->rsize);
-  int* r = ints(rn);
+  int* r = check_ints(rn);
   MPI_Request req;
-  int rc = RUN(mode, Gather, gather, s, c, sdt, r, c, MPI_INT, ra, ic->comm);
+  int rc = CHECK_RUN(mode, Gather, gather, s, c, sdt, r, c, MPI_INT, ra, ic->comm);
   char what[96];
   snprintf(what, sizeof what, "gather%s to group %d rank %d %s", gapint == sdt ? " strided" : "",
-           rg, root, modes[mode]);
+           rg, root, check_modes[mode]);
   if (check(MPI_SUCCESS == rc, "%s %s: rc %d", ic->name, what, rc)) {
     int g = 1 - ic->group;
-    CHECK_BUF(ic, what, r, rn + 1, MPI_ROOT == ra && k < (int)rn, val(g, k / c, k % c));
+    CHECK_SLOTS(ic, what, r, rn + 1, k, MPI_ROOT == ra && k < (int)rn, val(g, k / c, k % c));
   }
   free(s);
   free(r);
@@ -449,18 +411,19 @@ static void gatherv_case(const ic_t* ic, int mode, int rg, int root) {
     total += counts[q] + 1;
   }
   int mine = ic->group != rg ? svcnt(ic->lrank) : 0;
-  int* s = ints((size_t)mine);
+  int* s = check_ints((size_t)mine);
   for (int i = 0; i < mine; ++i) s[i] = val(ic->group, ic->lrank, i);
-  int* r = ints((size_t)total);
+  int* r = check_ints((size_t)total);
   MPI_Request req;
-  int rc = RUN(mode, Gatherv, gatherv, s, mine, MPI_INT, r, counts, disps, MPI_INT, ra, ic->comm);
+  int rc =
+      CHECK_RUN(mode, Gatherv, gatherv, s, mine, MPI_INT, r, counts, disps, MPI_INT, ra, ic->comm);
   char what[96];
-  snprintf(what, sizeof what, "gatherv to group %d rank %d %s", rg, root, modes[mode]);
+  snprintf(what, sizeof what, "gatherv to group %d rank %d %s", rg, root, check_modes[mode]);
   if (check(MPI_SUCCESS == rc, "%s %s: rc %d", ic->name, what, rc)) {
     int g = 1 - ic->group;
     for (int q = 0; q < ic->rsize; ++q)
-      CHECK_BUF(ic, what, r + disps[q], counts[q] + 1, MPI_ROOT == ra && k < counts[q],
-                val(g, q, k));
+      CHECK_SLOTS(ic, what, r + disps[q], counts[q] + 1, k, MPI_ROOT == ra && k < counts[q],
+                  val(g, q, k));
   }
   free(counts);
   free(disps);
@@ -470,18 +433,18 @@ static void gatherv_case(const ic_t* ic, int mode, int rg, int root) {
 
 static void alltoall_case(const ic_t* ic, int mode, MPI_Datatype sdt) {
   int sc = cnt(ic->group), rcnt = cnt(1 - ic->group), st = stride(sdt);
-  int* s = ints((size_t)(ic->rsize * sc * st));
+  int* s = check_ints((size_t)(ic->rsize * sc * st));
   for (int q = 0; q < ic->rsize; ++q)
     for (int i = 0; i < sc; ++i) s[(q * sc + i) * st] = a2a(ic->group, ic->lrank, q, i);
   size_t rn = (size_t)(ic->rsize * rcnt);
-  int* r = ints(rn);
+  int* r = check_ints(rn);
   MPI_Request req;
-  int rc = RUN(mode, Alltoall, alltoall, s, sc, sdt, r, rcnt, MPI_INT, ic->comm);
+  int rc = CHECK_RUN(mode, Alltoall, alltoall, s, sc, sdt, r, rcnt, MPI_INT, ic->comm);
   char what[96];
-  snprintf(what, sizeof what, "alltoall%s %s", gapint == sdt ? " strided" : "", modes[mode]);
+  snprintf(what, sizeof what, "alltoall%s %s", gapint == sdt ? " strided" : "", check_modes[mode]);
   if (check(MPI_SUCCESS == rc, "%s %s: rc %d", ic->name, what, rc)) {
     int g = 1 - ic->group, me = ic->lrank;
-    CHECK_BUF(ic, what, r, rn + 1, k < (int)rn, a2a(g, k / rcnt, me, k % rcnt));
+    CHECK_SLOTS(ic, what, r, rn + 1, k, k < (int)rn, a2a(g, k / rcnt, me, k % rcnt));
   }
   free(s);
   free(r);
@@ -512,8 +475,8 @@ static void alltoallv_case(const ic_t* ic, int mode, bool w) {
     rd[d] = rtotal;
     rtotal += rc_[d] + 1;
   }
-  int* s = ints((size_t)stotal);
-  int* r = ints((size_t)rtotal);
+  int* s = check_ints((size_t)stotal);
+  int* r = check_ints((size_t)rtotal);
   for (int d = 0; d < rs; ++d)
     for (int i = 0; i < sc[d]; ++i) s[sd[d] + i * stride(stypes[d])] = a2a(ic->group, me, d, i);
   MPI_Request req;
@@ -524,16 +487,16 @@ static void alltoallv_case(const ic_t* ic, int mode, bool w) {
       sd[d] *= (int)sizeof(int);
       rd[d] *= (int)sizeof(int);
     }
-    rc = RUN(mode, Alltoallw, alltoallw, s, sc, sd, stypes, r, rc_, rd, rtypes, ic->comm);
+    rc = CHECK_RUN(mode, Alltoallw, alltoallw, s, sc, sd, stypes, r, rc_, rd, rtypes, ic->comm);
     for (int d = 0; d < rs; ++d) rd[d] /= (int)sizeof(int);
   } else {
-    rc = RUN(mode, Alltoallv, alltoallv, s, sc, sd, MPI_INT, r, rc_, rd, MPI_INT, ic->comm);
+    rc = CHECK_RUN(mode, Alltoallv, alltoallv, s, sc, sd, MPI_INT, r, rc_, rd, MPI_INT, ic->comm);
   }
   char what[64];
-  snprintf(what, sizeof what, "%s %s", w ? "alltoallw" : "alltoallv", modes[mode]);
+  snprintf(what, sizeof what, "%s %s", w ? "alltoallw" : "alltoallv", check_modes[mode]);
   if (check(MPI_SUCCESS == rc, "%s %s: rc %d", ic->name, what, rc)) {
     for (int q = 0; q < rs; ++q)
-      CHECK_BUF(ic, what, r + rd[q], rc_[q] + 1, k < rc_[q], a2a(g, q, me, k));
+      CHECK_SLOTS(ic, what, r + rd[q], rc_[q] + 1, k, k < rc_[q], a2a(g, q, me, k));
   }
   free(sc);
   free(sd);
@@ -573,11 +536,11 @@ static void barrier_check(const ic_t* ic, int mode, int late, const double t[2])
     printf(
         "note: stock %s %s barrier: a rank left %.6f s before the last one entered (known "
         "libnbc 4.1.4 defect)\n",
-        ic->name, modes[mode], last_in - first_out);
+        ic->name, check_modes[mode], last_in - first_out);
     return;
   }
   check(ok, "%s barrier %s (late rank %d): a rank left %.6f s before the last one entered",
-        ic->name, modes[mode], late, last_in - first_out);
+        ic->name, check_modes[mode], late, last_in - first_out);
 }
 
 static void barrier_case(const ic_t* ic, int mode, int late) {
@@ -595,7 +558,7 @@ static void barrier_case(const ic_t* ic, int mode, int late) {
                      : MPI_Start(&req);
     if (0 != mode && MPI_SUCCESS == rc) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
     t[1] = now();
-    check(MPI_SUCCESS == rc, "%s barrier %s: rc %d", ic->name, modes[mode], rc);
+    check(MPI_SUCCESS == rc, "%s barrier %s: rc %d", ic->name, check_modes[mode], rc);
     barrier_check(ic, mode, late, t);
   }
   if (2 == mode) MPI_Request_free(&req);
@@ -663,17 +626,17 @@ static void make_inter(ic_t* ic, const char* name, const int* color, bool leader
 
 /* Nothing to move: zero counts complete and write nothing. */
 static void zero_case(const ic_t* ic, int mode) {
-  int s[2] = {1, 2}, r[2] = {SENTINEL, SENTINEL};
+  int s[2] = {1, 2}, r[2] = {CHECK_SENTINEL, CHECK_SENTINEL};
   MPI_Request req;
-  int rc = RUN(mode, Allreduce, allreduce, s, r, 0, MPI_INT, MPI_SUM, ic->comm);
-  check(MPI_SUCCESS == rc && SENTINEL == r[0], "%s allreduce of nothing %s: rc %d, wrote %d",
-        ic->name, modes[mode], rc, r[0]);
-  rc = RUN(mode, Allgather, allgather, s, 0, MPI_INT, r, 0, MPI_INT, ic->comm);
-  check(MPI_SUCCESS == rc && SENTINEL == r[0], "%s allgather of nothing %s: rc %d, wrote %d",
-        ic->name, modes[mode], rc, r[0]);
-  rc = RUN(mode, Bcast, bcast, r, 0, MPI_INT, root_arg(ic, 0, 0), ic->comm);
-  check(MPI_SUCCESS == rc && SENTINEL == r[0], "%s bcast of nothing %s: rc %d, wrote %d", ic->name,
-        modes[mode], rc, r[0]);
+  int rc = CHECK_RUN(mode, Allreduce, allreduce, s, r, 0, MPI_INT, MPI_SUM, ic->comm);
+  check(MPI_SUCCESS == rc && CHECK_SENTINEL == r[0], "%s allreduce of nothing %s: rc %d, wrote %d",
+        ic->name, check_modes[mode], rc, r[0]);
+  rc = CHECK_RUN(mode, Allgather, allgather, s, 0, MPI_INT, r, 0, MPI_INT, ic->comm);
+  check(MPI_SUCCESS == rc && CHECK_SENTINEL == r[0], "%s allgather of nothing %s: rc %d, wrote %d",
+        ic->name, check_modes[mode], rc, r[0]);
+  rc = CHECK_RUN(mode, Bcast, bcast, r, 0, MPI_INT, root_arg(ic, 0, 0), ic->comm);
+  check(MPI_SUCCESS == rc && CHECK_SENTINEL == r[0], "%s bcast of nothing %s: rc %d, wrote %d",
+        ic->name, check_modes[mode], rc, r[0]);
 }
 
 /* Several collectives in flight on one intercommunicator, a blocking one and an MPI_Comm_dup of it

@@ -109,6 +109,55 @@ static inline void guarded_free(guarded_t* g) {
   g->area = g->snapshot = NULL;
 }
 
+/*
+ * The three forms of one collective call: mode 0 blocking, 1 MPI_I*, 2
+ * MPIX_*_init. A persistent request is started twice (it must be restartable), then freed.
+ */
+static const char* const check_modes[] = {"blocking", "nonblocking", "persistent"};
+static inline int check_complete(int rc, MPI_Request* req, int mode) {
+  if (2 == mode && MPI_SUCCESS == rc) {
+    for (int k = 0; k < 2 && MPI_SUCCESS == rc; ++k) {
+      rc = MPI_Start(req);
+      if (MPI_SUCCESS == rc) rc = MPI_Wait(req, MPI_STATUS_IGNORE);
+    }
+    MPI_Request_free(req);
+    return rc;
+  }
+  if (1 == mode && MPI_SUCCESS == rc) rc = MPI_Wait(req, MPI_STATUS_IGNORE);
+  return rc;
+}
+/* MPI_Foo / MPI_Ifoo / MPIX_Foo_init with the same arguments (not completed); needs `req` in
+ * scope. */
+#define CHECK_CALL(mode, Cap, low, ...)          \
+  (0 == (mode)   ? MPI_##Cap(__VA_ARGS__)        \
+   : 1 == (mode) ? MPI_I##low(__VA_ARGS__, &req) \
+                 : MPIX_##Cap##_init(__VA_ARGS__, MPI_INFO_NULL, &req))
+/* The same, completed. */
+#define CHECK_RUN(mode, Cap, low, ...) \
+  check_complete(CHECK_CALL(mode, Cap, low, __VA_ARGS__), &req, mode)
+
+/* What a receive slot nothing may write keeps. */
+enum { CHECK_SENTINEL = -7 };
+/* n ints and one past them, all CHECK_SENTINEL. */
+static inline int* check_ints(size_t n) {
+  int* p = malloc((n + 1) * sizeof *p);
+  if (NULL == p) MPI_Abort(MPI_COMM_WORLD, 2);
+  for (size_t i = 0; i <= n; ++i) p[i] = CHECK_SENTINEL;
+  return p;
+}
+/* Checks the n ints of `buf`, slot `idx` (a name the expressions use) holding `expect` where
+ * `defined`, else CHECK_SENTINEL; `ctx->name` and `what` name the call. Stops at the first
+ * wrong slot. */
+#define CHECK_SLOTS(ctx, what, buf, n, idx, defined, expect)                                       \
+  do {                                                                                             \
+    for (int idx = 0; idx < (int)(n); ++idx) {                                                     \
+      int want_ = (defined) ? (expect) : CHECK_SENTINEL;                                           \
+      if (!check((buf)[idx] == want_, "%s %s: slot %d is %d, expected %d", (ctx)->name, what, idx, \
+                 (buf)[idx], want_))                                                               \
+        break;                                                                                     \
+    }                                                                                              \
+  } while (0)
+
 /* Every rank learns the total; rank 0 prints one summary line. Returns the process exit code. */
 static inline int check_finish(const char* test) {
   int local[2] = {check_failures, check_count};

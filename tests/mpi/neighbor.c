@@ -25,7 +25,7 @@
 
 #include <mpi-ext.h>
 
-enum { SENTINEL = -7, MAXN = 64 };
+enum { MAXN = 64 };
 
 static int wrank, wsize;
 static bool stock;
@@ -41,39 +41,12 @@ typedef struct topo {
   int src[MAXN][MAXN], dst[MAXN][MAXN];
 } topo_t;
 
-static int complete(int rc, MPI_Request* req, int mode) {
-  if (2 == mode && MPI_SUCCESS == rc) {
-    for (int k = 0; k < 2 && MPI_SUCCESS == rc; ++k) {
-      rc = MPI_Start(req);
-      if (MPI_SUCCESS == rc) rc = MPI_Wait(req, MPI_STATUS_IGNORE);
-    }
-    MPI_Request_free(req);
-    return rc;
-  }
-  if (1 == mode && MPI_SUCCESS == rc) rc = MPI_Wait(req, MPI_STATUS_IGNORE);
-  return rc;
-}
-static const char* const modes[] = {"blocking", "nonblocking", "persistent"};
-
-#define RUN(mode, Cap, low, ...)                                                \
-  complete(0 == (mode)   ? MPI_##Cap(__VA_ARGS__)                               \
-           : 1 == (mode) ? MPI_I##low(__VA_ARGS__, &req)                        \
-                         : MPIX_##Cap##_init(__VA_ARGS__, MPI_INFO_NULL, &req), \
-           &req, mode)
-
 static int val(int r, int i) {
   return r * 1000 + i;
 }
 /* Element i of what rank r sends through its out-slot j. */
 static int a2a(int r, int j, int i) {
   return r * 100000 + j * 100 + i;
-}
-
-static int* ints(size_t n) {
-  int* p = malloc((n + 1) * sizeof *p);
-  if (NULL == p) MPI_Abort(MPI_COMM_WORLD, 2);
-  for (size_t i = 0; i <= n; ++i) p[i] = SENTINEL;
-  return p;
 }
 
 /* The sender's out-slot whose message lands in receiver `me`'s in-slot k (-1: none). */
@@ -98,30 +71,21 @@ static int gvcount(int r) {
   return r % 3 + 1;
 }
 
-#define CHECK_SLOTS(t, what, buf, n, defined, expect)                                          \
-  do {                                                                                         \
-    for (int k_ = 0; k_ < (int)(n); ++k_) {                                                    \
-      int e = k_;                                                                              \
-      int want = (defined) ? (expect) : SENTINEL;                                              \
-      if (!check((buf)[e] == want, "%s %s: element %d is %d, expected %d", (t)->name, what, e, \
-                 (buf)[e], want))                                                              \
-        break;                                                                                 \
-    }                                                                                          \
-  } while (0)
-
 static void allgather_case(const topo_t* t, int mode, MPI_Datatype rdt) {
   const int c = 3;
   const int in = t->indeg[wrank], st = gapint == rdt ? 2 : 1;
-  int* s = ints(c);
+  int* s = check_ints(c);
   for (int i = 0; i < c; ++i) s[i] = val(wrank, i);
   size_t rn = (size_t)(in * c * st);
-  int* r = ints(rn);
+  int* r = check_ints(rn);
   MPI_Request req;
-  int rc = RUN(mode, Neighbor_allgather, neighbor_allgather, s, c, MPI_INT, r, c, rdt, t->comm);
+  int rc =
+      CHECK_RUN(mode, Neighbor_allgather, neighbor_allgather, s, c, MPI_INT, r, c, rdt, t->comm);
   char what[96];
-  snprintf(what, sizeof what, "neighbor_allgather%s %s", 2 == st ? " strided" : "", modes[mode]);
+  snprintf(what, sizeof what, "neighbor_allgather%s %s", 2 == st ? " strided" : "",
+           check_modes[mode]);
   if (check(MPI_SUCCESS == rc, "%s %s: rc %d", t->name, what, rc)) {
-    CHECK_SLOTS(t, what, r, rn + 1,
+    CHECK_SLOTS(t, what, r, rn + 1, e,
                 e < (int)rn && 0 == e % st && MPI_PROC_NULL != t->src[wrank][e / st / c],
                 val(t->src[wrank][e / st / c], e / st % c));
   }
@@ -132,7 +96,7 @@ static void allgather_case(const topo_t* t, int mode, MPI_Datatype rdt) {
 static void allgatherv_case(const topo_t* t, int mode) {
   const int in = t->indeg[wrank];
   int sc = gvcount(wrank);
-  int* s = ints((size_t)sc);
+  int* s = check_ints((size_t)sc);
   for (int i = 0; i < sc; ++i) s[i] = val(wrank, i);
   int counts[MAXN], disps[MAXN], total = 0;
   /* reversed placement with one-int gaps */
@@ -142,16 +106,16 @@ static void allgatherv_case(const topo_t* t, int mode) {
     disps[k] = total;
     total += counts[k] + 1;
   }
-  int* r = ints((size_t)total);
+  int* r = check_ints((size_t)total);
   MPI_Request req;
-  int rc = RUN(mode, Neighbor_allgatherv, neighbor_allgatherv, s, sc, MPI_INT, r, counts, disps,
-               MPI_INT, t->comm);
+  int rc = CHECK_RUN(mode, Neighbor_allgatherv, neighbor_allgatherv, s, sc, MPI_INT, r, counts,
+                     disps, MPI_INT, t->comm);
   char what[64];
-  snprintf(what, sizeof what, "neighbor_allgatherv %s", modes[mode]);
+  snprintf(what, sizeof what, "neighbor_allgatherv %s", check_modes[mode]);
   if (check(MPI_SUCCESS == rc, "%s %s: rc %d", t->name, what, rc)) {
     for (int k = 0; k < in; ++k) {
       int from = t->src[wrank][k];
-      CHECK_SLOTS(t, what, r + disps[k], counts[k] + 1, MPI_PROC_NULL != from && e < counts[k],
+      CHECK_SLOTS(t, what, r + disps[k], counts[k] + 1, e, MPI_PROC_NULL != from && e < counts[k],
                   val(from, e));
     }
   }
@@ -162,17 +126,18 @@ static void allgatherv_case(const topo_t* t, int mode) {
 static void alltoall_case(const topo_t* t, int mode, MPI_Datatype sdt) {
   const int c = 2;
   const int in = t->indeg[wrank], out = t->outdeg[wrank], st = gapint == sdt ? 2 : 1;
-  int* s = ints((size_t)(out * c * st));
+  int* s = check_ints((size_t)(out * c * st));
   for (int j = 0; j < out; ++j)
     for (int i = 0; i < c; ++i) s[(j * c + i) * st] = a2a(wrank, j, i);
   size_t rn = (size_t)(in * c);
-  int* r = ints(rn);
+  int* r = check_ints(rn);
   MPI_Request req;
-  int rc = RUN(mode, Neighbor_alltoall, neighbor_alltoall, s, c, sdt, r, c, MPI_INT, t->comm);
+  int rc = CHECK_RUN(mode, Neighbor_alltoall, neighbor_alltoall, s, c, sdt, r, c, MPI_INT, t->comm);
   char what[96];
-  snprintf(what, sizeof what, "neighbor_alltoall%s %s", 2 == st ? " strided" : "", modes[mode]);
+  snprintf(what, sizeof what, "neighbor_alltoall%s %s", 2 == st ? " strided" : "",
+           check_modes[mode]);
   if (check(MPI_SUCCESS == rc, "%s %s: rc %d", t->name, what, rc)) {
-    CHECK_SLOTS(t, what, r, rn + 1, e < (int)rn && paired_slot(t, wrank, e / c) >= 0,
+    CHECK_SLOTS(t, what, r, rn + 1, e, e < (int)rn && paired_slot(t, wrank, e / c) >= 0,
                 a2a(t->src[wrank][e / c], paired_slot(t, wrank, e / c), e % c));
   }
   free(s);
@@ -197,8 +162,8 @@ static void alltoallv_case(const topo_t* t, int mode, bool w) {
     rd[k] = rtotal;
     rtotal += rcnt[k] + 1;
   }
-  int* s = ints((size_t)stotal);
-  int* r = ints((size_t)rtotal);
+  int* s = check_ints((size_t)stotal);
+  int* r = check_ints((size_t)rtotal);
   for (int j = 0; j < out; ++j)
     for (int i = 0; i < sc[j]; ++i) s[sd[j] + i * (gapint == stypes[j] ? 2 : 1)] = a2a(wrank, j, i);
   MPI_Request req;
@@ -207,19 +172,19 @@ static void alltoallv_case(const topo_t* t, int mode, bool w) {
     MPI_Aint sdb[MAXN], rdb[MAXN];
     for (int j = 0; j < out; ++j) sdb[j] = (MPI_Aint)sd[j] * (MPI_Aint)sizeof(int);
     for (int k = 0; k < in; ++k) rdb[k] = (MPI_Aint)rd[k] * (MPI_Aint)sizeof(int);
-    rc = RUN(mode, Neighbor_alltoallw, neighbor_alltoallw, s, sc, sdb, stypes, r, rcnt, rdb, rtypes,
-             t->comm);
+    rc = CHECK_RUN(mode, Neighbor_alltoallw, neighbor_alltoallw, s, sc, sdb, stypes, r, rcnt, rdb,
+                   rtypes, t->comm);
   } else {
-    rc = RUN(mode, Neighbor_alltoallv, neighbor_alltoallv, s, sc, sd, MPI_INT, r, rcnt, rd, MPI_INT,
-             t->comm);
+    rc = CHECK_RUN(mode, Neighbor_alltoallv, neighbor_alltoallv, s, sc, sd, MPI_INT, r, rcnt, rd,
+                   MPI_INT, t->comm);
   }
   char what[64];
   snprintf(what, sizeof what, "%s %s", w ? "neighbor_alltoallw" : "neighbor_alltoallv",
-           modes[mode]);
+           check_modes[mode]);
   if (check(MPI_SUCCESS == rc, "%s %s: rc %d", t->name, what, rc)) {
     for (int k = 0; k < in; ++k) {
       int j = paired_slot(t, wrank, k);
-      CHECK_SLOTS(t, what, r + rd[k], rcnt[k] + 1, j >= 0 && e < rcnt[k],
+      CHECK_SLOTS(t, what, r + rd[k], rcnt[k] + 1, e, j >= 0 && e < rcnt[k],
                   a2a(t->src[wrank][k], j, e));
     }
   }
