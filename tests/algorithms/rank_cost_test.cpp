@@ -1,9 +1,10 @@
 // The selector's fast costing (rank_cost.hpp, each registry entry's `cost`) equals the critical
 // path of the whole-communicator replay (metrics.hpp), for every generator and collective, every
-// p <= 256 and a spread to 1024, counts that divide evenly, unevenly and fewer than p, roots 0 and
-// p/3, out of place and in place, under two parameter sets (HCCL's one-link-per-peer model, and
-// links = 1 with a slow start as the shared-memory link is priced). A generator whose schedule
-// changes shape so that its costing no longer describes it fails here.
+// p <= 256 (full tier; the quick tier every p <= 64 and a spread) and a spread to 1024, counts that
+// divide evenly, unevenly and fewer than p, roots 0 and p/3, out of place and in place, under two
+// parameter sets (HCCL's one-link-per-peer model, and links = 1 with a slow start as the
+// shared-memory link is priced). A generator whose schedule changes shape so that its costing no
+// longer describes it fails here.
 //
 // Lockstep costing may differ from the replay where blocks differ by one element (which rank
 // carries the larger block when): the tolerance is two elements' beta and gamma per step of the
@@ -32,12 +33,16 @@ std::vector<CostParams> paramSets() {
   return {hccl, oneLink};
 }
 
+// The quick tier (CI): every p <= 64 and 96, 128, 255, 256, 384, 511, 512, 1000, 1024.
+// COLL_HCCL_RANK_COST_FULL=1 (run by hand): every p <= 256 and the same spread beyond; the rings'
+// replay is p^2 per case, so that tier takes tens of minutes on the 2-core VM.
 std::vector<std::uint32_t> rankCounts() {
+  const bool full = std::getenv("COLL_HCCL_RANK_COST_FULL") != nullptr;
   std::vector<std::uint32_t> ps;
-  for (std::uint32_t p = 1; p <= 256; ++p) ps.push_back(p);
-  // COLL_HCCL_RANK_COST_QUICK=1 (a quick look while editing): every p <= 64 and the spread.
-  if (std::getenv("COLL_HCCL_RANK_COST_QUICK")) ps.resize(64);
-  for (std::uint32_t p : {300u, 384u, 511u, 512u, 768u, 1000u, 1024u}) ps.push_back(p);
+  for (std::uint32_t p = 1; p <= (full ? 256u : 64u); ++p) ps.push_back(p);
+  if (!full)
+    for (std::uint32_t p : {96u, 128u, 255u, 256u}) ps.push_back(p);
+  for (std::uint32_t p : {384u, 511u, 512u, 1000u, 1024u}) ps.push_back(p);
   return ps;
 }
 
