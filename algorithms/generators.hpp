@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/rank_cost.hpp"
 #include "algorithms/schedule.hpp"
 
 namespace hccl::algo {
@@ -23,6 +24,10 @@ RankSchedule ringBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule ringReduce(const Problem& pb, std::uint32_t rank);
 RankSchedule ringScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule ringGather(const Problem& pb, std::uint32_t rank);
+// AllReduce's cost: lockstep, or with empty blocks (fewer elements than ranks) the chain of one
+// element through every rank twice.
+Metrics ringAllReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                          const CostParams& params);
 
 // rhd.cpp
 RankSchedule rhdAllReduce(const Problem& pb, std::uint32_t rank);
@@ -96,6 +101,9 @@ struct GeneratorSpec {
   // Serves rank-local problems (Problem::rankLocal(): GatherV, ScatterV, AllToAllV), using only
   // what the rank knows; its schedule from localView(r) equals the one from the whole problem.
   bool rankLocal = false;
+  // How the selector costs its schedule without building every rank's (rank_cost.hpp); nullptr
+  // is lockstepCost. tests/algorithms/rank_cost_test.cpp checks it against the replay.
+  CostFn cost = nullptr;
 };
 
 std::span<const GeneratorSpec> generatorSpecs();

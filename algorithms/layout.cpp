@@ -69,15 +69,21 @@ Layout::Layout(std::uint32_t ranks, std::array<Groups, kNumLevels> groups)
     if (order_[i] != i) blockOrder_ = false;
   // Supernodes: servers joined by a level1 group. Servers are listed supernode-major, so a
   // supernode is a run of consecutive servers.
+  // Server s is joined to s-1 when a level1 group holds both (adjacent in its sorted servers):
+  // one pass over the groups, not every rank's group for every rank (ranks x servers).
+  std::vector<bool> joined(groups_[0].size(), false);
+  for (const std::vector<std::uint32_t>& g : groups_[1]) {
+    std::vector<std::uint32_t> servers;
+    servers.reserve(g.size());
+    for (std::uint32_t q : g) servers.push_back(serverOf_[q]);
+    std::sort(servers.begin(), servers.end());
+    for (std::size_t i = 1; i < servers.size(); ++i)
+      if (servers[i] == servers[i - 1] + 1) joined[servers[i]] = true;
+  }
   std::vector<std::uint32_t> podOfServer(groups_[0].size());
   std::uint32_t pod = 0;
   for (std::uint32_t s = 0; s < groups_[0].size(); ++s) {
-    bool joined = false;
-    if (s > 0)
-      for (std::uint32_t r : groups_[0][s])
-        for (std::uint32_t q : groupOf(1, r))
-          if (serverOf_[q] == s - 1) joined = true;
-    if (s > 0 && !joined) ++pod;
+    if (s > 0 && !joined[s]) ++pod;
     podOfServer[s] = pod;
   }
   podOf_.assign(ranks, 0);

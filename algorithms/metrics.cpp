@@ -1,7 +1,7 @@
 #include "algorithms/metrics.hpp"
 
 #include <algorithm>
-#include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -27,6 +27,88 @@ std::uint64_t Metrics::bytes() const {
   std::uint64_t b = 0;
   for (const LevelCost& l : level) b += l.bytes;
   return b;
+}
+
+double addStep(const Step& step, std::size_t elem, const CostParams& params, Metrics& path) {
+  // Bytes per (level, peer, direction); a level's cost is set by its busiest peer-direction.
+  // A step has few transfers (a handful, p-1 for a full mesh): a sorted vector beats a map.
+  struct Load {
+    std::uint8_t level;
+    std::uint32_t peer;
+    Dir dir;
+    std::uint64_t bytes;
+  };
+  std::vector<Load> load;
+  load.reserve(step.xfers.size());
+  const bool few = step.xfers.size() <= 16;
+  for (const Transfer& t : step.xfers) {
+    const std::uint64_t b = t.slice.count * elem;
+    auto it = few ? std::find_if(load.begin(), load.end(),
+                                 [&](const Load& l) {
+                                   return l.level == t.level && l.peer == t.peer && l.dir == t.dir;
+                                 })
+                  : load.end();
+    if (it != load.end())
+      it->bytes += b;
+    else
+      load.push_back({t.level, t.peer, t.dir, b});
+  }
+  if (!few) {
+    const auto key = [](const Load& l) { return std::tie(l.level, l.peer, l.dir); };
+    std::sort(load.begin(), load.end(),
+              [&](const Load& a, const Load& b) { return key(a) < key(b); });
+    std::size_t w = 0;
+    for (std::size_t i = 0; i < load.size(); ++i) {
+      if (w > 0 && key(load[w - 1]) == key(load[i]))
+        load[w - 1].bytes += load[i].bytes;
+      else
+        load[w++] = load[i];
+    }
+    load.resize(w);
+  }
+  std::array<std::uint64_t, kNumLevels> busiest{};
+  std::array<std::array<std::uint64_t, 2>, kNumLevels> total{};  // per direction
+  std::array<bool, kNumLevels> used{};
+  for (const Load& ld : load) {
+    const std::uint8_t l = std::min<std::uint8_t>(ld.level, kNumLevels - 1);
+    used[l] = true;
+    busiest[l] = std::max(busiest[l], ld.bytes);
+    total[l][ld.dir == Dir::Send ? 0 : 1] += ld.bytes;
+  }
+  for (std::size_t l = 0; l < kNumLevels; ++l) {
+    const double shared = static_cast<double>(std::max(total[l][0], total[l][1])) / params.links[l];
+    if (shared > static_cast<double>(busiest[l]))
+      busiest[l] = static_cast<std::uint64_t>(shared + 0.5);
+  }
+  int dominant = -1;
+  double comm = 0;
+  for (int l = 0; l < kNumLevels; ++l) {
+    if (!used[static_cast<std::size_t>(l)]) continue;
+    const auto i = static_cast<std::size_t>(l);
+    const double c = params.alpha[i] + params.beta[i] * static_cast<double>(busiest[i]);
+    if (dominant < 0 || c > comm) {
+      comm = c;
+      dominant = l;
+    }
+  }
+  double t = 0;
+  if (dominant >= 0) {
+    LevelCost& lc = path.level[static_cast<std::size_t>(dominant)];
+    lc.steps += 1;
+    lc.bytes += busiest[static_cast<std::size_t>(dominant)];
+    t += comm;
+  }
+  std::uint64_t reduced = 0;
+  for (const LocalOp& op : step.ops)
+    if (op.kind == OpKind::Reduce) reduced += op.dst.count * elem;
+  path.reducedBytes += reduced;
+  return t + params.gamma * static_cast<double>(reduced);
+}
+
+Metrics rankPath(const RankSchedule& rs, std::size_t elemSize, const CostParams& params) {
+  Metrics m;
+  for (const Step& st : rs.steps) m.time += addStep(st, elemSize, params, m);
+  return m;
 }
 
 namespace {
@@ -72,48 +154,8 @@ class CriticalPath final : public ReplayObserver {
   }
 
   void completed(std::uint32_t r, std::uint32_t stepIndex) override {
-    const Step& step = s_.ranks[r].steps[stepIndex];
     Timed now = start_[r];
-    // Bytes per (level, peer, direction); a level's cost is set by its busiest peer-direction.
-    std::map<std::tuple<std::uint8_t, std::uint32_t, Dir>, std::uint64_t> load;
-    for (const Transfer& t : step.xfers) load[{t.level, t.peer, t.dir}] += t.slice.count * elem_;
-    std::array<std::uint64_t, kNumLevels> busiest{};
-    std::array<std::array<std::uint64_t, 2>, kNumLevels> total{};  // per direction
-    std::array<bool, kNumLevels> used{};
-    for (const auto& [key, bytes] : load) {
-      const std::uint8_t l = std::min<std::uint8_t>(std::get<0>(key), kNumLevels - 1);
-      used[l] = true;
-      busiest[l] = std::max(busiest[l], bytes);
-      total[l][std::get<2>(key) == Dir::Send ? 0 : 1] += bytes;
-    }
-    for (std::size_t l = 0; l < kNumLevels; ++l) {
-      const double shared =
-          static_cast<double>(std::max(total[l][0], total[l][1])) / params_.links[l];
-      if (shared > static_cast<double>(busiest[l]))
-        busiest[l] = static_cast<std::uint64_t>(shared + 0.5);
-    }
-    int dominant = -1;
-    double comm = 0;
-    for (int l = 0; l < kNumLevels; ++l) {
-      if (!used[static_cast<std::size_t>(l)]) continue;
-      const auto i = static_cast<std::size_t>(l);
-      const double c = params_.alpha[i] + params_.beta[i] * static_cast<double>(busiest[i]);
-      if (dominant < 0 || c > comm) {
-        comm = c;
-        dominant = l;
-      }
-    }
-    if (dominant >= 0) {
-      LevelCost& lc = now.path.level[static_cast<std::size_t>(dominant)];
-      lc.steps += 1;
-      lc.bytes += busiest[static_cast<std::size_t>(dominant)];
-      now.t += comm;
-    }
-    std::uint64_t reduced = 0;
-    for (const LocalOp& op : step.ops)
-      if (op.kind == OpKind::Reduce) reduced += op.dst.count * elem_;
-    now.path.reducedBytes += reduced;
-    now.t += params_.gamma * static_cast<double>(reduced);
+    now.t += addStep(s_.ranks[r].steps[stepIndex], elem_, params_, now.path);
     clock_[r] = std::move(now);
   }
 

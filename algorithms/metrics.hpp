@@ -54,4 +54,11 @@ struct Metrics {
 Metrics criticalPath(const Schedule& s, std::size_t elemSize,
                      const CostParams& params = CostParams::uniform());
 
+// One step's cost under the rules above (its slowest level, then its reductions), added to `path`
+// (that level's step and bytes, the reduced bytes); returns the seconds it adds.
+double addStep(const Step& step, std::size_t elemSize, const CostParams& params, Metrics& path);
+// One rank's steps one after the other, as if every partner were always ready: the critical path
+// of a schedule whose ranks all run in lockstep, from that rank's schedule alone (rank_cost.hpp).
+Metrics rankPath(const RankSchedule& rs, std::size_t elemSize, const CostParams& params);
+
 }  // namespace hccl::algo

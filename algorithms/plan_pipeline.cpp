@@ -1,13 +1,15 @@
 // The pipeline plan (HCCL "pipeline" at level1): the inter-server ring overlapped with the
 // intra-server transfers (pipeline.hpp), one schedule over level0 and level1. It serves
 // AllReduce, ReduceScatter and AllGather on servers of equal size within one supernode, never in
-// rank order. Its prediction is the critical path of its own schedule.
+// rank order. Its prediction is the critical path of its own schedule, from representative ranks
+// (its ranks run in lockstep; rank_cost.hpp).
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "algorithms/pipeline.hpp"
 #include "algorithms/plan.hpp"
+#include "algorithms/rank_cost.hpp"
 
 namespace hccl::algo {
 namespace {
@@ -34,9 +36,11 @@ class PipelinePlan final : public Plan {
 
   Decision decide(const Selection& s, const CallInfo& call, const Choice& why) const override {
     const Layout lay = Layout::servers(s.groupSize(1), s.groupSize(0));
-    const double predicted = s.predict(call, lay, [&](const Problem& pb, std::uint32_t r) {
-      return pipelineSchedule(lay, pb, r);
-    });
+    // Its ranks run in lockstep: costed from representative ranks (rank_cost.hpp).
+    const std::vector<std::uint32_t> reps = planRepresentatives(lay);
+    const double predicted = s.predict(
+        call, lay, [&](const Problem& pb, std::uint32_t r) { return pipelineSchedule(lay, pb, r); },
+        reps);
     Decision d;
     for (const LevelGroup& g : s.shape().levels)
       d.levels.push_back({g.level, Algorithm::Pipeline, why.reason,

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <unordered_map>
+
 namespace hccl::algo {
 namespace {
 
@@ -31,7 +33,7 @@ class Replayer {
         obs_(obs),
         p_(static_cast<std::uint32_t>(ranks.size())),
         state_(p_),
-        pairs_(std::size_t{p_} * p_) {}
+        dense_(p_ <= kDenseRanks ? std::size_t{p_} * p_ : 0) {}
 
   std::vector<ReplayProblem> run() {
     for (std::uint32_t r = 0; r < p_; ++r) work_.push_back(r);
@@ -82,7 +84,7 @@ class Replayer {
         continue;
       }
       const bool isSend = t.dir == Dir::Send;
-      PairQueue& q = pairs_[isSend ? index(r, t.peer) : index(t.peer, r)];
+      PairQueue& q = isSend ? pair(r, t.peer) : pair(t.peer, r);
       auto& mine = isSend ? q.sends : q.recvs;
       auto& theirs = isSend ? q.recvs : q.sends;
       std::size_t& theirHead = isSend ? q.recvHead : q.sendHead;
@@ -119,8 +121,11 @@ class Replayer {
     if (--st.remaining == 0) work_.push_back(x.rank);
   }
 
-  std::size_t index(std::uint32_t src, std::uint32_t dst) const {
-    return std::size_t{src} * p_ + dst;
+  // The queues of an ordered pair: a p x p table for small groups, a hash of the pairs that talk
+  // for large ones (p^2 queues would be gigabytes at thousands of ranks).
+  PairQueue& pair(std::uint32_t src, std::uint32_t dst) {
+    const std::size_t i = std::size_t{src} * p_ + dst;
+    return dense_.empty() ? sparse_[i] : dense_[i];
   }
 
   std::string whereIs(std::uint32_t r) const {
@@ -158,7 +163,9 @@ class Replayer {
   ReplayObserver& obs_;
   std::uint32_t p_;
   std::vector<RankState> state_;
-  std::vector<PairQueue> pairs_;
+  static constexpr std::uint32_t kDenseRanks = 1024;
+  std::vector<PairQueue> dense_;
+  std::unordered_map<std::size_t, PairQueue> sparse_;
   std::vector<std::uint32_t> work_;
   std::vector<ReplayProblem> problems_;
 };

@@ -26,6 +26,9 @@
 // Gather: the Scatter run backwards (reverse.hpp), nearest block first into the root.
 //   cost (p-1)a + ((p-1)/p)n b
 //
+// Costed in lockstep (rank_cost.hpp); AllReduce with empty blocks by ringAllReduceCost below,
+// Broadcast and Reduce as chains.
+//
 // Rank order: no for the reductions (block b is accumulated starting from rank b+1); the
 // copies-only collectives trivially keep it.
 #include "algorithms/generators.hpp"
@@ -220,6 +223,15 @@ RankSchedule ringScatter(const Problem& pb, std::uint32_t r) {
 
 RankSchedule ringGather(const Problem& pb, std::uint32_t r) {
   return gatherByReversing(pb, r, ringScatter);
+}
+
+// With every block non-empty the ranks run in lockstep. With fewer elements than ranks the empty
+// blocks' transfers are pruned, and the critical path is a one-element block's chain around the
+// ring twice, which every block of one element shows in lockstep:
+//   2(p-1)(a + e b) + (p-1) e g.
+Metrics ringAllReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                          const CostParams& params) {
+  return lockstepCost(g, withoutEmptyBlocks(pb), elemSize, params);
 }
 
 }  // namespace hccl::algo

@@ -8,6 +8,7 @@
 #include "algorithms/config_fallback.hpp"
 #include "algorithms/generators.hpp"
 #include "algorithms/plan.hpp"
+#include "algorithms/rank_cost.hpp"
 
 namespace hccl::algo {
 
@@ -135,22 +136,28 @@ double Selection::predictLevel(Algorithm a, const CallInfo& call, std::size_t le
   double t = 0;
   for (const Phase& ph : phases) {
     const GeneratorSpec* spec = findGenerator(a, ph.coll);
-    const Schedule s = buildSchedule(spec->generate, phaseProblem(ph, g.size, call.inPlace));
     CostParams p = lvl;
     if (!reduces(ph.coll)) p.gamma = 0;
-    t += criticalPath(s, call.elemSize, p).time;
+    // The generator's own costing (rank_cost.hpp): one rank's schedule, not the whole group's.
+    t += predictedPath(*spec, phaseProblem(ph, g.size, call.inPlace), call.elemSize, p).time;
   }
   return t;
 }
 
 double Selection::predict(const CallInfo& call, const Layout& layout,
-                          const RankGenerator& rankSchedule) const {
+                          const RankGenerator& rankSchedule,
+                          std::span<const std::uint32_t> representatives) const {
   const Problem pb = Problem::fromMpiCount(call.coll, layout.ranks(), call.count, call.inPlace);
-  Schedule s{pb, {}};
-  for (std::uint32_t r = 0; r < layout.ranks(); ++r) s.ranks.push_back(rankSchedule(pb, r));
   CostParams cp = model_.params(call.type, call.op);
   if (!reduces(call.coll)) cp.gamma = 0;
-  return criticalPath(s, call.elemSize, cp).time;
+  if (representatives.empty()) {
+    Schedule s{pb, {}};
+    for (std::uint32_t r = 0; r < layout.ranks(); ++r) s.ranks.push_back(rankSchedule(pb, r));
+    return criticalPath(s, call.elemSize, cp).time;
+  }
+  // From the representative ranks alone (rank_cost.hpp), one block element each when some block
+  // is empty; tests/algorithms/rank_cost_test.cpp checks this against the replay.
+  return slowestRank(rankSchedule, withoutEmptyBlocks(pb), representatives, call.elemSize, cp).time;
 }
 
 std::vector<Candidate> Selection::candidates(const CallInfo& call, std::size_t levelIndex,

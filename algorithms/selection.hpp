@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -90,9 +91,11 @@ class Selection {
   std::string incapable(Algorithm a, const CallInfo& call, const std::vector<Phase>& phases) const;
 
   // The model's time for the call run by `rankSchedule` on every rank of `layout` (a plan spanning
-  // levels; its transfers tagged with the levels whose links carry them).
-  double predict(const CallInfo& call, const Layout& layout,
-                 const RankGenerator& rankSchedule) const;
+  // levels; its transfers tagged with the levels whose links carry them): the critical path of
+  // every rank's schedule replayed, or with `representatives` (planRepresentatives(), for a plan
+  // whose ranks run in lockstep) the slowest of those ranks' schedules (rank_cost.hpp).
+  double predict(const CallInfo& call, const Layout& layout, const RankGenerator& rankSchedule,
+                 std::span<const std::uint32_t> representatives = {}) const;
 
   // The same communicator seen as one flat group over its outermost level.
   Selection flattened() const;

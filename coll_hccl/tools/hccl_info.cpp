@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -146,7 +147,7 @@ struct TableOptions {
   std::string shape, rankTable, collectives = "allreduce,reducescatter,allgather", dtype = "fp32",
                                 op = "sum", minSize = "4", maxSize = "64M";
   unsigned factor = 4;
-  bool why = false, json = false;
+  bool why = false, json = false, timing = false;
 };
 
 // The calls of a table: every collective of --coll at every size from --min to --max.
@@ -195,9 +196,20 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
       fmt::print("  {:<16}", fmt::format("level{} ({})", g.level, g.size));
     fmt::print("  {:>10}\n", "predicted");
   }
+  // --timing: each call is new to the selector, so each decide() is a first decision.
+  double totalMs = 0, slowestMs = 0;
+  std::string slowest;
   const auto row = [&](const CallInfo& call) {
     const Collective c = call.coll;
+    const auto t0 = std::chrono::steady_clock::now();
     const Decision& d = sel.decide(call);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    totalMs += ms;
+    if (ms >= slowestMs) {
+      slowestMs = ms;
+      slowest = fmt::format("{} {}", name(c), bytesText(call.bytes()));
+    }
     if (to.json) {
       nlohmann::json levels = nlohmann::json::array();
       for (const LevelChoice& lc : d.levels)
@@ -235,6 +247,12 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
     fmt::print("{}\n", rows.dump(2));
   else
     fmt::print("* forced by configuration, ! fallback from a forced algorithm that cannot serve\n");
+  if (to.timing)
+    fmt::print(stderr,
+               "hccl_info: {} first decisions on {} ranks: {:.3f} ms in all, {:.3f} ms mean, "
+               "slowest {:.3f} ms ({})\n",
+               calls.size(), shape.ranks, totalMs,
+               totalMs / double(std::max<std::size_t>(1, calls.size())), slowestMs, slowest);
 }
 
 bool printPrediction(const ConfigOptions& co, const TableOptions& to,
@@ -289,6 +307,9 @@ int main(int argc, char** argv) {
       app.add_subcommand("table", "Decision table: collective x size x level -> algorithm");
   addTableOptions(table);
   table->add_flag("--why", to.why, "Explain every decision");
+  table->add_flag("--timing", to.timing,
+                  "Print to stderr how long the decisions took (each row is a call the selector "
+                  "has not seen: a first decision)");
 
   tools::PredictOptions po;
   auto* predict = app.add_subcommand(

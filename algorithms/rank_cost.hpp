@@ -1,0 +1,77 @@
+// Costing a generator's schedule without building every rank's: what the selector predicts with.
+//
+// The cost of a schedule is its critical path under the alpha-beta-gamma rules of metrics.hpp, as
+// the whole-communicator replay computes it (criticalPath()). Replaying every rank takes time and
+// memory proportional to the whole communicator (p ranks x their steps, p^2 for a ring), which at
+// thousands of ranks is seconds and gigabytes per candidate. Every generator therefore names, in
+// its registry entry (GeneratorSpec::cost), how to cost it:
+//   lockstepCost  the default: its ranks run in lockstep (every step meets partners at the same
+//                 point of their own schedules, and ranks differ at most in which blocks they
+//                 carry), so the critical path is the slowest of a few representative ranks'
+//                 schedules run step after step (rankPath()): rank 0, p-1, the root and its
+//                 neighbours. Time and memory: one rank's schedule, five times.
+//   lockstepUnlessEmpty  lockstep, but replayed when some block is empty (log-step trees).
+//   chainCost     a chain from the root (ring Broadcast and Reduce): p-1 hops, each the root's
+//                 one step (alpha + n beta [+ n gamma]).
+//   replayCost    the whole-group replay, for schedules whose ranks wait on each other in ways
+//                 one rank cannot show (trees over ranks that are not a power of two); these are
+//                 O(log p) steps per rank, so the replay is p log p.
+// A generator's own closed form is a function of the same type in its file.
+// tests/algorithms/rank_cost_test.cpp checks every entry against the replayed critical path for
+// every p <= 256 and a spread to 1024, every collective, root and several counts, so the fast
+// path cannot drift from the schedules.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "algorithms/layout.hpp"
+#include "algorithms/metrics.hpp"
+#include "algorithms/schedule.hpp"
+#include "algorithms/write_contract.hpp"
+
+namespace hccl::algo {
+
+struct GeneratorSpec;
+
+// The predicted critical path of `g`'s schedule for `pb` (every rank, honouring the write
+// contract as buildSchedule does).
+using CostFn = Metrics (*)(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                           const CostParams& params);
+
+Metrics lockstepCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                     const CostParams& params);
+// lockstepCost, or replayCost when some block is empty (fewer elements than ranks): the pruned
+// transfers leave ranks waiting on partners that have something to send.
+Metrics lockstepUnlessEmpty(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                            const CostParams& params);
+Metrics chainCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                  const CostParams& params);
+Metrics replayCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                   const CostParams& params);
+
+// The slowest of `ranks`' schedules run step after step (rankPath()), for any rank generator
+// (plans spanning levels use it with their representative ranks).
+Metrics slowestRank(const RankGenerator& gen, const Problem& pb,
+                    std::span<const std::uint32_t> ranks, std::size_t elemSize,
+                    const CostParams& params);
+// Rank 0, p-1, the root and its neighbours (distinct, in [0, p)).
+std::vector<std::uint32_t> representativeRanks(const Problem& pb);
+
+// For a plan spanning levels (pipeline, AHC): the first, second and last rank of the first, second
+// and last server, and of every server of a size no earlier server had (servers of equal size run
+// alike). tests/algorithms/rank_cost_test.cpp checks the plans' cost from these against the
+// replay.
+std::vector<std::uint32_t> planRepresentatives(const Layout& layout);
+
+// `pb`, or when some block is empty (fewer elements than ranks) the same problem with one element
+// in every block: pruned transfers of empty blocks leave ranks waiting on chains that a block of
+// one element shows in lockstep.
+Problem withoutEmptyBlocks(const Problem& pb);
+
+// g's cost by its entry's method.
+Metrics predictedPath(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                      const CostParams& params);
+
+}  // namespace hccl::algo

@@ -1,0 +1,131 @@
+// The selector's fast costing (rank_cost.hpp, each registry entry's `cost`) equals the critical
+// path of the whole-communicator replay (metrics.hpp), for every generator and collective, every
+// p <= 256 (full tier; the quick tier every p <= 64 and a spread) and a spread to 1024, counts that
+// divide evenly, unevenly and fewer than p, roots 0 and p/3, out of place and in place, under two
+// parameter sets (HCCL's one-link-per-peer model, and links = 1 with a slow start as the
+// shared-memory link is priced). A generator whose schedule changes shape so that its costing no
+// longer describes it fails here.
+//
+// Lockstep costing may differ from the replay where blocks differ by one element (which rank
+// carries the larger block when): the tolerance is two elements' beta and gamma per step of the
+// path (plus rounding), a bound that at any count worth costing is far below what a change of
+// schedule shows.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
+#include "algorithms/metrics.hpp"
+#include "algorithms/pipeline.hpp"
+#include "algorithms/rank_cost.hpp"
+#include "tests/algorithms/problems.hpp"
+
+namespace hccl::algo {
+namespace {
+
+constexpr std::size_t kElem = 4;
+
+std::vector<CostParams> paramSets() {
+  CostParams hccl = CostParams::uniform(2e-6, 1e-9, 3e-10);
+  CostParams oneLink = CostParams::uniform(20e-6, 4e-10, 1e-10);
+  oneLink.links.fill(1);
+  return {hccl, oneLink};
+}
+
+// The quick tier (CI): every p <= 64 and 96, 128, 255, 256, 384, 511, 512, 1000, 1024.
+// COLL_HCCL_RANK_COST_FULL=1 (run by hand): every p <= 256 and the same spread beyond; the rings'
+// replay is p^2 per case, so that tier takes tens of minutes on the 2-core VM.
+std::vector<std::uint32_t> rankCounts() {
+  const bool full = std::getenv("COLL_HCCL_RANK_COST_FULL") != nullptr;
+  std::vector<std::uint32_t> ps;
+  for (std::uint32_t p = 1; p <= (full ? 256u : 64u); ++p) ps.push_back(p);
+  if (!full)
+    for (std::uint32_t p : {96u, 128u, 255u, 256u}) ps.push_back(p);
+  for (std::uint32_t p : {384u, 511u, 512u, 1000u, 1024u}) ps.push_back(p);
+  return ps;
+}
+
+class RankCost : public ::testing::TestWithParam<GeneratorSpec> {};
+
+TEST_P(RankCost, EqualsTheReplayedCriticalPath) {
+  const GeneratorSpec& g = GetParam();
+  const std::vector<CostParams> params = paramSets();
+  for (std::uint32_t p : rankCounts()) {
+    // Beyond 256 ranks: one count and one parameter set (the replay is p^2 for the rings).
+    const bool big = p > 256;
+    std::vector<std::uint64_t> counts{std::uint64_t{p} * 3 + 1};
+    if (!big) counts.push_back(7);
+    if (p <= 64) counts.push_back(std::uint64_t{p} * 16);
+    std::vector<std::uint32_t> roots{0};
+    if (rooted(g.coll) && p > 2) roots.push_back(p / 3);
+    for (std::uint64_t count : counts)
+      for (std::uint32_t root : roots)
+        for (bool inPlace : {false, true}) {
+          if (inPlace && (!test::hasInPlaceVariant(g.coll) || big || count == 7)) continue;
+          const Problem pb = test::problemFor(g.coll, p, count, inPlace, root);
+          const Schedule whole = buildSchedule(g.generate, pb);
+          for (std::size_t k = 0; k < (big ? 1 : params.size()); ++k) {
+            const double exact = criticalPath(whole, kElem, params[k]).time;
+            const Metrics m = predictedPath(g, pb, kElem, params[k]);
+            const double fast = m.time;
+            const double perStep =
+                2.0 * kElem *
+                (*std::max_element(params[k].beta.begin(), params[k].beta.end()) + params[k].gamma);
+            ASSERT_NEAR(fast, exact, 1e-9 * exact + double(m.steps()) * perStep + 1e-15)
+                << test::specName(g) << " p=" << p << " count=" << count << " root=" << root
+                << (inPlace ? " in place" : "") << " params " << k;
+          }
+        }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Generators, RankCost,
+                         ::testing::ValuesIn(generatorSpecs().begin(), generatorSpecs().end()),
+                         [](const auto& param) { return test::specName(param.param); });
+
+}  // namespace
+}  // namespace hccl::algo
+
+namespace hccl::algo {
+namespace {
+
+// The pipeline plan is costed by the selector from representative ranks (Selection::predict,
+// planRepresentatives()); the same check against the replay of every rank.
+void expectPlanCost(const Layout& lay, const RankGenerator& gen, Collective c, const char* what) {
+  const std::vector<CostParams> params = paramSets();
+  for (std::uint64_t count : {std::uint64_t{7}, std::uint64_t{lay.ranks()} * 5 + 3}) {
+    const Problem pb = Problem::fromMpiCount(c, lay.ranks(), count, false);
+    Schedule whole{pb, {}};
+    for (std::uint32_t r = 0; r < lay.ranks(); ++r) whole.ranks.push_back(gen(pb, r));
+    const std::vector<std::uint32_t> reps = planRepresentatives(lay);
+    for (const CostParams& cp0 : params) {
+      CostParams cp = cp0;
+      cp.alpha[1] *= 5;  // the levels differ, as they do between servers
+      cp.beta[1] *= 3;
+      const double exact = criticalPath(whole, kElem, cp).time;
+      const Metrics m = slowestRank(gen, withoutEmptyBlocks(pb), reps, kElem, cp);
+      const double perStep =
+          2.0 * kElem * (*std::max_element(cp.beta.begin(), cp.beta.end()) + cp.gamma);
+      ASSERT_NEAR(m.time, exact, 1e-9 * exact + double(m.steps()) * perStep + 1e-15)
+          << what << " " << name(c) << " on " << lay.ranks() << " ranks, count " << count;
+    }
+  }
+}
+
+TEST(RankCostPlans, PipelineEqualsTheReplay) {
+  for (std::uint32_t servers : {2u, 3u, 4u, 5u, 8u, 16u, 32u})
+    for (std::uint32_t per : {1u, 2u, 3u, 4u, 8u}) {
+      const Layout lay = Layout::servers(servers, per);
+      for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather})
+        expectPlanCost(
+            lay, [&](const Problem& pb, std::uint32_t r) { return pipelineSchedule(lay, pb, r); },
+            c, "pipeline");
+    }
+}
+
+// AHC on servers of unequal size is not lockstep (the logical same-index groups differ): the
+// selector replays every rank of it (plan_ahc.cpp), so it has no fast path to check here.
+
+}  // namespace
+}  // namespace hccl::algo
