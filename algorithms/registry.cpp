@@ -26,8 +26,9 @@ using C = Collective;
 // Costs (rank_cost.hpp): lockstep unless named. Ring Broadcast and Reduce are chains; the trees of
 // RHD's Broadcast, Reduce and Exscan and of NHR's and NB's Broadcast make ranks wait on partners
 // whose schedules differ from theirs (ranks outside the power of two, the root's subtrees), so
-// they are replayed (p log p), as NHR's and NB's AllReduce are when some block is empty, and
-// Mesh's Broadcast (its root's p-1 uneven blocks add up on a one-link port).
+// they are replayed (p log p), as are NHR's and NB's Reduce (their Gather is such a tree), NHR's
+// and NB's AllReduce when some block is empty, and Mesh's Broadcast (its root's p-1 uneven
+// blocks add up on a one-link port).
 constexpr std::array kSpecs = {
     GeneratorSpec{A::Ring, C::AllReduce, ringAllReduce, false, true, false, ringAllReduceCost},
     GeneratorSpec{A::Ring, C::ReduceScatter, ringReduceScatter, false, true, false},
@@ -62,7 +63,7 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::NHR, C::Scatter, nhrScatter, true, true, false},
     GeneratorSpec{A::NHR, C::Gather, nhrGather, true, true, false},
     GeneratorSpec{A::NHR, C::Barrier, nhrBarrier, true, true, false},
-    GeneratorSpec{A::NHR, C::Reduce, nhrReduce, false, true, false},
+    GeneratorSpec{A::NHR, C::Reduce, nhrReduce, false, true, false, replayCost},
     GeneratorSpec{A::NB, C::AllReduce, nbAllReduce, false, true, false, lockstepUnlessEmpty},
     GeneratorSpec{A::NB, C::ReduceScatter, nbReduceScatter, false, true, false},
     GeneratorSpec{A::NB, C::AllGather, nbAllGather, true, true, false},
@@ -70,7 +71,7 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::NB, C::Scatter, nbScatter, true, true, false},
     GeneratorSpec{A::NB, C::Gather, nbGather, true, true, false},
     GeneratorSpec{A::NB, C::Barrier, nbBarrier, true, true, false},
-    GeneratorSpec{A::NB, C::Reduce, nbReduce, false, true, false},
+    GeneratorSpec{A::NB, C::Reduce, nbReduce, false, true, false, replayCost},
     GeneratorSpec{A::Pairwise, C::AllToAll, pairwiseAllToAll, true, false, false},
     GeneratorSpec{A::Pairwise, C::AllToAllV, pairwiseAllToAllV, true, true, true},
 };
