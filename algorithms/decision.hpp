@@ -20,7 +20,9 @@ namespace hccl::algo {
 
 struct CallInfo {
   Collective coll = Collective::AllReduce;
-  std::uint64_t count = 0;  // MPI count: per rank for ReduceScatter/AllGather, total otherwise
+  // MPI's count, as describe() prints it: per rank for ReduceScatter, AllGather, Scatter and
+  // Gather, per pair for AllToAll(V), the whole vector otherwise (phasesPerLevel() splits it).
+  std::uint64_t count = 0;
   std::size_t elemSize = 1;
   std::optional<DataType> type;  // nullopt for opaque bytes of a derived type
   std::optional<ReduceOp> op;    // nullopt: no reduction, or a user op

@@ -159,5 +159,22 @@ TEST(EveryCollective, RankLocalGatherAndScatterComposeFromWhatEachRankKnows) {
   }
 }
 
+// AllToAllV over several servers: the per-level plan refuses it (a rank knows only its own row
+// and column of counts, so it cannot route others' bytes through a level) and the flat plan
+// serves it, saying why in the decision.
+TEST(EveryCollective, RankLocalAllToAllVRunsFlatAndSaysWhy) {
+  for (const Layout& lay : {Layout::servers(2, 2), Layout::servers(3, 2), Layout::pods(2, 2, 2)}) {
+    Selector sel(lay.shape(), settingsWith({}), defaultCostModel());
+    CallInfo call = callOf(Collective::AllToAllV, 0);
+    call.rankLocal = call.uneven = true;
+    const Decision d = sel.decide(call);
+    ASSERT_TRUE(d.ok()) << lay.describe() << ": " << d.error;
+    EXPECT_EQ(planOf(d.plan).name(), "flat") << lay.describe() << ": " << d.summary();
+    EXPECT_NE(d.summary().find("flat over all ranks: alltoallv counts are rank-local"),
+              std::string::npos)
+        << d.summary();
+  }
+}
+
 }  // namespace
 }  // namespace hccl::algo
