@@ -82,6 +82,16 @@ def cluster_skip_reason():
     return None
 
 
+def signal_all(targets):
+    """Sends each (pid, signal); a pid of None or a process already gone is skipped."""
+    for pid, sig in targets:
+        if pid:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+
 def descendants(root, comm):
     """Pids of the processes named `comm` below `root` (this job's own process tree)."""
     children = {}
@@ -181,12 +191,7 @@ def main():
     # finalize).
     targets = [(victim_pid, signal.SIGCONT), (victim_pid, signal.SIGKILL)]
     if args.finalize:
-        for pid, sig in targets:
-            if pid:
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
+        signal_all(targets)
         targets = []
         with lock:
             until = time.monotonic() + 30
@@ -196,12 +201,7 @@ def main():
                 failures.append(f"survivors {sorted(survivors - finalized)} did not finish "
                                 f"MPI_Finalize within 30 s of the victim's death")
     targets += [(pids.get(r), signal.SIGTERM) for r in sorted(survivors - finalized)]
-    for pid, sig in targets:
-        if pid:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
+    signal_all(targets)
     ended_at = time.monotonic()
     try:
         if args.cluster:
