@@ -222,7 +222,8 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
                       {"bytes", call.bytes()},
                       {"levels", levels},
                       {"error", d.error},
-                      {"predicted_s", d.predicted}});
+                      {"predicted_s", d.predicted},
+                      {"summary", d.ok() ? d.summary() : d.error}});
       return;
     }
     fmt::print("{:<14} {:>9}", name(c), bytesText(call.bytes()));
