@@ -34,6 +34,9 @@ struct CallInfo {
   bool rankLocal = false;
 
   std::uint64_t bytes() const;  // the size that selection and tables are keyed by
+  // Counts that only each rank knows (rankLocal, and every AllToAllV): decided without them,
+  // so no decision for the call prices its size.
+  bool countsRankLocal() const { return rankLocal || coll == Collective::AllToAllV; }
   std::string describe() const;
   auto operator<=>(const CallInfo&) const = default;
 };

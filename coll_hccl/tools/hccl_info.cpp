@@ -223,6 +223,7 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
                       {"levels", levels},
                       {"error", d.error},
                       {"predicted_s", d.predicted},
+                      {"priced", !call.countsRankLocal()},
                       {"summary", d.ok() ? d.summary() : d.error}});
       return;
     }
@@ -237,7 +238,8 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
                                                          : "";
       fmt::print("  {:<16}", fmt::format("{}{}", hcclName(lc.algorithm), mark));
     }
-    fmt::print("  {:>10}\n", secondsText(d.predicted));
+    // rank-local counts (alltoallv) are decided without sizes: no time to print
+    fmt::print("  {:>10}\n", call.countsRankLocal() ? "rank-local" : secondsText(d.predicted));
     if (to.why) fmt::print("{:>25}{}\n", "", d.summary());
   };
   for (std::size_t i = 0; i < calls.size(); ++i) {
