@@ -20,7 +20,9 @@ namespace hccl::algo {
 
 struct CallInfo {
   Collective coll = Collective::AllReduce;
-  std::uint64_t count = 0;  // MPI count: per rank for ReduceScatter/AllGather, total otherwise
+  // MPI's count, as describe() prints it: per rank for ReduceScatter, AllGather, Scatter and
+  // Gather, per pair for AllToAll(V), the whole vector otherwise (phasesPerLevel() splits it).
+  std::uint64_t count = 0;
   std::size_t elemSize = 1;
   std::optional<DataType> type;  // nullopt for opaque bytes of a derived type
   std::optional<ReduceOp> op;    // nullopt: no reduction, or a user op
@@ -32,6 +34,9 @@ struct CallInfo {
   bool rankLocal = false;
 
   std::uint64_t bytes() const;  // the size that selection and tables are keyed by
+  // Counts that only each rank knows (rankLocal, and every AllToAllV): decided without them,
+  // so no decision for the call prices its size.
+  bool countsRankLocal() const { return rankLocal || coll == Collective::AllToAllV; }
   std::string describe() const;
   auto operator<=>(const CallInfo&) const = default;
 };

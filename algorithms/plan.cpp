@@ -93,8 +93,7 @@ Decision select(const Selection& s, const CallInfo& asked) {
   // A rank-local call (AllToAllV, GatherV, ScatterV) has no count every rank knows, and a
   // barrier no data: every rank decides alike by deciding without one.
   CallInfo call = asked;
-  if (call.rankLocal || call.coll == Collective::AllToAllV || call.coll == Collective::Barrier)
-    call.count = 0;
+  if (call.countsRankLocal() || call.coll == Collective::Barrier) call.count = 0;
   const auto table = planTable();
   std::vector<std::string> whyNot;
   for (const Plan* p : table) whyNot.push_back(p->whyNot(s, call));
@@ -140,7 +139,7 @@ Decision select(const Selection& s, const CallInfo& asked) {
     if (!d.ok()) continue;
     if (d.predicted < best.predicted)
       best = std::move(d);
-    else
+    else if (!call.countsRankLocal())  // at count 0 the other plan's time prices nothing
       beaten += table[able[k]]->beaten(d.predicted);
   }
   if (best.plan.plan == first.plan.plan && !best.levels.empty())

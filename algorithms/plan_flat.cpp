@@ -1,6 +1,7 @@
 // The flat plan: a rank-order reduction that the per-level plan would reorder (servers that do
-// not hold consecutive ranks, or a ReduceScatter over several levels), and a GatherV or ScatterV
-// whose non-roots know only their own counts (plan_levels.cpp), runs the outermost level's
+// not hold consecutive ranks, or a ReduceScatter over several levels), a GatherV or ScatterV
+// whose non-roots know only their own counts, and an AllToAllV, whose ranks know only their own
+// row and column (plan_levels.cpp), runs the outermost level's
 // algorithm over every rank as one group, on that level's links. The choice is the whole
 // selection again, on the communicator seen as one flat group.
 //
@@ -43,7 +44,8 @@ class FlatPlan final : public Plan {
     if (s.shape().levels.size() > 1 && (!levelsPlan().whyNot(s, call).empty() || weighed(s, call)))
       return {};
     return "a flat plan serves only what the levels cannot split (rank-order reductions they "
-           "would reorder, rank-local gatherv and scatterv), and reduce and alltoall where the "
+           "would reorder, rank-local gatherv, scatterv and alltoallv), and reduce and alltoall "
+           "where the "
            "model weighs them against the levels";
   }
 

@@ -31,6 +31,11 @@ class LevelsPlan final : public Plan {
         (call.coll == Collective::Gather || call.coll == Collective::Scatter))
       return "a rank-local gatherv or scatterv cannot be split by server: a non-root knows only "
              "its own count";
+    // AllToAllV (and W, packed into it): counts are rank-local, so a rank does not know the
+    // other ranks' counts and cannot route their bytes through a level (hier_alltoall.cpp).
+    if (call.coll == Collective::AllToAllV && shape.levels.size() >= 2)
+      return "alltoallv counts are rank-local: a rank does not know the other ranks' counts, so "
+             "it cannot route their bytes through a level";
     // A prefix split by server needs each server to hold a consecutive range of ranks, whatever
     // the op (hier_scan.cpp).
     if ((call.coll == Collective::Scan || call.coll == Collective::Exscan) &&

@@ -117,7 +117,7 @@ std::string Selection::incapable(Algorithm a, const CallInfo& call,
                          rankOrderCause(call));
     if (call.uneven && !spec->unevenBlocks)
       return fmt::format("{} {} needs equal blocks", hcclName(a), name(ph.coll));
-    if ((call.rankLocal || call.coll == Collective::AllToAllV) && !spec->rankLocal)
+    if (call.countsRankLocal() && !spec->rankLocal)
       return fmt::format("{} {} needs every rank's counts on every rank", hcclName(a),
                          name(ph.coll));
   }
@@ -257,10 +257,17 @@ std::optional<LevelChoice> Selection::chooseLevel(const CallInfo& call, std::siz
     error = fallbackNote + "no algorithm can serve " + call.describe() + ": " + why;
     return std::nullopt;
   }
-  std::string detail = fallbackNote + fmt::format("{} predicted", secondsText(best->predicted));
+  // Rank-local counts are decided at count 0 (select()), where every prediction is of nothing:
+  // say so instead of printing a time that no call of that kind takes.
+  const bool priced = !call.countsRankLocal();
+  std::string detail =
+      fallbackNote + (priced ? fmt::format("{} predicted", secondsText(best->predicted))
+                             : std::string("rank-local counts, decided without sizes: no time "
+                                           "predicted"));
   if (second)
-    detail +=
-        fmt::format(", next {} {}", hcclName(second->algorithm), secondsText(second->predicted));
+    detail += priced ? fmt::format(", next {} {}", hcclName(second->algorithm),
+                                   secondsText(second->predicted))
+                     : fmt::format(", next {}", hcclName(second->algorithm));
   choice = {level, best->algorithm, fallbackNote.empty() ? Reason::Model : Reason::Fallback,
             std::move(detail), best->predicted};
   return choice;

@@ -267,6 +267,8 @@ hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
                       sizeOf(type));
     return HCCL_ERR_ARG;
   }
+  // ci.count is MPI's count as algo::CallInfo defines it (per rank for Scatter and Gather, per
+  // pair for AllToAll), the same as hccl_info's for the same call, so the prediction matches.
   algo::CallInfo& ci = s.info;
   ci.elemSize = elem;
   ci.type = type;
@@ -315,7 +317,6 @@ hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
       } else {
         ci.coll = Collective::Scatter;
         s.problem = algo::Problem::scatter(p, ci.count, root, d.in_place != 0);
-        ci.count = s.problem.total();  // CallInfo counts Scatter whole, as selection splits it
       }
       break;
     }
@@ -323,7 +324,6 @@ hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
       ci.coll = Collective::AllToAll;
       ci.count = d.count * scale;
       s.problem = algo::Problem::allToAll(p, ci.count, ci.inPlace);
-      ci.count = s.problem.total();  // CallInfo counts AllToAll whole, as selection splits it
       break;
     case HCCL_COLL_ALLGATHERV: {  // AllGather with the blocks MPI's recvcounts give ([same])
       if (!d.recvcounts) {
@@ -350,7 +350,6 @@ hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
       if (d.coll == HCCL_COLL_GATHER) {
         ci.count = d.count * scale;
         s.problem = algo::Problem::gather(p, ci.count, root, d.in_place != 0);
-        ci.count = s.problem.total();
         break;
       }
       // The V forms: the root knows every count, a non-root its own ([local]); the choice rests

@@ -222,7 +222,9 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
                       {"bytes", call.bytes()},
                       {"levels", levels},
                       {"error", d.error},
-                      {"predicted_s", d.predicted}});
+                      {"predicted_s", d.predicted},
+                      {"priced", !call.countsRankLocal()},
+                      {"summary", d.ok() ? d.summary() : d.error}});
       return;
     }
     fmt::print("{:<14} {:>9}", name(c), bytesText(call.bytes()));
@@ -236,7 +238,8 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
                                                          : "";
       fmt::print("  {:<16}", fmt::format("{}{}", hcclName(lc.algorithm), mark));
     }
-    fmt::print("  {:>10}\n", secondsText(d.predicted));
+    // rank-local counts (alltoallv) are decided without sizes: no time to print
+    fmt::print("  {:>10}\n", call.countsRankLocal() ? "rank-local" : secondsText(d.predicted));
     if (to.why) fmt::print("{:>25}{}\n", "", d.summary());
   };
   for (std::size_t i = 0; i < calls.size(); ++i) {

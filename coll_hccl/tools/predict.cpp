@@ -96,7 +96,9 @@ bool printPredictions(const Layout& lay, Selector& sel, const std::vector<CallIn
       fmt::print("{:<14} {:>9}  {}\n", name(call.coll), bytesText(call.bytes()), error);
     } else {
       fmt::print("{:<14} {:>9}  {:<32} {:>10} {:>10} {:>10}  {}\n", name(call.coll),
-                 bytesText(call.bytes()), toString(d.plan), secondsText(d.predicted),
+                 bytesText(call.bytes()), toString(d.plan),
+                 // rank-local counts (alltoallv) are decided without sizes: no formula time
+                 call.countsRankLocal() ? "rank-local" : secondsText(d.predicted),
                  secondsText(p.shared.time), secondsText(p.alone.time), busy);
     }
     if (last && !o.trace.empty() && error.empty()) {

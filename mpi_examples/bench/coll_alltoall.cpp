@@ -10,14 +10,9 @@ using detail::at;
 
 namespace {
 
+// n blocks in, n blocks out.
 Shape alltoallShape(std::size_t sizeBytes, std::size_t typeSize, std::size_t n) {
-  Shape s;
-  s.block = sizeBytes / typeSize / n;
-  s.sendCount = s.block * n;
-  s.recvCount = s.block * n;
-  s.bytes = s.block * n * typeSize;
-  s.busFactor = (static_cast<double>(n) - 1.0) / static_cast<double>(n);
-  return s;
+  return detail::blockShape(sizeBytes, typeSize, n, n, detail::spreadFactor(n));
 }
 
 const void* sendOf(const Call& c) {

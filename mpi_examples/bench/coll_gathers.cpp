@@ -10,14 +10,9 @@ using detail::at;
 
 namespace {
 
+// One block in, n blocks out.
 Shape gatheredShape(std::size_t sizeBytes, std::size_t typeSize, std::size_t n) {
-  Shape s;
-  s.block = sizeBytes / typeSize / n;
-  s.sendCount = s.block;
-  s.recvCount = s.block * n;
-  s.bytes = s.block * n * typeSize;
-  s.busFactor = (static_cast<double>(n) - 1.0) / static_cast<double>(n);
-  return s;
+  return detail::blockShape(sizeBytes, typeSize, 1, n, detail::spreadFactor(n));
 }
 
 bool ownBlockInRecv(const Call& c, int rank, bool rooted) {

@@ -9,15 +9,11 @@ using detail::asCount;
 
 namespace {
 
+using detail::scatteredShape;
+
 // The whole count on every rank (allreduce, reduce, the scans).
 Shape whole(std::size_t sizeBytes, std::size_t typeSize, double busFactor) {
-  Shape s;
-  s.block = sizeBytes / typeSize;
-  s.sendCount = s.block;
-  s.recvCount = s.block;
-  s.bytes = s.block * typeSize;
-  s.busFactor = busFactor;
-  return s;
+  return detail::blockShape(sizeBytes, typeSize, 1, 1, busFactor);
 }
 
 Shape allreduceShape(std::size_t sizeBytes, std::size_t typeSize, std::size_t n) {
@@ -27,17 +23,6 @@ Shape allreduceShape(std::size_t sizeBytes, std::size_t typeSize, std::size_t n)
 
 Shape wholeOnce(std::size_t sizeBytes, std::size_t typeSize, std::size_t) {
   return whole(sizeBytes, typeSize, 1.0);
-}
-
-// n blocks in, one block out.
-Shape scatteredShape(std::size_t sizeBytes, std::size_t typeSize, std::size_t n) {
-  Shape s;
-  s.block = sizeBytes / typeSize / n;
-  s.sendCount = s.block * n;
-  s.recvCount = s.block;
-  s.bytes = s.block * n * typeSize;
-  s.busFactor = (static_cast<double>(n) - 1.0) / static_cast<double>(n);
-  return s;
 }
 
 const void* sendOf(const Call& c) {

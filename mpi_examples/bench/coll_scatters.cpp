@@ -9,24 +9,11 @@ using detail::asCount;
 
 namespace {
 
-Shape bcastShape(std::size_t sizeBytes, std::size_t typeSize, std::size_t) {
-  Shape s;
-  s.block = sizeBytes / typeSize;
-  s.sendCount = 0;
-  s.recvCount = s.block;
-  s.bytes = s.block * typeSize;
-  s.busFactor = 1.0;
-  return s;
-}
+using detail::scatteredShape;
 
-Shape scatterShape(std::size_t sizeBytes, std::size_t typeSize, std::size_t n) {
-  Shape s;
-  s.block = sizeBytes / typeSize / n;
-  s.sendCount = s.block * n;
-  s.recvCount = s.block;
-  s.bytes = s.block * n * typeSize;
-  s.busFactor = (static_cast<double>(n) - 1.0) / static_cast<double>(n);
-  return s;
+// One buffer, the whole count: nothing sent from a separate buffer.
+Shape bcastShape(std::size_t sizeBytes, std::size_t typeSize, std::size_t) {
+  return detail::blockShape(sizeBytes, typeSize, 0, 1, 1.0);
 }
 
 void fillBcast(const Call& c, int rank, int nranks) {
@@ -69,9 +56,9 @@ std::size_t wrongScatter(const Call& c, int rank, int nranks) {
 }  // namespace
 
 const CollSpec kBcast{"bcast", false, true, &bcastShape, &runBcast, &fillBcast, &wrongBcast};
-const CollSpec kScatter{"scatter",   false,        true,         &scatterShape,
+const CollSpec kScatter{"scatter",   false,        true,         &scatteredShape,
                         &runScatter, &fillScatter, &wrongScatter};
-const CollSpec kScatterV{"scatterv",   false,        true,         &scatterShape,
+const CollSpec kScatterV{"scatterv",   false,        true,         &scatteredShape,
                          &runScatterV, &fillScatter, &wrongScatter};
 
 }  // namespace bench

@@ -1,6 +1,7 @@
 // The table entries of collective.cpp, one family per file, and the helpers they share.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -39,6 +40,30 @@ inline int commRank(MPI_Comm comm) {
   int r = 0;
   MPI_Comm_rank(comm, &r);
   return r;
+}
+
+// Every collective that moves data: `sendBlocks` and `recvBlocks` blocks of `block` elements in
+// the send and receive buffers, the larger of the two holding the size (whole elements only).
+inline Shape blockShape(std::size_t sizeBytes, std::size_t typeSize, std::size_t sendBlocks,
+                        std::size_t recvBlocks, double busFactor) {
+  const std::size_t blocks = std::max(sendBlocks, recvBlocks);
+  Shape s;
+  s.block = sizeBytes / typeSize / blocks;
+  s.sendCount = s.block * sendBlocks;
+  s.recvCount = s.block * recvBlocks;
+  s.bytes = s.block * blocks * typeSize;
+  s.busFactor = busFactor;
+  return s;
+}
+
+// nccl-tests' bus factor of the collectives that spread or gather blocks: (n-1)/n.
+inline double spreadFactor(std::size_t n) {
+  return (static_cast<double>(n) - 1.0) / static_cast<double>(n);
+}
+
+// n blocks in, one block out (reduce_scatter(_v), scatter(v)).
+inline Shape scatteredShape(std::size_t sizeBytes, std::size_t typeSize, std::size_t n) {
+  return blockShape(sizeBytes, typeSize, n, 1, spreadFactor(n));
 }
 
 // Equal counts of `block` per rank and packed displacements, in elements (or bytes with

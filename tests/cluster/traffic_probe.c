@@ -2,9 +2,11 @@
  *
  *   traffic_probe [--bytes N] [--calls K] [--warmup W] [--info KEY=VALUE]... COLL...
  *
- * COLL is allreduce, allgather or reduce_scatter (MPI_Reduce_scatter_block), float sum. N is the
- * whole per-rank buffer as hccl_bench counts it (allreduce, allgather: the output; reduce_scatter:
- * the input), default 16M (K/M/G suffixes are binary). The calls run on a duplicate of
+ * COLL is allreduce, allgather, reduce_scatter (MPI_Reduce_scatter_block), bcast, reduce (both
+ * from or to rank 0) or alltoall, float (sum for the reductions). N is the whole per-rank buffer
+ * as hccl_bench counts it (allreduce, allgather, bcast, reduce: the output or vector;
+ * reduce_scatter, alltoall: the input, N / p per pair for alltoall), default 16M (K/M/G suffixes
+ * are binary). The calls run on a duplicate of
  * MPI_COMM_WORLD carrying the given info keys (e.g. hccl_algo=level0:NA;level1:ring, or
  * ompi_comm_coll_preference=^hccl for Open MPI's own components).
  *
@@ -21,10 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { kMaxInfo = 8, kMaxColls = 3 };
+enum { kMaxInfo = 8, kNumColls = 6 };
 
-typedef enum { ALLREDUCE, ALLGATHER, REDUCE_SCATTER } coll_t;
-static const char* const coll_names[] = {"allreduce", "allgather", "reduce_scatter"};
+typedef enum { ALLREDUCE, ALLGATHER, REDUCE_SCATTER, BCAST, REDUCE, ALLTOALL } coll_t;
+static const char* const coll_names[kNumColls] = {"allreduce", "allgather", "reduce_scatter",
+                                                  "bcast",     "reduce",    "alltoall"};
 
 typedef struct {
   long long bytes;
@@ -33,7 +36,7 @@ typedef struct {
   int ninfo;
   char* info[kMaxInfo];
   int ncolls;
-  coll_t colls[kMaxColls];
+  coll_t colls[kNumColls];
 } options;
 
 typedef struct {
@@ -48,7 +51,7 @@ static int usage(const char* why, const char* what) {
     fprintf(stderr, "traffic_probe: %s '%s'\n", why, what);
     fprintf(stderr,
             "usage: traffic_probe [--bytes N] [--calls K] [--warmup W] [--info KEY=VALUE]... "
-            "allreduce|allgather|reduce_scatter...\n");
+            "allreduce|allgather|reduce_scatter|bcast|reduce|alltoall...\n");
   }
   return 0;
 }
@@ -86,15 +89,18 @@ static int parse_options(int argc, char** argv, options* o) {
       if (o->ninfo == kMaxInfo || strchr(argv[i + 1], '=') == NULL)
         return usage("bad --info (KEY=VALUE, at most 8)", argv[i + 1]);
       o->info[o->ninfo++] = argv[++i];
-    } else if (a[0] != '-' && o->ncolls < kMaxColls) {
+    } else if (a[0] != '-' && o->ncolls < kNumColls) {
       int found = 0;
-      for (int c = 0; c < 3; ++c) {
+      for (int c = 0; c < kNumColls; ++c) {
         if (strcmp(a, coll_names[c]) == 0) {
           o->colls[o->ncolls++] = (coll_t)c;
           found = 1;
         }
       }
-      if (!found) return usage("unknown collective (allreduce, allgather, reduce_scatter)", a);
+      if (!found)
+        return usage(
+            "unknown collective (allreduce, allgather, reduce_scatter, bcast, reduce, alltoall)",
+            a);
     } else {
       return usage("unknown or incomplete argument", a);
     }
@@ -124,18 +130,31 @@ static float input_value(int r, long long i) {
   return (float)((r + 1) * (int)(i % 7 + 1));
 }
 
+/* Bcast runs on `out`, which rank 0 filled with its input (and never changes). */
 static void call(coll_t c, const float* in, float* out, int count, MPI_Comm comm) {
   if (c == ALLREDUCE) MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, comm);
   if (c == ALLGATHER) MPI_Allgather(in, count, MPI_FLOAT, out, count, MPI_FLOAT, comm);
   if (c == REDUCE_SCATTER) MPI_Reduce_scatter_block(in, out, count, MPI_FLOAT, MPI_SUM, comm);
+  if (c == BCAST) MPI_Bcast(out, count, MPI_FLOAT, 0, comm);
+  if (c == REDUCE) MPI_Reduce(in, out, count, MPI_FLOAT, MPI_SUM, 0, comm);
+  if (c == ALLTOALL) MPI_Alltoall(in, count, MPI_FLOAT, out, count, MPI_FLOAT, comm);
 }
 
 /* Elements of the rank's output that differ from the expectation. */
 static long long wrong_elements(coll_t c, const float* out, int count) {
   const int ranks_sum = world_size * (world_size + 1) / 2;
   long long wrong = 0;
-  if (c == ALLREDUCE) {
+  if (c == ALLREDUCE || (c == REDUCE && world_rank == 0)) {
     for (int i = 0; i < count; ++i) wrong += out[i] != (float)(ranks_sum * (i % 7 + 1));
+  } else if (c == REDUCE) {
+    /* a non-root's output is not written */
+  } else if (c == BCAST) {
+    for (int i = 0; i < count; ++i) wrong += out[i] != input_value(0, i);
+  } else if (c == ALLTOALL) {
+    /* block r came from rank r: its block world_rank */
+    for (int r = 0; r < world_size; ++r)
+      for (int i = 0; i < count; ++i)
+        wrong += out[(long long)r * count + i] != input_value(r, (long long)world_rank * count + i);
   } else if (c == ALLGATHER) {
     for (int r = 0; r < world_size; ++r)
       for (int i = 0; i < count; ++i) wrong += out[(long long)r * count + i] != input_value(r, i);
@@ -151,19 +170,21 @@ static long long wrong_elements(coll_t c, const float* out, int count) {
 /* Returns 1 when every rank's result was right. */
 static int measure(coll_t c, const options* o, MPI_Comm comm, MPI_Comm shm, int is_leader) {
   const long long elems = o->bytes / (long long)sizeof(float);
-  const long long count = c == ALLREDUCE ? elems : elems / world_size; /* per rank block */
+  /* the whole vector, else per rank or per pair */
+  const long long count = c == ALLREDUCE || c == BCAST || c == REDUCE ? elems : elems / world_size;
   if (count <= 0 || count > 0x7fffffffLL) {
     if (world_rank == 0)
       fprintf(stderr, "traffic_probe: %s of %lld bytes on %d ranks: no whole float per rank\n",
               coll_names[c], o->bytes, world_size);
     return 0;
   }
-  const long long in_elems = c == REDUCE_SCATTER ? count * world_size : count;
-  const long long out_elems = c == ALLGATHER ? count * world_size : count;
+  const long long in_elems = c == REDUCE_SCATTER || c == ALLTOALL ? count * world_size : count;
+  const long long out_elems = c == ALLGATHER || c == ALLTOALL ? count * world_size : count;
   float* in = malloc(sizeof(float) * (size_t)in_elems);
   float* out = malloc(sizeof(float) * (size_t)out_elems);
   if (in == NULL || out == NULL) MPI_Abort(MPI_COMM_WORLD, 2);
   for (long long i = 0; i < in_elems; ++i) in[i] = input_value(world_rank, i);
+  for (long long i = 0; i < out_elems; ++i) out[i] = c == BCAST && world_rank == 0 ? in[i] : -1.0f;
 
   for (int k = 0; k < o->warmup; ++k) call(c, in, out, (int)count, comm);
   MPI_Barrier(MPI_COMM_WORLD);

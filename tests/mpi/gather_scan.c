@@ -20,17 +20,10 @@
 static int rank, nranks;
 static bool quick;
 
+/* A persistent request is started once, then freed. */
 static int complete(int rc, MPI_Request* req, int mode) {
-  if (2 == mode && MPI_SUCCESS == rc) {
-    rc = MPI_Start(req);
-    if (MPI_SUCCESS == rc) rc = MPI_Wait(req, MPI_STATUS_IGNORE);
-    MPI_Request_free(req);
-    return rc;
-  }
-  if (1 == mode && MPI_SUCCESS == rc) rc = MPI_Wait(req, MPI_STATUS_IGNORE);
-  return rc;
+  return check_complete_with(rc, req, mode, 1, false);
 }
-static const char* const modes[] = {"blocking", "nonblocking", "persistent"};
 
 static void gather_case(const layout_t* sl, const layout_t* rl, size_t ints, int root,
                         bool in_place, int mode) {
@@ -45,7 +38,7 @@ static void gather_case(const layout_t* sl, const layout_t* rl, size_t ints, int
   bool is_root = rank == root;
   char what[200];
   snprintf(what, sizeof what, "gather %s -> %s, %zu per rank, root %d%s %s", sl->name, rl->name,
-           ints, root, in_place ? " in place" : "", modes[mode]);
+           ints, root, in_place ? " in place" : "", check_modes[mode]);
   guarded_t g;
   unsigned char* send = malloc(layout_span(sl, scount) + 1);
   unsigned char* recv = guarded_alloc(&g, is_root ? layout_span(rl, p * rcount) : 16);
@@ -83,7 +76,7 @@ static void scan_case(const test_type_t* t, int oi, const test_op_t* op, size_t 
                       bool exclusive, bool in_place, int mode) {
   char what[200];
   snprintf(what, sizeof what, "%s %s %s count %zu%s %s", exclusive ? "exscan" : "scan", t->name,
-           op->name, count, in_place ? " in place" : "", modes[mode]);
+           op->name, count, in_place ? " in place" : "", check_modes[mode]);
   guarded_t g;
   unsigned char* send = malloc(count * t->size + 1);
   unsigned char* recv = guarded_alloc(&g, count * t->size);
@@ -158,7 +151,7 @@ static void scan_user(MPI_Op left, bool exclusive, int mode) {
   if (exclusive && 0 == rank) return;
   for (int i = 0; i < C; ++i)
     if (!check(recv[i] == i, "%s user op (non-commutative) %s: element %d is %d, expected %d",
-               exclusive ? "exscan" : "scan", modes[mode], i, recv[i], i))
+               exclusive ? "exscan" : "scan", check_modes[mode], i, recv[i], i))
       break;
 }
 
@@ -220,8 +213,8 @@ static void scan_affine(MPI_Op affine, MPI_Datatype pair, bool exclusive, bool i
   for (int i = 0; i < 2 * C; ++i)
     if (!check(recv[i] == expect[i],
                "%s affine user op (non-commutative)%s %s: word %d is %u, expected %u",
-               exclusive ? "exscan" : "scan", in_place ? " in place" : "", modes[mode], i, recv[i],
-               expect[i]))
+               exclusive ? "exscan" : "scan", in_place ? " in place" : "", check_modes[mode], i,
+               recv[i], expect[i]))
       break;
 }
 
@@ -237,10 +230,10 @@ static void barrier_case(int mode) {
            : 1 == mode ? MPI_Ibarrier(MPI_COMM_WORLD, &breq)
                        : MPIX_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &breq);
   rc = complete(rc, &breq, mode);
-  check(MPI_SUCCESS == rc, "barrier %s: rc %d", modes[mode], rc);
+  check(MPI_SUCCESS == rc, "barrier %s: rc %d", check_modes[mode], rc);
   MPI_Wait(&rreq, MPI_STATUS_IGNORE);
   flag = in == (rank + nranks - 1) % nranks;
-  check(flag, "barrier %s: ring message %d", modes[mode], in);
+  check(flag, "barrier %s: ring message %d", check_modes[mode], in);
 }
 
 int main(int argc, char** argv) {

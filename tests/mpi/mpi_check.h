@@ -111,20 +111,26 @@ static inline void guarded_free(guarded_t* g) {
 
 /*
  * The three forms of one collective call: mode 0 blocking, 1 MPI_I*, 2
- * MPIX_*_init. A persistent request is started twice (it must be restartable), then freed.
+ * MPIX_*_init. check_complete_with() completes a call posted (rc its return code) in `mode`: a
+ * nonblocking one is waited for; a persistent one is started and waited for `starts` times,
+ * stopping at the first error, then freed unless `keep` (a caller that starts it again later with
+ * new contents frees it itself). check_complete(): started twice (it must be restartable), freed.
  */
 static const char* const check_modes[] = {"blocking", "nonblocking", "persistent"};
-static inline int check_complete(int rc, MPI_Request* req, int mode) {
+static inline int check_complete_with(int rc, MPI_Request* req, int mode, int starts, bool keep) {
   if (2 == mode && MPI_SUCCESS == rc) {
-    for (int k = 0; k < 2 && MPI_SUCCESS == rc; ++k) {
+    for (int k = 0; k < starts && MPI_SUCCESS == rc; ++k) {
       rc = MPI_Start(req);
       if (MPI_SUCCESS == rc) rc = MPI_Wait(req, MPI_STATUS_IGNORE);
     }
-    MPI_Request_free(req);
+    if (!keep) MPI_Request_free(req);
     return rc;
   }
   if (1 == mode && MPI_SUCCESS == rc) rc = MPI_Wait(req, MPI_STATUS_IGNORE);
   return rc;
+}
+static inline int check_complete(int rc, MPI_Request* req, int mode) {
+  return check_complete_with(rc, req, mode, 2, false);
 }
 /* MPI_Foo / MPI_Ifoo / MPIX_Foo_init with the same arguments (not completed); needs `req` in
  * scope. */

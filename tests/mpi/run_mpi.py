@@ -24,6 +24,7 @@ regression there cannot hide behind a passing program.
 Exit codes follow `meson test`: 0 pass, 1 fail, 77 skipped.
 """
 import argparse
+import json
 import os
 import re
 import shlex
@@ -102,6 +103,13 @@ def parse_args():
                     help="as --expect-line, in priority mode only")
     ap.add_argument("--expect-line-alone", action="append", default=[], metavar="REGEX",
                     help="as --expect-line, with --coll-alone only")
+    ap.add_argument("--expect-predictions", default="", metavar="CALLS",
+                    help="comma-separated MPI functions: every rank-0 line of MPI_COMM_WORLD for "
+                         "such a call on a predefined type must carry the decision (levels, "
+                         "algorithms, predicted times) that `hccl_info table` gives for the same "
+                         "shape, and each call must have at least one such line with a predicted "
+                         "time; needs --hccl-info")
+    ap.add_argument("--hccl-info", metavar="EXE", help="hccl_info, for --expect-predictions")
     ap.add_argument("--ompi-info", action="store_true",
                     help="run ompi_info instead of mpirun; program = expected parameter names")
     ap.add_argument("program", nargs="+")
@@ -238,6 +246,8 @@ def run_job(args):
     errors = [l for l in hccl if re.search(r"failed|could not|error", l)]
     if errors and not (args.expect_line or args.expect_line_priority or args.expect_line_alone):
         failures.append(f"coll_hccl reported errors: {errors[0]}")
+    if args.expect_predictions:
+        failures += check_predictions(args, lines)
     mode_lines = args.expect_line_alone if args.coll_alone else args.expect_line_priority
     for regex in args.expect_line + mode_lines:
         if not any(re.search(regex, l) for l in lines):
@@ -256,6 +266,75 @@ def run_job(args):
     for (call, why), n in sorted(why_floor.items()):
         print(f"floor count: {call}: {why}: {n}")
     return failures
+
+
+# --expect-predictions: what coll_hccl_decide.c's describe() prints, read back as the call
+# hccl_info table is asked about. Its sizes are MPI's count times the element size: the whole
+# vector, per rank for Scatter and Gather, per pair for Alltoall (the line's bytes are p times
+# those), as algo::CallInfo counts them. The calls that only move data reach the engine as bytes
+# (the adapter describes them so), so hccl_info is asked about bytes for them, and about the MPI
+# type for the reductions: the shape the engine decides on.
+# MPI function: (hccl_info collective, size per rank or pair, moves bytes)
+PREDICTED_CALLS = {"MPI_Allreduce": ("allreduce", False, False),
+                   "MPI_Bcast": ("broadcast", False, True),
+                   "MPI_Reduce": ("reduce", False, False),
+                   "MPI_Scatter": ("scatter", True, True),
+                   "MPI_Gather": ("gather", True, True),
+                   "MPI_Alltoall": ("alltoall", True, True)}
+MPI_TYPES = {"MPI_INT": "int32", "MPI_UNSIGNED": "uint32", "MPI_LONG": "int64",
+             "MPI_FLOAT": "fp32", "MPI_DOUBLE": "fp64", "MPI_SHORT": "int16",
+             "MPI_SIGNED_CHAR": "int8"}
+MPI_OPS = {"MPI_SUM": "sum", "MPI_PROD": "prod", "MPI_MAX": "max", "MPI_MIN": "min"}
+DECIDED = re.compile(r"^coll:hccl: (MPI_\w+) on MPI_COMM_WORLD \(cid 0, rank 0 of (\d+)\): "
+                     r"(?:\d+ x )?(MPI_\w+), (?:(MPI_\w+), )?(\d+) bytes"
+                     r"(?: from root \d+| to root \d+| sent)?(, in place)? -> hccl: (.*)$")
+EXPLAIN_MAX = 511  # coll_hccl_decide.c's explain[512]: a longer decision is cut
+
+
+def check_predictions(args, lines):
+    """Each compared line's decision equals hccl_info's for the same call and layout."""
+    if not args.hccl_info:
+        return ["--expect-predictions needs --hccl-info"]
+    wanted = set(filter(None, args.expect_predictions.split(",")))
+    envs = dict(kv.split("=", 1) for kv in args.env)
+    shape = envs.pop("HCCL_TOPO_EMULATE", f"1x{args.np}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HCCL_", "COLL_HCCL_"))}
+    env.update(envs)  # HCCL_ALGO and the like, as the ranks had them
+    mca = [f"--mca={n}={v}" for n, v in args.mca if n.startswith("coll_hccl_")]
+    asked, failures, timed = {}, [], {c: 0 for c in wanted}
+    for line in lines:
+        m = DECIDED.match(line)
+        if not m or m.group(1) not in wanted or m.group(6):
+            continue
+        call, np_, mpi_type, mpi_op, total, summary = m.group(1, 2, 3, 4, 5, 7)
+        coll, per_rank, moves_bytes = PREDICTED_CALLS[call]
+        if mpi_type not in MPI_TYPES or (mpi_op and mpi_op not in MPI_OPS):
+            continue
+        size = int(total) // int(np_) if per_rank else int(total)
+        dtype = "byte" if moves_bytes else MPI_TYPES[mpi_type]
+        key = (coll, dtype, MPI_OPS.get(mpi_op, "sum"), size)
+        if key not in asked:
+            cmd = [args.hccl_info, "table", "--shape", shape, "--coll", coll, "--dtype", key[1],
+                   "--op", key[2], "--min", str(size), "--max", str(size), "--json"] + mca
+            out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+            if out.returncode != 0:
+                return [f"{' '.join(cmd)} failed ({out.returncode}): {out.stderr.strip()}"]
+            rows = [r for r in json.loads(out.stdout) if r["bytes"] == size]
+            asked[key] = rows[0]["summary"] if rows else f"no row of {size} B in {out.stdout}"
+        expect = asked[key]
+        same = summary == expect or (len(summary) >= EXPLAIN_MAX and expect.startswith(summary))
+        if not same:
+            failures.append(f"{call} {mpi_type} {total} bytes: the engine decided '{summary}', "
+                            f"hccl_info table --shape {shape} --coll {coll} --dtype {dtype} at {size} B "
+                            f"'{expect}'")
+        elif re.search(r"\d (us|ms|s) predicted", summary):
+            timed[call] += 1
+    for call, n in sorted(timed.items()):
+        if n == 0:
+            failures.append(f"no {call} line with a predicted time matched hccl_info")
+    print(f"--expect-predictions: {len(asked)} shapes asked of hccl_info, lines with a predicted "
+          f"time that match: {dict(sorted(timed.items()))}")
+    return failures[:5] + ([f"... {len(failures) - 5} more"] if len(failures) > 5 else [])
 
 
 def check_alone(lines):

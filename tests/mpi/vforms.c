@@ -34,13 +34,10 @@ static int rounds(form_t f) {
   return PERSISTENT == f ? ROUNDS_PERSISTENT : 1;
 }
 
-/* Completes round `round` of a call posted as `req` (nonblocking) or started (persistent). */
-static int complete(int rc, form_t f, MPI_Request* req, int round) {
-  if (MPI_SUCCESS != rc || BLOCKING == f) return rc;
-  if (PERSISTENT == f && MPI_SUCCESS != (rc = MPI_Start(req))) return rc;
-  rc = MPI_Wait(req, MPI_STATUS_IGNORE);
-  (void)round;
-  return rc;
+/* Completes one round of a call posted as `req` (nonblocking) or made (persistent: started once
+ * per round, freed by release() after the last). form_t's values are mpi_check.h's modes. */
+static int complete(int rc, form_t f, MPI_Request* req) {
+  return check_complete_with(rc, req, (int)f, 1, true);
 }
 
 static void release(form_t f, MPI_Request* req) {
@@ -154,7 +151,7 @@ static void gatherv_case(const layout_t* sl, const layout_t* rl, int pattern, bo
     else if (NONBLOCKING == f)
       rc = MPI_Igatherv(sbuf, (int)scount, sl->type, recv, counts, displs, rl->type, root,
                         MPI_COMM_WORLD, &req);
-    rc = complete(rc, f, &req, round);
+    rc = complete(rc, f, &req);
     if (!check(MPI_SUCCESS == rc, "%s: rc %d", what, rc)) break;
     if (is_root)
       check_blocks(&g, rl, counts, displs, nranks, 1, 0, round, what);
@@ -204,7 +201,7 @@ static void scatterv_case(const layout_t* sl, const layout_t* rl, int pattern, b
     else if (NONBLOCKING == f)
       rc = MPI_Iscatterv(send, counts, displs, sl->type, rbuf, (int)rcount, rl->type, root,
                          MPI_COMM_WORLD, &req);
-    rc = complete(rc, f, &req, round);
+    rc = complete(rc, f, &req);
     if (!check(MPI_SUCCESS == rc, "%s: rc %d", what, rc)) break;
     guarded_untouched(&gs, 0, 0, what);
     if (in_place && is_root) {
@@ -258,7 +255,7 @@ static void alltoallv_case(const layout_t* sl, const layout_t* rl, int pattern, 
       rc = MPI_Alltoallv(sbuf, sc, sd, sl->type, recv, rc_, rd, rl->type, MPI_COMM_WORLD);
     else if (NONBLOCKING == f)
       rc = MPI_Ialltoallv(sbuf, sc, sd, sl->type, recv, rc_, rd, rl->type, MPI_COMM_WORLD, &req);
-    rc = complete(rc, f, &req, round);
+    rc = complete(rc, f, &req);
     if (!check(MPI_SUCCESS == rc, "%s: rc %d", what, rc)) break;
     check_blocks(&g, rl, rc_, rd, nranks, 1, rank, round * 16, what);
   }
@@ -328,7 +325,7 @@ static void alltoallw_case(int pattern, bool in_place, form_t f, int salt) {
       rc = MPI_Alltoallw(sbuf, sc, sd, st, recv, rc_, rd, rt, MPI_COMM_WORLD);
     else if (NONBLOCKING == f)
       rc = MPI_Ialltoallw(sbuf, sc, sd, st, recv, rc_, rd, rt, MPI_COMM_WORLD, &req);
-    rc = complete(rc, f, &req, round);
+    rc = complete(rc, f, &req);
     if (!check(MPI_SUCCESS == rc, "%s: rc %d", what, rc)) break;
     unsigned char* mask = calloc(g.body + 1, 1);
     for (int j = 0; j < nranks; ++j) {
@@ -523,7 +520,7 @@ static void loc_case(const pair_t* t, bool is_max, red_t which, int root, form_t
   MPI_Request req;
   int rc = post_reduction(which, f, send, recv, (int)count, sh.rcounts, t->type,
                           is_max ? MPI_MAXLOC : MPI_MINLOC, root, &req);
-  rc = complete(rc, f, &req, 0);
+  rc = complete(rc, f, &req);
   if (check(MPI_SUCCESS == rc, "%s: rc %d", what, rc)) {
     if (gets) {
       for (size_t k = 0; k < count; ++k) {
@@ -598,7 +595,7 @@ static void affine_case(red_t which, int root, form_t f, MPI_Op op) {
   MPI_Request req;
   int rc =
       post_reduction(which, f, send, recv, (int)count, sh.rcounts, affine_type, op, root, &req);
-  rc = complete(rc, f, &req, 0);
+  rc = complete(rc, f, &req);
   if (check(MPI_SUCCESS == rc, "%s: rc %d", what, rc)) {
     if (gets) {
       for (size_t k = 0; k < count; ++k) {
@@ -643,7 +640,7 @@ static void empty_calls(void) {
         rc = MPI_Ibcast(&one, 0, MPI_INT, nranks - 1, MPI_COMM_WORLD, &req);
       else if (0 == round)
         rc = MPIX_Bcast_init(&one, 0, MPI_INT, nranks - 1, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
-      rc = complete(rc, (form_t)f, &req, round);
+      rc = complete(rc, (form_t)f, &req);
       check(MPI_SUCCESS == rc && 7 == one, "bcast of 0 ints %s: rc %d", form_names[f], rc);
       if (NONBLOCKING == f) check(MPI_REQUEST_NULL == req, "ibcast of 0: request freed");
     }

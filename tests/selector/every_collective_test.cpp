@@ -159,5 +159,49 @@ TEST(EveryCollective, RankLocalGatherAndScatterComposeFromWhatEachRankKnows) {
   }
 }
 
+// AllToAllV over several servers: the per-level plan refuses it (a rank knows only its own row
+// and column of counts, so it cannot route others' bytes through a level) and the flat plan
+// serves it, saying why in the decision.
+TEST(EveryCollective, RankLocalAllToAllVRunsFlatAndSaysWhy) {
+  for (const Layout& lay : {Layout::servers(2, 2), Layout::servers(3, 2), Layout::pods(2, 2, 2)}) {
+    Selector sel(lay.shape(), settingsWith({}), defaultCostModel());
+    CallInfo call = callOf(Collective::AllToAllV, 0);
+    call.rankLocal = call.uneven = true;
+    const Decision d = sel.decide(call);
+    ASSERT_TRUE(d.ok()) << lay.describe() << ": " << d.error;
+    EXPECT_EQ(planOf(d.plan).name(), "flat") << lay.describe() << ": " << d.summary();
+    EXPECT_NE(d.summary().find("flat over all ranks: alltoallv counts are rank-local"),
+              std::string::npos)
+        << d.summary();
+  }
+}
+
+// Rank-local calls are decided at count 0, where every prediction is of nothing: the decision
+// says so and prints no time (a "0.0 us predicted" would be a number no such call takes), on one
+// level and several, whatever the count passed.
+TEST(EveryCollective, RankLocalDecisionsPrintNoTime) {
+  for (const Layout& lay : {Layout::servers(1, 4), Layout::servers(2, 2), Layout::servers(4, 1),
+                            Layout::pods(2, 2, 2)}) {
+    Selector sel(lay.shape(), settingsWith({}), defaultCostModel());
+    for (Collective c : {Collective::Gather, Collective::Scatter, Collective::AllToAllV}) {
+      for (std::uint64_t count : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{1} << 20}) {
+        CallInfo call = callOf(c, count);
+        call.rankLocal = call.uneven = true;
+        const Decision d = sel.decide(call);
+        ASSERT_TRUE(d.ok()) << lay.describe() << " " << name(c) << ": " << d.error;
+        const std::string text = d.summary();
+        EXPECT_NE(text.find("rank-local counts, decided without sizes: no time predicted"),
+                  std::string::npos)
+            << lay.describe() << " " << name(c) << ": " << text;
+        EXPECT_EQ(text.find(" us"), std::string::npos) << lay.describe() << ": " << text;
+        EXPECT_EQ(text.find(" ms"), std::string::npos) << lay.describe() << ": " << text;
+      }
+    }
+    // AllToAllV without the flag (as hccl_info asks) is rank-local too.
+    const std::string text = sel.decide(callOf(Collective::AllToAllV, 64)).summary();
+    EXPECT_NE(text.find("no time predicted"), std::string::npos) << text;
+  }
+}
+
 }  // namespace
 }  // namespace hccl::algo

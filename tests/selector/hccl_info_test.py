@@ -42,10 +42,22 @@ for r in rows:
     check(r["error"] == "", f"declined: {r}")
     # A large alltoall may run flat: the per-level plan's local packs (charged since the model
     # counts them) cost more there than the intra-server exchange saves.
+    # An alltoallv always runs flat: its counts are rank-local (plan_levels.cpp says why).
     flat = (r["collective"] == "alltoall" and len(r["levels"]) == 1 and
-            "flat over all ranks" in r["levels"][0]["detail"])
+            "flat over all ranks" in r["levels"][0]["detail"]) or (
+            r["collective"] == "alltoallv" and len(r["levels"]) == 1 and
+            "alltoallv counts are rank-local" in r["levels"][0]["detail"])
     check(flat or [lv["level"] for lv in r["levels"]] == [0, 1],
           f"levels of {r['collective']}: {r['levels']}")
+# alltoallv is decided without sizes (its counts are rank-local): no time is claimed for it.
+for r in rows:
+    a2av = r["collective"] == "alltoallv"
+    check(r["priced"] == (not a2av), f"priced: {r}")
+    check(not a2av or ("no time predicted" in r["summary"] and " us" not in r["summary"]),
+          f"alltoallv's decision prices nothing: {r['summary']}")
+text = run("table", "--shape", "4x8", "--coll", "alltoallv", "--min", "4K", "--max", "4K").stdout
+check(any(l.startswith("alltoallv") and l.rstrip().endswith("rank-local")
+          for l in text.splitlines()), "alltoallv's predicted column says rank-local:\n" + text)
 small_a2a = [r for r in rows if r["collective"] == "alltoall"][0]
 check([lv["level"] for lv in small_a2a["levels"]] == [0, 1] and
       "plus local copies" in small_a2a["levels"][1]["detail"],
