@@ -956,12 +956,15 @@ Completion ShmLink::Impl::copy(const Post& post, std::size_t offset, void* local
     why = toPeer ? ucx->put(peer, b.rkey, g.address + offset, local, bytes, abort)
                  : ucx->get(peer, b.rkey, g.address + offset, local, bytes, abort);
   }
+  Fault fault = Fault::Transport;
   if (why.empty()) {
     // After the copy: a withdrawal that came before its end may have changed what it read.
     std::atomic_thread_fence(std::memory_order_seq_cst);
     const auto& ctl = control(w, post.broadcast ? w : me, post.number);
-    if (ctl.revoked.load(std::memory_order_acquire) != 0)
+    if (ctl.revoked.load(std::memory_order_acquire) != 0) {
       why = "the writer withdrew the block (its call failed or was abandoned)";
+      fault = Fault::Withdrawn;
+    }
   }
   Completion c;
   if (why.empty()) {
@@ -969,7 +972,7 @@ Completion ShmLink::Impl::copy(const Post& post, std::size_t offset, void* local
     c.bytes = bytes;
   } else {
     c.state = Completion::State::Failed;
-    c.fault = Fault::Transport;
+    c.fault = fault;
     c.error = fmt::format("{} of {} bytes {} post {} of rank {} over the HCCS class ({}): {}", what,
                           bytes, toPeer ? "into" : "from", post.number, post.writer,
                           name(singleCopy), why);

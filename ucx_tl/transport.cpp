@@ -28,6 +28,8 @@ const char* name(Fault f) {
       return "size mismatch";
     case Fault::Cancelled:
       return "cancelled";
+    case Fault::Withdrawn:
+      return "withdrawn by the peer";
     case Fault::Transport:
       return "transport error";
   }

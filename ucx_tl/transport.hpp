@@ -47,6 +47,7 @@ enum class Fault : std::uint8_t {
   PeerLost,   // the peer's process exited or its endpoint failed
   Mismatch,   // the matching transfer has a different size: the two sides disagree
   Cancelled,  // the caller gave up on it (after a failure elsewhere)
+  Withdrawn,  // the peer gave the exchange up: its own call failed first (a consequence)
   Transport,  // any other link-layer failure (unreachable peer, bad rank, UCX error)
 };
 const char* name(Fault f);

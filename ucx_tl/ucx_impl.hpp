@@ -103,6 +103,9 @@ struct TransportState {
   // leaves their requests to UCX (orphans): see ucx_transfers.cpp.
   void releaseHeld(Clock::time_point now);
   std::size_t orphans() const;
+  // Receives whole messages left in the workers' unexpected queues into `scratch` (which must
+  // outlive the workers) and returns how many UCX could not hand over within a bound.
+  std::size_t drainUnexpected(std::vector<std::vector<std::byte>>& scratch);
   void checkLiveness();
   void post(int peer, std::span<const IoVec> iov, Tag tag, Completion* done, bool isSend);
   void cancel(Completion* done);

@@ -24,6 +24,8 @@ FailKind kindOf(tl::Fault f) {
       return FailKind::PeerLost;
     case tl::Fault::Mismatch:
       return FailKind::Mismatch;
+    case tl::Fault::Withdrawn:
+      return FailKind::PeerFailed;
     case tl::Fault::None:
     case tl::Fault::Cancelled:
     case tl::Fault::Transport:
@@ -136,6 +138,8 @@ const char* name(FailKind k) {
       return "timeout";
     case FailKind::PeerLost:
       return "peer lost";
+    case FailKind::PeerFailed:
+      return "peer failed";
     case FailKind::Mismatch:
       return "mismatch";
     case FailKind::Transport:

@@ -60,11 +60,12 @@ class MessageCounters {
 // What went wrong in a failed run, for the caller to act on (never the message's words).
 enum class FailKind : std::uint8_t {
   None,
-  Timeout,    // a transfer made no progress within the transport's timeout
-  PeerLost,   // a peer's process or link went away
-  Mismatch,   // a peer posted a transfer of another size: the ranks' calls do not match
-  Transport,  // any other link-layer failure
-  Invalid,    // the schedule does not fit the bindings or the transport (a bug)
+  Timeout,     // a transfer made no progress within the transport's timeout
+  PeerLost,    // a peer's process or link went away
+  PeerFailed,  // a peer gave the exchange up because its own call failed: find the cause
+  Mismatch,    // a peer posted a transfer of another size: the ranks' calls do not match
+  Transport,   // any other link-layer failure
+  Invalid,     // the schedule does not fit the bindings or the transport (a bug)
 };
 const char* name(FailKind k);
 

@@ -59,6 +59,7 @@ hccl_status_t Request::status() const {
     case FailKind::Timeout:
       return HCCL_ERR_TIMEOUT;
     case FailKind::PeerLost:
+    case FailKind::PeerFailed:  // the call ended because another rank's failed first
       return HCCL_ERR_PEER_LOST;
     case FailKind::Mismatch:
       return HCCL_ERR_MISMATCH;
@@ -100,7 +101,9 @@ void Request::publish(CallProgress::State state) {
 }
 
 std::string Request::diagnose(FailKind kind, const std::string& error) const {
-  if (kind != FailKind::Timeout && kind != FailKind::PeerLost) return error;
+  // A peer that failed first is a consequence too: the cause is found as for a lost peer.
+  if (kind != FailKind::Timeout && kind != FailKind::PeerLost && kind != FailKind::PeerFailed)
+    return error;
   DiagnosisInput in;
   in.board = comm_.board();
   in.world = comm_.worldProcesses();

@@ -24,8 +24,8 @@ Exit codes follow `meson test`: 0 pass, 1 fail, 77 skip.
 """
 import argparse
 import os
-import shutil
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -62,6 +62,12 @@ def parse_args():
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLUSTER = os.path.join(HERE, "..", "cluster", "cluster.sh")
 SKIP = 77
+# Open MPI 4.1.4 itself: after a rank was SIGKILLed under --enable-recovery, its survivors'
+# MPI_Finalize waits forever in the PMIx fence in 2-3 runs of 20, with no coll_hccl loaded (a
+# 12-line MPI program: init, barrier, one rank raises SIGKILL, the others finalize). When that is
+# the only failure (every stuck survivor is in ompi_mpi_finalize, no coll_hccl frame on any
+# thread), the job is run once more, and skipped if it stalls again.
+FENCE = "fence"
 
 
 def cluster_shape(spec):
@@ -90,6 +96,31 @@ def signal_all(targets):
                 os.kill(pid, sig)
             except ProcessLookupError:
                 pass
+
+
+def print_stacks(stuck):
+    """Where ranks that did not finish are: every thread's stack through gdb (when installed),
+    so a hang in the suite's log says where it hung. Returns True when each of them waits in
+    Open MPI's own MPI_Finalize with no coll_hccl frame on any thread (see FENCE)."""
+    gdb = shutil.which("gdb")
+    in_fence = bool(gdb) and bool(stuck)
+    for pid in stuck:
+        if not pid:
+            in_fence = False
+            continue
+        if not gdb:
+            print(f"(pid {pid} is stuck; install gdb to see its stacks here)")
+            continue
+        p = subprocess.run([gdb, "-p", str(pid), "-batch", "-ex", "thread apply all bt 40"],
+                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        frames = [l for l in p.stdout.splitlines() if l.startswith(("#", "Thread"))]
+        print(f"--- stacks of pid {pid}")
+        for line in frames:
+            print(line)
+        text = "\n".join(frames)
+        if "ompi_mpi_finalize" not in text or "hccl" in text:
+            in_fence = False
+    return in_fence
 
 
 def descendants(root, comm):
@@ -152,7 +183,21 @@ def main():
         "--victim", str(args.victim), "--fault", args.fault]
     print("$ " + " ".join(cmd), flush=True)
 
+    for attempt in (1, 2):
+        rc = run_job(args, cmd)
+        if rc != FENCE:
+            return rc
+        print(f"attempt {attempt}: the survivors wait in Open MPI's MPI_Finalize fence, not in "
+              f"coll_hccl (see FENCE in {os.path.basename(__file__)})", flush=True)
+    print("SKIP: Open MPI's finalize fence stalled twice after the victim's death: the errors and "
+          "the culprit passed both times, the teardown after the fence could not be checked")
+    return SKIP
+
+
+def run_job(args, cmd):
+    """One run of the job; FENCE when the only failure is Open MPI's finalize fence."""
     lines, pids, hosts, done, finalized = [], {}, {}, set(), set()
+    fence_stall = False
     lock = threading.Condition()
     job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            stdin=subprocess.DEVNULL)
@@ -200,6 +245,9 @@ def main():
             if finalized != survivors:
                 failures.append(f"survivors {sorted(survivors - finalized)} did not finish "
                                 f"MPI_Finalize within 30 s of the victim's death")
+                stuck = [pids.get(r) for r in sorted(survivors - finalized)]
+        if finalized != survivors:
+            fence_stall = print_stacks(stuck)
     targets += [(pids.get(r), signal.SIGTERM) for r in sorted(survivors - finalized)]
     signal_all(targets)
     ended_at = time.monotonic()
@@ -277,6 +325,8 @@ def main():
             failures.append(f"Open MPI's coll framework complained: ...{flat[at:at + 160]}...")
     for f in failures:
         print("FAIL: " + f)
+    if fence_stall and len(failures) == 1:
+        return FENCE
     if not failures:
         where = sorted({hosts.get(r, "?") for r in survivors})
         print(f"PASS: {len(survivors)} survivors (hosts {', '.join(where)}) named {names[0]}")

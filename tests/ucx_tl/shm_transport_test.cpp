@@ -402,6 +402,8 @@ TEST(ShmTransport, CancelledBlockFailsItsReader) {
       waitOne(t, c);
       CHILD_CHECK(c.state == Completion::State::Failed, "read a withdrawn block");
       CHILD_CHECK(c.error.find("withdrew") != std::string::npos, c.error);
+      // A consequence of the writer's own failure: the engine looks for the cause (diagnosis).
+      CHILD_CHECK(c.fault == tl::Fault::Withdrawn, tl::name(c.fault));
       child.report(c.error);
       child.barrier();
     }
