@@ -140,17 +140,48 @@ int mca_coll_hccl_run(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* cal
   return rc;
 }
 
+/* The slots on staged copies of a layout that is not contiguous on this rank: packed only for a
+ * shape the slots take, then run as any other (the caller spins), unpacked after success. */
+static hccl_status_t fast_start_staged(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t* staged,
+                                       void** tmp_send, void** tmp_recv, int* rc) {
+  if (!hccl_fast_accepts(m->engine_comm, &staged->desc)) return HCCL_ERR_UNSUPPORTED;
+  *rc = mca_coll_hccl_stage_in(staged, tmp_send, tmp_recv);
+  if (OMPI_SUCCESS != *rc) return HCCL_ERR_INTERNAL;
+  char err[1] = "";
+  return hccl_fast_start(m->engine_comm, &staged->desc, err, sizeof err);
+}
+
 bool mca_coll_hccl_try_fast(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
                             const char* why, int* rc) {
-  /* Only what the engine can read and write in place, decided from what every rank shares
-   * (the adapter's reasons and the staging are equal on every rank for these calls). */
+  /* Decided from what every rank shares (the adapter's reasons for these calls, the engine's
+   * [same] fields), never from this rank's layout: ranks may pass equal signatures in different
+   * layouts (MPI_Allgather, MPI_Bcast), so a rank whose side is not contiguous packs it and takes
+   * the slots too. */
   if (NULL != why || NULL == m->engine_comm || call->empty || call->persistent ||
       0 != call->desc.nonblocking || 0 != call->error_after || HCCL_OP_USER == call->desc.op ||
-      MCA_COLL_HCCL_DIRECT != call->send.kind || MCA_COLL_HCCL_DIRECT != call->recv.kind ||
       !mca_coll_hccl_component.slots || mca_coll_hccl_component.force_floor)
     return false;
   char err[1] = ""; /* hccl_last_error() has the whole message */
-  hccl_status_t st = hccl_fast_start(m->engine_comm, &call->desc, err, sizeof err);
+  const bool direct =
+      MCA_COLL_HCCL_DIRECT == call->send.kind && MCA_COLL_HCCL_DIRECT == call->recv.kind;
+  mca_coll_hccl_call_t staged;
+  void *tmp_send = NULL, *tmp_recv = NULL;
+  hccl_status_t st;
+  if (direct) {
+    st = hccl_fast_start(m->engine_comm, &call->desc, err, sizeof err);
+  } else {
+    staged = *call;
+    *rc = OMPI_SUCCESS;
+    st = fast_start_staged(m, &staged, &tmp_send, &tmp_recv, rc);
+    if (OMPI_SUCCESS != *rc) { /* out of memory or packing failed */
+      free(tmp_send);
+      free(tmp_recv);
+      opal_output(mca_coll_hccl_component.output,
+                  "%s on %s: could not pack: out of memory or packing failed", call->mpi_name,
+                  MCA_COLL_HCCL_NAME(m->comm));
+      return true;
+    }
+  }
   if (HCCL_ERR_UNSUPPORTED == st) return false;
   /* As mca_coll_hccl_run: the engine's flags first, Open MPI's loop (other traffic, and the
    * yield when ranks outnumber cores) in between. */
@@ -162,9 +193,15 @@ bool mca_coll_hccl_try_fast(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_
   }
   mca_coll_hccl_log_fast(m, call);
   if (HCCL_SUCCESS == st) {
-    *rc = OMPI_SUCCESS;
+    *rc = direct ? OMPI_SUCCESS : mca_coll_hccl_stage_out(&staged, tmp_recv);
+    if (!direct) {
+      free(tmp_send);
+      free(tmp_recv);
+    }
     return true;
   }
+  free(tmp_send);
+  free(tmp_recv);
   const char* message = hccl_last_error();
   opal_output(mca_coll_hccl_component.output, "%s on %s failed (%s): %s", call->mpi_name,
               MCA_COLL_HCCL_NAME(m->comm), hccl_status_string(st), message);

@@ -697,23 +697,28 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
   e.slots = true;
 }
 
+Communicator::FastEntry& Communicator::fastEntry(const hccl_coll_desc_t& d) {
+  FastEntry* e = &fast_[fastLast_];
+  if (fastMatches(*e, d)) return *e;
+  for (std::size_t i = 0; i < fast_.size(); ++i)
+    if (fastMatches(fast_[i], d)) {
+      fastLast_ = i;
+      return fast_[i];
+    }
+  fastLast_ = fastNext_;
+  fastNext_ = (fastNext_ + 1) % fast_.size();
+  e = &fast_[fastLast_];
+  fastBuild(*e, d);
+  return *e;
+}
+
+bool Communicator::fastAccepts(const hccl_coll_desc_t& d) {
+  return fastLink_ && fastEntry(d).slots;
+}
+
 hccl_status_t Communicator::fastStart(const hccl_coll_desc_t& d, std::string& err) {
   if (!fastLink_) return HCCL_ERR_UNSUPPORTED;
-  FastEntry* e = &fast_[fastLast_];
-  if (!fastMatches(*e, d)) {
-    e = nullptr;
-    for (std::size_t i = 0; i < fast_.size() && !e; ++i)
-      if (fastMatches(fast_[i], d)) {
-        fastLast_ = i;
-        e = &fast_[i];
-      }
-    if (!e) {
-      fastLast_ = fastNext_;
-      fastNext_ = (fastNext_ + 1) % fast_.size();
-      e = &fast_[fastLast_];
-      fastBuild(*e, d);
-    }
-  }
+  FastEntry* const e = &fastEntry(d);
   if (!e->slots) return HCCL_ERR_UNSUPPORTED;
   if (broken_) return brokenError(err);
   std::byte* const bufs[3] = {
