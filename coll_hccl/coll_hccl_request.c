@@ -140,15 +140,53 @@ int mca_coll_hccl_run(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* cal
   return rc;
 }
 
-/* The slots on staged copies of a layout that is not contiguous on this rank: packed only for a
- * shape the slots take, then run as any other (the caller spins), unpacked after success. */
-static hccl_status_t fast_start_staged(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t* staged,
-                                       void** tmp_send, void** tmp_recv, int* rc) {
-  if (!hccl_fast_accepts(m->engine_comm, &staged->desc)) return HCCL_ERR_UNSUPPORTED;
-  *rc = mca_coll_hccl_stage_in(staged, tmp_send, tmp_recv);
-  if (OMPI_SUCCESS != *rc) return HCCL_ERR_INTERNAL;
-  char err[1] = "";
-  return hccl_fast_start(m->engine_comm, &staged->desc, err, sizeof err);
+/* A call hccl_fast_start answered with st: false if the slots do not take it, else waits for it
+ * and sets *rc. Inlined: the contiguous path compiles as it did before the staged one existed. */
+static inline __attribute__((always_inline)) bool fast_run(mca_coll_hccl_module_t* m,
+                                                           const mca_coll_hccl_call_t* call,
+                                                           hccl_status_t st, int* rc) {
+  if (HCCL_ERR_UNSUPPORTED == st) return false;
+  char err[1] = ""; /* hccl_last_error() has the whole message */
+  /* As mca_coll_hccl_run: the engine's flags first, Open MPI's loop (other traffic, and the
+   * yield when ranks outnumber cores) in between. */
+  const int polls = ompi_mpi_yield_when_idle ? 1 : kEnginePollsPerRound;
+  while (HCCL_PENDING == st) {
+    st = hccl_fast_poll(m->engine_comm, polls, err, sizeof err);
+    if (HCCL_PENDING != st) break;
+    opal_progress();
+  }
+  mca_coll_hccl_log_fast(m, call);
+  if (HCCL_SUCCESS == st) {
+    *rc = OMPI_SUCCESS;
+    return true;
+  }
+  const char* message = hccl_last_error();
+  opal_output(mca_coll_hccl_component.output, "%s on %s failed (%s): %s", call->mpi_name,
+              MCA_COLL_HCCL_NAME(m->comm), hccl_status_string(st), message);
+  *rc = mca_coll_hccl_error_code(st, message);
+  return true;
+}
+
+/* The slots on staged copies of a side that is not contiguous on this rank: packed only for a
+ * shape the slots take, unpacked after success. */
+static bool try_fast_staged(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call, int* rc) {
+  if (!hccl_fast_accepts(m->engine_comm, &call->desc)) return false;
+  mca_coll_hccl_call_t staged = *call;
+  void *tmp_send = NULL, *tmp_recv = NULL;
+  *rc = mca_coll_hccl_stage_in(&staged, &tmp_send, &tmp_recv);
+  bool taken = true;
+  if (OMPI_SUCCESS != *rc) {
+    opal_output(mca_coll_hccl_component.output,
+                "%s on %s: could not start: out of memory or packing failed", call->mpi_name,
+                MCA_COLL_HCCL_NAME(m->comm));
+  } else {
+    char err[1] = "";
+    taken = fast_run(m, call, hccl_fast_start(m->engine_comm, &staged.desc, err, sizeof err), rc);
+    if (taken && OMPI_SUCCESS == *rc) *rc = mca_coll_hccl_stage_out(&staged, tmp_recv);
+  }
+  free(tmp_send);
+  free(tmp_recv);
+  return taken;
 }
 
 bool mca_coll_hccl_try_fast(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
@@ -161,52 +199,10 @@ bool mca_coll_hccl_try_fast(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_
       0 != call->desc.nonblocking || 0 != call->error_after || HCCL_OP_USER == call->desc.op ||
       !mca_coll_hccl_component.slots || mca_coll_hccl_component.force_floor)
     return false;
-  char err[1] = ""; /* hccl_last_error() has the whole message */
-  const bool direct =
-      MCA_COLL_HCCL_DIRECT == call->send.kind && MCA_COLL_HCCL_DIRECT == call->recv.kind;
-  mca_coll_hccl_call_t staged;
-  void *tmp_send = NULL, *tmp_recv = NULL;
-  hccl_status_t st;
-  if (direct) {
-    st = hccl_fast_start(m->engine_comm, &call->desc, err, sizeof err);
-  } else {
-    staged = *call;
-    *rc = OMPI_SUCCESS;
-    st = fast_start_staged(m, &staged, &tmp_send, &tmp_recv, rc);
-    if (OMPI_SUCCESS != *rc) { /* out of memory or packing failed */
-      free(tmp_send);
-      free(tmp_recv);
-      opal_output(mca_coll_hccl_component.output,
-                  "%s on %s: could not pack: out of memory or packing failed", call->mpi_name,
-                  MCA_COLL_HCCL_NAME(m->comm));
-      return true;
-    }
-  }
-  if (HCCL_ERR_UNSUPPORTED == st) return false;
-  /* As mca_coll_hccl_run: the engine's flags first, Open MPI's loop (other traffic, and the
-   * yield when ranks outnumber cores) in between. */
-  const int polls = ompi_mpi_yield_when_idle ? 1 : kEnginePollsPerRound;
-  while (HCCL_PENDING == st) {
-    st = hccl_fast_poll(m->engine_comm, polls, err, sizeof err);
-    if (HCCL_PENDING != st) break;
-    opal_progress();
-  }
-  mca_coll_hccl_log_fast(m, call);
-  if (HCCL_SUCCESS == st) {
-    *rc = direct ? OMPI_SUCCESS : mca_coll_hccl_stage_out(&staged, tmp_recv);
-    if (!direct) {
-      free(tmp_send);
-      free(tmp_recv);
-    }
-    return true;
-  }
-  free(tmp_send);
-  free(tmp_recv);
-  const char* message = hccl_last_error();
-  opal_output(mca_coll_hccl_component.output, "%s on %s failed (%s): %s", call->mpi_name,
-              MCA_COLL_HCCL_NAME(m->comm), hccl_status_string(st), message);
-  *rc = mca_coll_hccl_error_code(st, message);
-  return true;
+  if (MCA_COLL_HCCL_DIRECT != call->send.kind || MCA_COLL_HCCL_DIRECT != call->recv.kind)
+    return try_fast_staged(m, call, rc);
+  char err[1] = "";
+  return fast_run(m, call, hccl_fast_start(m->engine_comm, &call->desc, err, sizeof err), rc);
 }
 
 /* After hccl_progress returned: completion callbacks may start new calls or free the

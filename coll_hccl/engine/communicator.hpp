@@ -181,8 +181,8 @@ class Communicator {
   };
   bool fastMatches(const FastEntry& e, const hccl_coll_desc_t& d) const;
   void fastBuild(FastEntry& e, const hccl_coll_desc_t& d);
-  // The remembered entry of this shape, built on first sight.
-  FastEntry& fastEntry(const hccl_coll_desc_t& d);
+  // The remembered entry of this shape (after the last one did not match), built on first sight.
+  FastEntry& fastFind(const hccl_coll_desc_t& d);
   hccl_status_t fastFail(hccl_status_t status, std::string message, std::string& err);
 
   EngineState* engine_ = nullptr;
