@@ -140,18 +140,13 @@ int mca_coll_hccl_run(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* cal
   return rc;
 }
 
-bool mca_coll_hccl_try_fast(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
-                            const char* why, int* rc) {
-  /* Only what the engine can read and write in place, decided from what every rank shares
-   * (the adapter's reasons and the staging are equal on every rank for these calls). */
-  if (NULL != why || NULL == m->engine_comm || call->empty || call->persistent ||
-      0 != call->desc.nonblocking || 0 != call->error_after || HCCL_OP_USER == call->desc.op ||
-      MCA_COLL_HCCL_DIRECT != call->send.kind || MCA_COLL_HCCL_DIRECT != call->recv.kind ||
-      !mca_coll_hccl_component.slots || mca_coll_hccl_component.force_floor)
-    return false;
-  char err[1] = ""; /* hccl_last_error() has the whole message */
-  hccl_status_t st = hccl_fast_start(m->engine_comm, &call->desc, err, sizeof err);
+/* A call hccl_fast_start answered with st: false if the slots do not take it, else waits for it
+ * and sets *rc. Inlined: the contiguous path compiles as it did before the staged one existed. */
+static inline __attribute__((always_inline)) bool fast_run(mca_coll_hccl_module_t* m,
+                                                           const mca_coll_hccl_call_t* call,
+                                                           hccl_status_t st, int* rc) {
   if (HCCL_ERR_UNSUPPORTED == st) return false;
+  char err[1] = ""; /* hccl_last_error() has the whole message */
   /* As mca_coll_hccl_run: the engine's flags first, Open MPI's loop (other traffic, and the
    * yield when ranks outnumber cores) in between. */
   const int polls = ompi_mpi_yield_when_idle ? 1 : kEnginePollsPerRound;
@@ -170,6 +165,44 @@ bool mca_coll_hccl_try_fast(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_
               MCA_COLL_HCCL_NAME(m->comm), hccl_status_string(st), message);
   *rc = mca_coll_hccl_error_code(st, message);
   return true;
+}
+
+/* The slots on staged copies of a side that is not contiguous on this rank: packed only for a
+ * shape the slots take, unpacked after success. */
+static bool try_fast_staged(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call, int* rc) {
+  if (!hccl_fast_accepts(m->engine_comm, &call->desc)) return false;
+  mca_coll_hccl_call_t staged = *call;
+  void *tmp_send = NULL, *tmp_recv = NULL;
+  *rc = mca_coll_hccl_stage_in(&staged, &tmp_send, &tmp_recv);
+  bool taken = true;
+  if (OMPI_SUCCESS != *rc) {
+    opal_output(mca_coll_hccl_component.output,
+                "%s on %s: could not start: out of memory or packing failed", call->mpi_name,
+                MCA_COLL_HCCL_NAME(m->comm));
+  } else {
+    char err[1] = "";
+    taken = fast_run(m, call, hccl_fast_start(m->engine_comm, &staged.desc, err, sizeof err), rc);
+    if (taken && OMPI_SUCCESS == *rc) *rc = mca_coll_hccl_stage_out(&staged, tmp_recv);
+  }
+  free(tmp_send);
+  free(tmp_recv);
+  return taken;
+}
+
+bool mca_coll_hccl_try_fast(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
+                            const char* why, int* rc) {
+  /* Decided from what every rank shares (the adapter's reasons for these calls, the engine's
+   * [same] fields), never from this rank's layout: ranks may pass equal signatures in different
+   * layouts (MPI_Allgather, MPI_Bcast), so a rank whose side is not contiguous packs it and takes
+   * the slots too. */
+  if (NULL != why || NULL == m->engine_comm || call->empty || call->persistent ||
+      0 != call->desc.nonblocking || 0 != call->error_after || HCCL_OP_USER == call->desc.op ||
+      !mca_coll_hccl_component.slots || mca_coll_hccl_component.force_floor)
+    return false;
+  if (MCA_COLL_HCCL_DIRECT != call->send.kind || MCA_COLL_HCCL_DIRECT != call->recv.kind)
+    return try_fast_staged(m, call, rc);
+  char err[1] = "";
+  return fast_run(m, call, hccl_fast_start(m->engine_comm, &call->desc, err, sizeof err), rc);
 }
 
 /* After hccl_progress returned: completion callbacks may start new calls or free the

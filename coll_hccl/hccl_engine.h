@@ -390,8 +390,11 @@ void hccl_prepared_free(hccl_prepared_t* prepared);
  * (calls count from 1). */
 
 /* Blocking small calls without a request (the shared-memory link's slots, for a communicator
- * that is its server's whole set of ranks): the adapter tries this first for a blocking call
- * whose buffers the engine can use directly, and spins on hccl_fast_poll while it says PENDING.
+ * that is its server's whole set of ranks): the adapter tries this first for every blocking call
+ * of the collectives it serves, and spins on hccl_fast_poll while it says PENDING (a rank whose
+ * layout is not contiguous asks hccl_fast_accepts first and packs only for a shape the slots
+ * take: ranks may describe equal signatures with different layouts, so the path must not depend
+ * on them).
  * Returns HCCL_SUCCESS (done: results in recvbuf), HCCL_PENDING (poll again; between polls the
  * adapter may run Open MPI's progress loop, which may progress other calls but must not start
  * one on this communicator), HCCL_ERR_UNSUPPORTED (this call shape does not run on slots;
@@ -402,6 +405,9 @@ void hccl_prepared_free(hccl_prepared_t* prepared);
  * with thread_multiple (always HCCL_ERR_UNSUPPORTED). */
 hccl_status_t hccl_fast_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, char* err,
                               size_t errlen);
+/* 1 when hccl_fast_start would run this shape on slots (the same decision, remembered; the
+ * descriptor's buffers are not read), else 0. Starts nothing. */
+int hccl_fast_accepts(hccl_comm_t* comm, const hccl_coll_desc_t* desc);
 /* Polls the call up to `spins` times (at least once) while it is pending. */
 hccl_status_t hccl_fast_poll(hccl_comm_t* comm, int spins, char* err, size_t errlen);
 

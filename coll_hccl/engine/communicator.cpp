@@ -696,23 +696,29 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
   e.slots = true;
 }
 
+Communicator::FastEntry& Communicator::fastFind(const hccl_coll_desc_t& d) {
+  for (std::size_t i = 0; i < fast_.size(); ++i)
+    if (fastMatches(fast_[i], d)) {
+      fastLast_ = i;
+      return fast_[i];
+    }
+  fastLast_ = fastNext_;
+  fastNext_ = (fastNext_ + 1) % fast_.size();
+  FastEntry* const e = &fast_[fastLast_];
+  fastBuild(*e, d);
+  return *e;
+}
+
+bool Communicator::fastAccepts(const hccl_coll_desc_t& d) {
+  if (!fastLink_) return false;
+  const FastEntry& last = fast_[fastLast_];
+  return fastMatches(last, d) ? last.slots : fastFind(d).slots;
+}
+
 hccl_status_t Communicator::fastStart(const hccl_coll_desc_t& d, std::string& err) {
   if (!fastLink_) return HCCL_ERR_UNSUPPORTED;
   FastEntry* e = &fast_[fastLast_];
-  if (!fastMatches(*e, d)) {
-    e = nullptr;
-    for (std::size_t i = 0; i < fast_.size() && !e; ++i)
-      if (fastMatches(fast_[i], d)) {
-        fastLast_ = i;
-        e = &fast_[i];
-      }
-    if (!e) {
-      fastLast_ = fastNext_;
-      fastNext_ = (fastNext_ + 1) % fast_.size();
-      e = &fast_[fastLast_];
-      fastBuild(*e, d);
-    }
-  }
+  if (!fastMatches(*e, d)) e = &fastFind(d);  // the last shape again: no call
   if (!e->slots) return HCCL_ERR_UNSUPPORTED;
   if (broken_) return brokenError(err);
   std::byte* const bufs[3] = {

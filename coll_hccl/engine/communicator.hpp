@@ -110,6 +110,8 @@ class Communicator {
   // fastStart polls once.
   // Whether a call shape runs on slots is decided once, alike on every rank, and remembered.
   hccl_status_t fastStart(const hccl_coll_desc_t& desc, std::string& err);
+  // Whether fastStart would run this shape on slots (the same decision; buffers not read).
+  bool fastAccepts(const hccl_coll_desc_t& desc);
   // Polls up to `spins` times while the call is pending.
   hccl_status_t fastPoll(unsigned spins, std::string& err);
   // Starts a prepared call on `req` (a fresh or recycled Request of this communicator).
@@ -179,6 +181,8 @@ class Communicator {
   };
   bool fastMatches(const FastEntry& e, const hccl_coll_desc_t& d) const;
   void fastBuild(FastEntry& e, const hccl_coll_desc_t& d);
+  // The remembered entry of this shape (after the last one did not match), built on first sight.
+  FastEntry& fastFind(const hccl_coll_desc_t& d);
   hccl_status_t fastFail(hccl_status_t status, std::string message, std::string& err);
 
   EngineState* engine_ = nullptr;

@@ -298,6 +298,16 @@ hccl_status_t hccl_fast_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, c
   });
 }
 
+int hccl_fast_accepts(hccl_comm_t* comm, const hccl_coll_desc_t* desc) {
+  char ignored[8];
+  bool accepts = false;
+  (void)catching(ignored, sizeof ignored, [&] {
+    accepts = comm && desc && comm->impl->fastAccepts(*desc);
+    return HCCL_SUCCESS;
+  });
+  return accepts ? 1 : 0;
+}
+
 hccl_status_t hccl_fast_poll(hccl_comm_t* comm, int spins, char* err, size_t errlen) {
   return catching(err, errlen, [&] {
     if (!comm) return HCCL_ERR_ARG;
