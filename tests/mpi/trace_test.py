@@ -35,10 +35,10 @@ def check(cond, what):
         sys.exit("FAIL: " + what)
 
 
-def job(prefix, np, emulate, algo, extra=()):
+def job(prefix, np, emulate, algo, extra=(), pattern=None):
     args = [sys.executable, run_mpi, "--component-dir", component_dir, "--np", str(np),
             "--timeout", "150", "--expect-enabled", "--expect-taken",
-            "--mca", "coll_hccl_trace", prefix, "--mca", "coll_hccl_slots", "0",
+            "--mca", "coll_hccl_trace", pattern or prefix, "--mca", "coll_hccl_slots", "0",
             "--env", "HCCL_ALGO=" + algo, *extra]
     if emulate:
         args += ["--env", "HCCL_TOPO_EMULATE=" + emulate]
@@ -48,7 +48,7 @@ def job(prefix, np, emulate, algo, extra=()):
         sys.exit(f"job failed ({p.returncode}): {' '.join(args)}\n{p.stdout}\n{p.stderr}")
     files = sorted(glob.glob(prefix + ".*"))
     check([f.rsplit(".", 1)[1] for f in files] == [str(r) for r in range(np)],
-          f"one file per world rank {prefix}.<rank>, got {files}")
+          f"one file per world rank {prefix}.<rank> ({pattern or prefix}), got {files}")
     docs = []
     for f in files:
         with open(f) as fh:
@@ -180,9 +180,10 @@ with tempfile.TemporaryDirectory() as d:
             print(f"{shape} {coll}: {sum(steps.values())} steps, {sum(sends.values())} sends, "
                   f"as predicted")
 
-    # A low bound: 5 records kept per process, the rest counted.
+    # A low bound: 5 records kept per process, the rest counted; the file named by a pattern.
     prefix = os.path.join(d, "bounded")
-    docs = job(prefix, 4, None, "level0:ring", ["--mca", "coll_hccl_trace_events", "5"])
+    docs = job(prefix, 4, None, "level0:ring", ["--mca", "coll_hccl_trace_events", "5"],
+               pattern=os.path.join(d, "bounded.%r"))
     for r, doc in enumerate(docs):
         ev = doc["traceEvents"]
         perfetto_fields(ev, f"bounded rank {r}")
@@ -217,4 +218,14 @@ with tempfile.TemporaryDirectory() as d:
     check(p.returncode == 2 and "not a coll_hccl engine timeline" in p.stderr,
           f"a predicted file as a measured one must be refused: {p.returncode} {p.stderr}")
     print("merged: 24 measured and 24 predicted steps side by side")
+    # A bad bound is refused with the value and what is valid (the engine stays off).
+    args = [sys.executable, run_mpi, "--component-dir", component_dir, "--np", "2",
+            "--timeout", "100", "--expect-not-enabled", "--expect-line",
+            'trace_events: invalid value "0x10" \\(from MCA coll_hccl_trace_events.*\\); valid: '
+            "an integer >= 1", "--mca", "coll_hccl_trace", os.path.join(d, "bad"),
+            "--mca", "coll_hccl_trace_events", "0x10", "--", program, "--count", "4"]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=150)
+    check(p.returncode == 0, f"bad trace_events: {p.stdout}\n{p.stderr}")
+    check(not glob.glob(os.path.join(d, "bad.*")), "a refused setting wrote a trace")
+    print("bad coll_hccl_trace_events refused")
 print("PASS")
