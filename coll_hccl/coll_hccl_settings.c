@@ -96,7 +96,7 @@ static const setting_desc_t settings[HCCL_SETTING_COUNT] = {
         {"trace_events", NULL, NULL,
          "Most records (a step or a transfer) the trace keeps per process, integer >= 1; the "
          "first ones are kept, later ones only counted (\"dropped\" in the file), so memory "
-         "(48 bytes a record) and the file (about 300 bytes a record) stay bounded. Empty: "
+         "(56 bytes a record) and the file (about 300 bytes a record) stay bounded. Empty: "
          "100000.",
          OPAL_INFO_LVL_5},
 };

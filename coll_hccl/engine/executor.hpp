@@ -27,6 +27,10 @@
 //
 // Steady state: after the first run of a schedule shape, start() and progress() reuse their
 // storage and do not allocate (error messages aside).
+//
+// Timeline (trace.hpp): with setTrace, every step's start and end and every transfer's post and
+// completion (as progress() sees it) go to a TraceLog; without, one null test per step post,
+// per transfer posted and per change in the completed count.
 #pragma once
 
 #include <cstddef>

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -10,6 +11,8 @@
 #include <utility>
 
 namespace hccl::engine {
+
+static_assert(sizeof(TraceLog::Event) == 56, "the parameter's help gives 56 bytes a record");
 
 std::uint64_t TraceLog::now() noexcept {
   timespec ts{};
@@ -39,6 +42,10 @@ void TraceLog::record(const Event& e) noexcept {
     return;
   }
   try {
+    // Grown by hand so that what is allocated never passes the bound (push_back alone may
+    // double past it).
+    if (events_.size() == events_.capacity())
+      events_.reserve(std::min(capacity_, std::max<std::size_t>(1024, 2 * events_.size())));
     events_.push_back(e);
   } catch (...) {
     ++dropped_;  // out of memory: the trace loses an event, the call goes on

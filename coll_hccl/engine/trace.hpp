@@ -18,7 +18,7 @@
 //
 // Bound: at most `capacity` events per process (MCA coll_hccl_trace_events): the first ones are
 // kept, later ones only counted (the file's otherData says how many were dropped), so a long run
-// cannot fill memory or the disk; memory grows with the events kept (48 bytes each), never past it.
+// cannot fill memory or the disk; memory grows with the events kept (56 bytes each), never past it.
 //
 // Clock: CLOCK_MONOTONIC in nanoseconds, one vDSO read per stamp. Ranks on one machine share it,
 // so their timelines line up; on several hosts each host's clock has its own origin, and the
