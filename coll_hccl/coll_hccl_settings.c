@@ -83,6 +83,22 @@ static const setting_desc_t settings[HCCL_SETTING_COUNT] = {
          "shared-memory link; MPI_COMM_WORLD's set-up fails without it) or \"tagged\" (UCX tagged "
          "messages over the HCCS class). Must be equal on every rank.",
          OPAL_INFO_LVL_5},
+    [HCCL_SETTING_TRACE] =
+        {"trace", NULL, NULL,
+         "Write the engine's timeline (every executor step and transfer: post and completion "
+         "times on CLOCK_MONOTONIC, peer, bytes, level, call number, collective) as Chrome "
+         "trace-event JSON for Perfetto. Each process writes this name with \"%r\" replaced by "
+         "its MPI_COMM_WORLD rank, or, without \"%r\", this name followed by .<world rank>, at "
+         "MPI_Finalize. Small calls run on shared-memory slots are not traced. At most "
+         "coll_hccl_trace_events records are kept. Empty (default): no trace, no cost.",
+         OPAL_INFO_LVL_5},
+    [HCCL_SETTING_TRACE_EVENTS] =
+        {"trace_events", NULL, NULL,
+         "Most records (a step or a transfer) the trace keeps per process, integer >= 1; the "
+         "first ones are kept, later ones only counted (\"dropped\" in the file), so memory "
+         "(56 bytes a record) and the file (about 300 bytes a record) stay bounded. Empty: "
+         "100000.",
+         OPAL_INFO_LVL_5},
 };
 
 int mca_coll_hccl_register_settings(void) {

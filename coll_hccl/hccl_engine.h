@@ -44,7 +44,7 @@ extern "C" {
 
 /* Bumped on any incompatible change; both parameter structs carry it so that an adapter and an
  * engine built from different trees refuse each other instead of misreading fields. */
-#define HCCL_ENGINE_API_VERSION 6
+#define HCCL_ENGINE_API_VERSION 7
 
 /* ---------------------------------------------------------------------------------------------
  * Status codes. Every function returning hccl_status_t uses these; messages go to err buffers. */
@@ -124,6 +124,9 @@ const char* hccl_engine_version(void);
  *   LEVEL0_LINK    what carries level0 (same-server) traffic: "auto" (the shared-memory link
  *                  where it can be set up, else UCX tagged messages), "shm" (the shared-memory
  *                  link; set-up fails without it) or "tagged" (UCX tagged messages)
+ *   TRACE          file name for the engine's timeline (trace.hpp): each process writes FILE with
+ *                  "%r" replaced by its MPI_COMM_WORLD rank, or FILE.<world rank>, at finalize
+ *   TRACE_EVENTS   integer >= 1: records (steps and transfers) kept per process (default 100000)
  *
  * Sources look like: "info key hccl_algo", "MCA coll_hccl_algorithm (command line)",
  * "MCA coll_hccl_buffsize_mb (OMPI_MCA_ environment or mpirun --mca)",
@@ -141,6 +144,8 @@ typedef enum hccl_setting_id {
   HCCL_SETTING_TIMEOUT,
   HCCL_SETTING_VERBOSE,
   HCCL_SETTING_LEVEL0_LINK,
+  HCCL_SETTING_TRACE,
+  HCCL_SETTING_TRACE_EVENTS,
   HCCL_SETTING_COUNT
 } hccl_setting_id_t;
 

@@ -94,6 +94,13 @@ hccl_status_t Communicator::create(EngineState& engine, const hccl_comm_params_t
     return failure.status;
   }
   c->options_ = std::move(cfg.options);
+  if (!c->options_.trace.empty()) {
+    if (!engine.trace)
+      engine.trace = std::make_unique<TraceLog>(
+          TraceLog::pathFor(c->options_.trace, params.world_rank), c->options_.traceEvents);
+    c->trace_ = engine.trace.get();
+    c->traceServer_ = c->hierarchy_->serverOf(static_cast<std::uint32_t>(c->rank_));
+  }
   c->layout_ = std::make_unique<algo::Layout>(layoutOf(*c->hierarchy_));
   // Level0 on the shared-memory link is priced as that link class. Whether the link came up is
   // decided alike on every rank (ShmLink's second round), so the ranks still decide alike.

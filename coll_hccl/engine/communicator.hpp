@@ -25,6 +25,7 @@
 #include "coll_hccl/engine/settings_bridge.hpp"
 #include "coll_hccl/engine/setup.hpp"
 #include "coll_hccl/engine/slot_executor.hpp"
+#include "coll_hccl/engine/trace.hpp"
 #include "coll_hccl/hccl_engine.h"
 #include "common/bounded_cache.hpp"
 #include "topology/hierarchy.hpp"
@@ -125,6 +126,13 @@ class Communicator {
   // once however many calls use it.
   tl::Transport& linkLayer() { return *linkLayer_; }
   const std::string& label() const { return label_; }
+  // The timeline calls on this communicator record into (null: not traced), and who this rank
+  // is in it: its server and world rank, and the world rank of every communicator rank.
+  TraceLog* trace() const { return trace_; }
+  TraceCall traceCall(std::uint32_t seq, std::uint32_t chunk, Collective coll) const {
+    return {commTag_, seq, chunk, coll, traceServer_, members_[static_cast<std::size_t>(rank_)],
+            &members_};
+  }
   // For fault diagnosis: communicator rank -> world rank, what MPI_COMM_WORLD's set-up learnt of
   // every process, and this host's progress board (null when shared memory was unavailable).
   std::span<const int> members() const { return members_; }
@@ -186,6 +194,8 @@ class Communicator {
   hccl_status_t fastFail(hccl_status_t status, std::string message, std::string& err);
 
   EngineState* engine_ = nullptr;
+  TraceLog* trace_ = nullptr;
+  std::uint32_t traceServer_ = 0;
   int rank_ = 0, size_ = 0;
   std::uint32_t commTag_ = 0;
   std::uint32_t seq_ = 0;

@@ -154,6 +154,15 @@ void hccl_engine_finalize(void) {
     for (hccl_req_t* r : e.active) delete r;
     e.active.clear();
     e.inFlight.store(0);
+    if (e.trace) {
+      std::string why;
+      if (!e.trace->write(why))
+        e.log(0, why);
+      else if (e.logs(1))
+        e.log(1, fmt::format("coll_hccl_trace: wrote {} records to {} ({} dropped)",
+                             e.trace->size(), e.trace->path(), e.trace->dropped()));
+      e.trace.reset();
+    }
     e.world.reset();
     return HCCL_SUCCESS;
   });

@@ -16,6 +16,7 @@
 #include "coll_hccl/engine/diagnosis.hpp"
 #include "coll_hccl/engine/host_views.hpp"
 #include "coll_hccl/engine/progress_board.hpp"
+#include "coll_hccl/engine/trace.hpp"
 #include "coll_hccl/hccl_engine.h"
 #include "topology/hierarchy.hpp"
 #include "ucx_tl/transport.hpp"
@@ -46,6 +47,10 @@ class EngineState {
     std::unique_ptr<DiagnosisChannel> channel;
   };
   std::optional<World> world;
+
+  // The timeline (coll_hccl_trace), opened by the first communicator created with it set and
+  // written at finalize; null when off.
+  std::unique_ptr<TraceLog> trace;
 
   // Cost models by tuning file path ("" = built-in defaults), loaded once; warnings logged once.
   const algo::CostModel& costModel(const std::string& path, std::string& err);

@@ -334,6 +334,10 @@ void Executor::postStep() {
     const std::span<const tl::IoVec> iov(iovs_.data() + t.iovBegin, t.iovCount);
     postedCount_ = i + 1;
     open_[i] = t.direct;
+    if (trace_) [[unlikely]] {
+      tracePosted_[i] = TraceLog::now();
+      traceDone_[i] = 0;
+    }
     if (x.dir == algo::Dir::Send)
       transport_.send(static_cast<int>(x.peer), iov, t.tag, &c);
     else if (t.direct)
@@ -409,6 +413,14 @@ bool Executor::advance() {
   const std::size_t steps = schedule_->steps.size();
   while (step_ < steps) {
     if (!posted_) {
+      if (trace_) [[unlikely]] {
+        traceStepBegin_ = TraceLog::now();
+        const std::size_t n = stepFirst_[step_ + 1] - stepFirst_[step_];
+        if (tracePosted_.size() < n) {
+          tracePosted_.resize(n);
+          traceDone_.resize(n);
+        }
+      }
       postStep();
       posted_ = true;
       nextOp_ = 0;
@@ -429,6 +441,8 @@ bool Executor::advance() {
     }
     if (done != seenDone_) {
       seenDone_ = done;
+      if (trace_) [[unlikely]]
+        traceCompletions();
       if (!runReadyOps(done == postedCount_)) return true;
       if (done < postedCount_ && !settleDirect()) return true;
     }
@@ -449,6 +463,8 @@ bool Executor::advance() {
         transport_.finishDirect(&completions_[i]);
       }
     }
+    if (trace_) [[unlikely]]
+      traceStep();
     ++stats_.steps;
     ++step_;
     posted_ = false;
@@ -456,6 +472,45 @@ bool Executor::advance() {
   }
   state_ = State::Done;
   return true;
+}
+
+void Executor::traceCompletions() noexcept {
+  std::uint64_t t = 0;
+  for (std::size_t i = 0; i < postedCount_; ++i) {
+    if (traceDone_[i] != 0 || completions_[i].pending()) continue;
+    if (t == 0) t = TraceLog::now();
+    traceDone_[i] = t;
+  }
+}
+
+void Executor::traceStep() noexcept {
+  const std::uint64_t end = TraceLog::now();
+  const algo::Step& st = schedule_->steps[step_];
+  const TraceCall& c = traceCall_;
+  TraceLog::Event e;
+  e.comm = c.comm;
+  e.seq = c.seq;
+  e.chunk = c.chunk;
+  e.coll = c.coll;
+  e.server = c.server;
+  e.self = c.self;
+  e.step = static_cast<std::uint32_t>(step_);
+  e.kind = TraceLog::Kind::Step;
+  e.begin = traceStepBegin_;
+  e.end = end;
+  e.bytes = postedCount_;
+  trace_->record(e);
+  for (std::size_t i = 0; i < postedCount_; ++i) {
+    const algo::Transfer& x = st.xfers[i];
+    const auto peer = static_cast<std::size_t>(x.peer);
+    e.kind = x.dir == algo::Dir::Send ? TraceLog::Kind::Send : TraceLog::Kind::Recv;
+    e.peer = c.world && peer < c.world->size() ? (*c.world)[peer] : static_cast<std::int32_t>(peer);
+    e.level = x.level;
+    e.bytes = transfers_[stepFirst_[step_] + i].bytes;
+    e.begin = tracePosted_[i];
+    e.end = traceDone_[i] != 0 ? traceDone_[i] : end;
+    trace_->record(e);
+  }
 }
 
 // Splits the op at every piece boundary of its three slices.

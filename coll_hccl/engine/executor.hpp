@@ -27,6 +27,10 @@
 //
 // Steady state: after the first run of a schedule shape, start() and progress() reuse their
 // storage and do not allocate (error messages aside).
+//
+// Timeline (trace.hpp): with setTrace, every step's start and end and every transfer's post and
+// completion (as progress() sees it) go to a TraceLog; without, one null test per step post,
+// per transfer posted and per change in the completed count.
 #pragma once
 
 #include <cstddef>
@@ -38,6 +42,7 @@
 #include "algorithms/schedule.hpp"
 #include "coll_hccl/engine/binding.hpp"
 #include "coll_hccl/engine/reduction.hpp"
+#include "coll_hccl/engine/trace.hpp"
 #include "ucx_tl/transport.hpp"
 
 namespace hccl::engine {
@@ -113,6 +118,12 @@ class Executor {
   // Whether receives may be read in place (default: yes, where the transport can); for the next
   // run.
   void setDirectReads(bool on) { directReads_ = on; }
+  // Records the next run's steps and transfers into `log` (trace.hpp) as part of `call`; null:
+  // no trace (the default). `log` must outlive the run.
+  void setTrace(TraceLog* log, const TraceCall& call) {
+    trace_ = log;
+    traceCall_ = call;
+  }
 
   State state() const { return state_; }
   bool done() const { return state_ == State::Done; }
@@ -156,6 +167,9 @@ class Executor {
   void postStep();
   bool advance();  // true when the run is over
   void runOp(std::size_t index, const algo::LocalOp& op);
+  void
+  traceCompletions() noexcept;  // stamps transfers of the step seen complete for the first time
+  void traceStep() noexcept;    // records the finished step and its transfers
   void fail(FailKind kind, std::string message) noexcept;
   void cancelPending() noexcept;
   std::string where(std::size_t step) const;
@@ -193,6 +207,11 @@ class Executor {
   std::size_t postedCount_ = 0;
   std::size_t nextOp_ = 0;    // the step's first op not yet run
   std::size_t seenDone_ = 0;  // completed transfers when ops were last tried
+
+  TraceLog* trace_ = nullptr;  // null: not traced
+  TraceCall traceCall_;
+  std::uint64_t traceStepBegin_ = 0;
+  std::vector<std::uint64_t> tracePosted_, traceDone_;  // per transfer of the step, ns (0: pending)
 };
 
 }  // namespace hccl::engine

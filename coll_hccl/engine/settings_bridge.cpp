@@ -4,6 +4,7 @@
 
 #include "algorithms/config_values.hpp"
 
+#include <charconv>
 #include <map>
 #include <vector>
 
@@ -135,6 +136,19 @@ algo::ConfigResult<EngineOptions> optionsFromLayers(
     o.level0Link = link.value();
     o.level0LinkSource = l->source;
     sources += fmt::format(" level0_link={} ({})", name(o.level0Link), l->source);
+  }
+  if (const auto* l = top(layers[HCCL_SETTING_TRACE])) o.trace = l->value;
+  if (const auto* l = top(layers[HCCL_SETTING_TRACE_EVENTS])) {
+    const std::string_view v = l->value;
+    std::size_t n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (v.empty() || ec != std::errc() || end != v.data() + v.size() || n == 0)
+      return ConfigError{"trace_events", std::string(v), 0,
+                         fmt::format("trace_events: invalid value \"{}\" (from {}); valid: an "
+                                     "integer >= 1, the records the trace keeps per process",
+                                     v, l->source),
+                         l->source};
+    o.traceEvents = n;
   }
   if (o.level0Link == Level0Link::Shm && o.ucx.intraRoce)
     return ConfigError{"level0_link", "shm", 0,

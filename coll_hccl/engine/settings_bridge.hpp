@@ -22,6 +22,8 @@ struct EngineOptions {
   std::string level0LinkSource = "default";
   std::string ucxSources;  // where the transport settings came from, for logs
   int verbose = 0;
+  std::string trace;  // coll_hccl_trace's file pattern; empty: no trace (trace.hpp)
+  std::size_t traceEvents = 100000;
   // Accepted settings that have no effect (HCCL_ALGO's level3, an entry for an op coll_hccl does
   // not take over through MPI, ...), one sentence each, for the verbose log.
   std::vector<std::string> notes;
