@@ -152,31 +152,37 @@ struct ShmLink::Impl {
   std::vector<std::byte> bounce;  // stream()'s buffer
 
   // ---- addressing ----
+  // Checked on every call, so the checks stay inline and the errors out of line.
+  [[noreturn, gnu::cold, gnu::noinline]] void notLocal(int peer, const char* what) const {
+    throw std::invalid_argument(
+        fmt::format("ShmLink::{}: rank {} is not on rank {}'s server (the ranks there: {})", what,
+                    peer, rank, fmt::join(localRanks, ", ")));
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void ownChannel(const char* what, bool writer) const {
+    if (writer)
+      throw std::invalid_argument(fmt::format(
+          "ShmLink::{}: rank {} has no channel to itself (kEveryPeer is its broadcast channel)",
+          what, rank));
+    throw std::invalid_argument(
+        fmt::format("ShmLink::{}: rank {} reads no channel of its own", what, rank));
+  }
   std::size_t localOf(int peer, const char* what) const {
-    if (peer < 0 || peer >= size || localIndexOf[static_cast<std::size_t>(peer)] < 0) {
-      throw std::invalid_argument(
-          fmt::format("ShmLink::{}: rank {} is not on rank {}'s server (the ranks there: {})", what,
-                      peer, rank, fmt::join(localRanks, ", ")));
-    }
+    if (peer < 0 || peer >= size || localIndexOf[static_cast<std::size_t>(peer)] < 0) [[unlikely]]
+      notLocal(peer, what);
     return static_cast<std::size_t>(localIndexOf[static_cast<std::size_t>(peer)]);
   }
   // A writer's channel index: the reader's local index, or `me` for kEveryPeer.
   std::size_t readerIndex(int reader, const char* what) const {
     if (reader == kEveryPeer) return me;
     const std::size_t r = localOf(reader, what);
-    if (r == me) {
-      throw std::invalid_argument(fmt::format(
-          "ShmLink::{}: rank {} has no channel to itself (kEveryPeer is its broadcast channel)",
-          what, rank));
-    }
+    if (r == me) [[unlikely]]
+      ownChannel(what, true);
     return r;
   }
   std::size_t writerIndex(int writer, const char* what) const {
     const std::size_t w = localOf(writer, what);
-    if (w == me) {
-      throw std::invalid_argument(
-          fmt::format("ShmLink::{}: rank {} reads no channel of its own", what, rank));
-    }
+    if (w == me) [[unlikely]]
+      ownChannel(what, false);
     return w;
   }
   shm::SlotControl& control(std::size_t w, std::size_t r, std::uint64_t post) const {
@@ -833,6 +839,11 @@ void ShmLink::release(int writer, bool broadcast) {
                                        s.channelName(w, r), next));
   }
   g.taken = std::max(g.taken, next);
+  if (g.done == 0) {  // nothing released out of order: the oldest post alone is acknowledged
+    g.released = next;
+    s.ack(s.me, w, broadcast).released.store(next, std::memory_order_release);
+    return;
+  }
   s.releaseNumber(w, broadcast, next);
 }
 
