@@ -10,6 +10,7 @@
 #include "coll_hccl.h"
 
 #include <limits.h> /* CHAR_MIN */
+#include <stdatomic.h>
 
 /* What a predefined type holds; the width comes from the type's size, so that C types whose size
  * depends on the ABI (long, wchar_t ...) and Fortran kinds map without assumptions. */
@@ -101,13 +102,23 @@ static bool by_width(kind_t kind, size_t size, hccl_dtype_t* out) {
   return false;
 }
 
+/* The entry the last lookup found, tried first: a loop passes the same type call after call,
+ * and a search walks up to the whole table (MPI_FLOAT is its 23rd entry). The entries never
+ * change, so whatever index a thread reads is a valid hint; relaxed is enough. */
+static _Atomic size_t last_kind = 0;
+
 static bool map_type(ompi_datatype_t* dtype, hccl_dtype_t* out) {
+  enum { kKinds = sizeof kinds / sizeof kinds[0] };
+  size_t i = atomic_load_explicit(&last_kind, memory_order_relaxed);
+  if (kinds[i].type != dtype) {
+    for (i = 0; i < kKinds && kinds[i].type != dtype; ++i) {
+    }
+    if (kKinds == i) return false;
+    atomic_store_explicit(&last_kind, i, memory_order_relaxed);
+  }
   size_t size = 0;
   ompi_datatype_type_size(dtype, &size);
-  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; ++i) {
-    if (kinds[i].type == dtype) return by_width(kinds[i].kind, size, out);
-  }
-  return false;
+  return by_width(kinds[i].kind, size, out);
 }
 
 static bool map_op(ompi_op_t* op, hccl_op_t* out) {

@@ -152,31 +152,37 @@ struct ShmLink::Impl {
   std::vector<std::byte> bounce;  // stream()'s buffer
 
   // ---- addressing ----
+  // Checked on every call, so the checks stay inline and the errors out of line.
+  [[noreturn, gnu::cold, gnu::noinline]] void notLocal(int peer, const char* what) const {
+    throw std::invalid_argument(
+        fmt::format("ShmLink::{}: rank {} is not on rank {}'s server (the ranks there: {})", what,
+                    peer, rank, fmt::join(localRanks, ", ")));
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void ownChannel(const char* what, bool writer) const {
+    if (writer)
+      throw std::invalid_argument(fmt::format(
+          "ShmLink::{}: rank {} has no channel to itself (kEveryPeer is its broadcast channel)",
+          what, rank));
+    throw std::invalid_argument(
+        fmt::format("ShmLink::{}: rank {} reads no channel of its own", what, rank));
+  }
   std::size_t localOf(int peer, const char* what) const {
-    if (peer < 0 || peer >= size || localIndexOf[static_cast<std::size_t>(peer)] < 0) {
-      throw std::invalid_argument(
-          fmt::format("ShmLink::{}: rank {} is not on rank {}'s server (the ranks there: {})", what,
-                      peer, rank, fmt::join(localRanks, ", ")));
-    }
+    if (peer < 0 || peer >= size || localIndexOf[static_cast<std::size_t>(peer)] < 0) [[unlikely]]
+      notLocal(peer, what);
     return static_cast<std::size_t>(localIndexOf[static_cast<std::size_t>(peer)]);
   }
   // A writer's channel index: the reader's local index, or `me` for kEveryPeer.
   std::size_t readerIndex(int reader, const char* what) const {
     if (reader == kEveryPeer) return me;
     const std::size_t r = localOf(reader, what);
-    if (r == me) {
-      throw std::invalid_argument(fmt::format(
-          "ShmLink::{}: rank {} has no channel to itself (kEveryPeer is its broadcast channel)",
-          what, rank));
-    }
+    if (r == me) [[unlikely]]
+      ownChannel(what, true);
     return r;
   }
   std::size_t writerIndex(int writer, const char* what) const {
     const std::size_t w = localOf(writer, what);
-    if (w == me) {
-      throw std::invalid_argument(
-          fmt::format("ShmLink::{}: rank {} reads no channel of its own", what, rank));
-    }
+    if (w == me) [[unlikely]]
+      ownChannel(what, false);
     return w;
   }
   shm::SlotControl& control(std::size_t w, std::size_t r, std::uint64_t post) const {
@@ -209,17 +215,20 @@ struct ShmLink::Impl {
   }
 
   // ---- waiting ----
-  // Polls until ready(); fails after the timeout, or when one of `peers` (local indices) exits.
-  template <typename Ready>
-  Completion waitFor(const Ready& ready, const std::vector<std::size_t>& peers,
-                     const std::function<std::string()>& what) {
+  // Polls until ready(); fails after the timeout, or when one of the peers exits: peers(f)
+  // calls f with each peer's local index. Nothing is allocated and the clock is not read
+  // before the wait has lasted a round of spins (1024, or 16 when yielding: tens of
+  // microseconds), so a wait that ends at once costs its polls alone; the timeout counts from
+  // that first look at the clock, late by that round.
+  template <typename Ready, typename Peers, typename What>
+  Completion waitFor(const Ready& ready, const Peers& peers, const What& what) {
     Completion c;
     if (ready()) {
       c.state = Completion::State::Done;
       return c;
     }
-    const auto start = Clock::now();
-    auto nextLiveness = start + options.liveness;
+    Clock::time_point start{}, nextLiveness{};
+    bool clocked = false;
     const bool ucxServes = singleCopy == SingleCopy::UcxRma;
     for (unsigned spin = 1;; ++spin) {
       if (ready()) {
@@ -234,6 +243,12 @@ struct ShmLink::Impl {
       if (ucxServes && (spin & 15) == 0) ucx->progress();
       if ((spin & (options.yield ? 15u : 1023u)) != 0) continue;
       const auto now = Clock::now();
+      if (!clocked) {
+        clocked = true;
+        start = now;
+        nextLiveness = now + options.liveness;
+        continue;
+      }
       if (options.timeout.count() > 0 && now - start > options.timeout) {
         c.state = Completion::State::Failed;
         c.fault = Fault::Timeout;
@@ -243,21 +258,23 @@ struct ShmLink::Impl {
       }
       if (now < nextLiveness) continue;
       nextLiveness = now + options.liveness;
-      for (std::size_t p : peers) {
-        if (processes[p].startTime == 0 || ucx::isRunning(processes[p])) continue;
-        if (ready()) break;  // it finished its part before it went
-        c.state = Completion::State::Failed;
-        c.fault = Fault::PeerLost;
-        c.error = fmt::format("{}: the peer's process (pid {}) on this server has exited", what(),
-                              processes[p].pid);
-        return c;
-      }
+      std::size_t lost = processes.size();
+      peers([&](std::size_t p) {
+        if (lost == processes.size() && processes[p].startTime != 0 &&
+            !ucx::isRunning(processes[p]))
+          lost = p;
+      });
+      if (lost == processes.size() || ready()) continue;  // it finished its part before it went
+      c.state = Completion::State::Failed;
+      c.fault = Fault::PeerLost;
+      c.error = fmt::format("{}: the peer's process (pid {}) on this server has exited", what(),
+                            processes[lost].pid);
+      return c;
     }
   }
-  std::vector<std::size_t> readersOf(std::size_t r) const {
-    std::vector<std::size_t> out;
-    forReaders(r, [&](std::size_t j, bool) { out.push_back(j); });
-    return out;
+  // The readers of channel r, for waitFor.
+  auto readersOfChannel(std::size_t r) const {
+    return [this, r](const auto& f) { forReaders(r, [&](std::size_t j, bool) { f(j); }); };
   }
 
   void unregisterReleased(std::size_t r) {
@@ -608,13 +625,14 @@ Completion ShmLink::acquire(int reader, std::span<std::byte>* slot) {
   auto& s = *impl_;
   const std::size_t r = s.readerIndex(reader, "acquire");
   const std::uint64_t next = s.writing[r].published + 1;
-  Completion c = s.waitFor([&] { return !(*slot = tryAcquire(reader)).empty(); }, s.readersOf(r),
-                           [&] {
-                             return fmt::format(
-                                 "post {} on the {} over the HCCS class (shared memory): post {} "
-                                 "not yet released by its readers",
-                                 next, s.channelName(s.me, r), next - s.layout.slotsPerChannel);
-                           });
+  Completion c =
+      s.waitFor([&] { return !(*slot = tryAcquire(reader)).empty(); }, s.readersOfChannel(r),
+                [&] {
+                  return fmt::format(
+                      "post {} on the {} over the HCCS class (shared memory): post {} "
+                      "not yet released by its readers",
+                      next, s.channelName(s.me, r), next - s.layout.slotsPerChannel);
+                });
   return c;
 }
 
@@ -740,7 +758,7 @@ Completion ShmLink::waitReleased(int reader, std::uint64_t number) {
   auto& s = *impl_;
   const std::size_t r = s.readerIndex(reader, "waitReleased");
   Completion c = s.waitFor(
-      [&] { return s.releasedBy(r, number); }, s.readersOf(r),
+      [&] { return s.releasedBy(r, number); }, s.readersOfChannel(r),
       [&] {
         return fmt::format("post {} on the {} over the HCCS class (shared memory): not released",
                            number, s.channelName(s.me, r));
@@ -800,7 +818,7 @@ Completion ShmLink::peek(int writer, bool broadcast, Post* post) {
   const std::size_t w = s.writerIndex(writer, "peek");
   const std::uint64_t next = s.reading(w, broadcast).released + 1;
   Completion c = s.waitFor(
-      [&] { return tryPeek(writer, broadcast, post); }, {w},
+      [&] { return tryPeek(writer, broadcast, post); }, [w](const auto& f) { f(w); },
       [&] {
         return fmt::format("post {} on the {} over the HCCS class (shared memory): not published",
                            next, s.channelName(w, broadcast ? w : s.me));
@@ -821,6 +839,11 @@ void ShmLink::release(int writer, bool broadcast) {
                                        s.channelName(w, r), next));
   }
   g.taken = std::max(g.taken, next);
+  if (g.done == 0) {  // nothing released out of order: the oldest post alone is acknowledged
+    g.released = next;
+    s.ack(s.me, w, broadcast).released.store(next, std::memory_order_release);
+    return;
+  }
   s.releaseNumber(w, broadcast, next);
 }
 

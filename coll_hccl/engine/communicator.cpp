@@ -791,13 +791,15 @@ hccl_status_t Communicator::fastPoll(unsigned spins, std::string& err) {
     return HCCL_PENDING;
   }
   const int peer = fastRun_.waitingFor();
-  const std::string whom = peer >= 0
-                               ? fmt::format("the post of rank {}", peer)
-                               : std::string("its readers' release of the slot it writes next");
+  // Named only when the wait fails: a wait that goes on formats nothing (no allocation).
+  const auto whom = [peer] {
+    return peer >= 0 ? fmt::format("the post of rank {}", peer)
+                     : std::string("its readers' release of the slot it writes next");
+  };
   if (o.timeout.count() > 0 && now - fastSince_ > o.timeout)
     return fastFail(
         HCCL_ERR_TIMEOUT,
-        fmt::format("waited for {} for {} ms (the transport's timeout)", whom, o.timeout.count()),
+        fmt::format("waited for {} for {} ms (the transport's timeout)", whom(), o.timeout.count()),
         err);
   if (now >= fastLiveness_) {
     fastLiveness_ = now + o.liveness;
@@ -805,7 +807,7 @@ hccl_status_t Communicator::fastPoll(unsigned spins, std::string& err) {
       if (w == fastLink_->rank() || (peer >= 0 && w != peer) || fastLink_->peerRunning(w)) continue;
       return fastFail(
           HCCL_ERR_PEER_LOST,
-          fmt::format("waited for {}, but rank {}'s process on this server has exited", whom, w),
+          fmt::format("waited for {}, but rank {}'s process on this server has exited", whom(), w),
           err);
     }
   }

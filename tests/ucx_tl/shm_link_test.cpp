@@ -510,6 +510,45 @@ TEST(ShmLink, KillNineOfAPeerLeavesNothing) {
   killOne(1, tl::SegmentSource::UcxPosix);
 }
 
+// A wait on a live peer that never moves fails with the timeout, whether it waits for a post
+// (peek) or for its readers to release the slot it writes next (acquire on a full ring): the
+// waits read the clock only after a round of spins, and must still end.
+TEST(ShmLink, BlockingWaitsTimeOutWithoutProgress) {
+  const GroupResult g = runGroup(2, 60s, [](Child& child) {
+    tl::ShmOptions o;
+    o.slotsPerChannel = 2;
+    o.timeout = 300ms;
+    o.yield = child.rank() == 1;  // both ways of waiting
+    ShmLink link(child.rank(), {0, 0}, child.allGather(), o);
+    const int peer = 1 - child.rank();
+    const auto waited = [](auto start) {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    // Nothing is posted to this rank: peek times out.
+    ShmLink::Post post;
+    auto start = std::chrono::steady_clock::now();
+    Completion c = link.peek(peer, false, &post);
+    CHILD_CHECK(c.state == Completion::State::Failed && c.fault == tl::Fault::Timeout,
+                "peek without a post: " + c.error);
+    CHILD_CHECK(waited(start) >= 0.3, fmt::format("peek failed after {} s", waited(start)));
+    CHILD_CHECK(c.error.find("not published") != std::string::npos, c.error);
+    child.barrier();  // both peeks are over before anything is posted
+    // Fill the ring of two slots; the peer never releases, so a third acquire times out.
+    for (int i = 0; i < 2; ++i)
+      checkDone(link.post(peer, std::as_bytes(std::span("x", 1))), "post");
+    std::span<std::byte> slot;
+    start = std::chrono::steady_clock::now();
+    c = link.acquire(peer, &slot);
+    CHILD_CHECK(c.state == Completion::State::Failed && c.fault == tl::Fault::Timeout,
+                "acquire on a full ring: " + c.error);
+    CHILD_CHECK(waited(start) >= 0.3, fmt::format("acquire failed after {} s", waited(start)));
+    CHILD_CHECK(c.error.find("not yet released") != std::string::npos, c.error);
+    child.barrier();
+  });
+  ASSERT_FALSE(g.timedOut) << g.summary();
+  for (const ChildResult& r : g.ranks) EXPECT_TRUE(r.finished && r.failure.empty()) << g.summary();
+}
+
 std::vector<std::string> devShm() {
   std::vector<std::string> out;
   for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) out.push_back(e.path());
