@@ -11,13 +11,14 @@
 #include "algorithms/reverse.hpp"
 
 namespace hccl::algo {
-namespace {
 
 std::vector<int> levelsInUse(const Layout& layout) {
   std::vector<int> u;
   for (const LevelGroup& g : layout.shape().levels) u.push_back(g.level);
   return u;
 }
+
+namespace {
 
 // Element offsets of the ranks' blocks laid out server by server: stage[k] is where the block of
 // serverMajor()[k] starts; stage[ranks] is the total.

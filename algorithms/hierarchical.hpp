@@ -48,6 +48,8 @@
 
 namespace hccl::algo {
 
+// The levels the layout's shape uses, innermost first (0, 1, 2 or a subset).
+std::vector<int> levelsInUse(const Layout& layout);
 // Rank `rank`'s schedule for `pb` (a Problem over layout.ranks() ranks), each level running its
 // phases with algs[level] (the per-level plan). Throws std::invalid_argument when the collective
 // cannot be composed or a level's algorithm has no generator for a phase it must run.

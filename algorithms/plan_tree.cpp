@@ -26,12 +26,6 @@
 namespace hccl::algo {
 namespace {
 
-std::vector<int> levelsInUse(const Layout& layout) {
-  std::vector<int> u;
-  for (const LevelGroup& g : layout.shape().levels) u.push_back(g.level);
-  return u;
-}
-
 class TreePlan final : public Plan {
  public:
   std::string_view name() const override { return "tree"; }

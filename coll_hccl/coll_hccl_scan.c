@@ -144,6 +144,7 @@ static bool barrier(mca_coll_hccl_module_t* m, ompi_request_t** request, bool pe
   call.desc.dtype = HCCL_DT_BYTE;
   call.desc.elem_size = 1;
   call.desc.op = HCCL_OP_NONE;
+  if (NULL == request && !persistent && mca_coll_hccl_try_fast(m, &call, NULL, rc)) return true;
   return mca_coll_hccl_offer(m, &call, NULL, request, rc);
 }
 

@@ -657,6 +657,7 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
     case HCCL_COLL_REDUCE_SCATTER:
     case HCCL_COLL_REDUCE_SCATTER_BLOCK:
     case HCCL_COLL_BCAST:
+    case HCCL_COLL_BARRIER:
       break;
     default:
       return;

@@ -16,20 +16,10 @@
 namespace hccl::algo {
 namespace {
 
-Schedule composeAll(const Layout& lay, const LevelAlgorithms& algs, const Problem& pb) {
-  Schedule s{pb, {}};
-  const RankGenerator compose = [&](const Problem& q, std::uint32_t r) {
-    return composeHierarchical(lay, algs, q, r);
-  };
-  for (std::uint32_t r = 0; r < pb.ranks; ++r) s.ranks.push_back(withPrivateInput(pb, r, compose));
-  return s;
-}
+using test::composeAll;
 
 void expectClean(const Layout& lay, const LevelAlgorithms& algs, const Problem& pb) {
-  const auto issues = verify(composeAll(lay, algs, pb), {});
-  EXPECT_TRUE(issues.empty()) << lay.describe() << " " << toString(pb) << " " << hcclName(algs[0])
-                              << "/" << hcclName(algs[1]) << "/" << hcclName(algs[2]) << "\n"
-                              << describe(issues);
+  test::expectCleanComposition(lay, algs, pb);
 }
 
 // The level algorithms that serve each collective's phases at every level.

@@ -26,22 +26,11 @@ LevelAlgorithms combo(std::size_t k) {
   return {kLevel0[k % 3], outer, outer == Algorithm::Ring ? Algorithm::Rhd : Algorithm::Ring};
 }
 
-Schedule composeAll(const Layout& lay, const LevelAlgorithms& algs, const Problem& pb) {
-  Schedule s{pb, {}};
-  // As the engine runs it: honouring the write contract (in-place ReduceScatter included).
-  const RankGenerator compose = [&](const Problem& q, std::uint32_t r) {
-    return composeHierarchical(lay, algs, q, r);
-  };
-  for (std::uint32_t r = 0; r < pb.ranks; ++r) s.ranks.push_back(withPrivateInput(pb, r, compose));
-  return s;
-}
+using test::composeAll;
 
 void expectClean(const Layout& lay, const LevelAlgorithms& algs, const Problem& pb) {
   const bool order = pb.coll != Collective::AllGather && composedRankOrdered(lay, algs, pb.coll);
-  const auto issues = verify(composeAll(lay, algs, pb), {.requireRankOrder = order});
-  EXPECT_TRUE(issues.empty()) << lay.describe() << " " << toString(pb) << " " << hcclName(algs[0])
-                              << "/" << hcclName(algs[1]) << "/" << hcclName(algs[2]) << "\n"
-                              << describe(issues);
+  test::expectCleanComposition(lay, algs, pb, {.requireRankOrder = order});
 }
 
 // `algs` made able to compose a Reduce on `lay`: the inner levels need a ReduceScatter and a

@@ -1,10 +1,15 @@
 // Problem builders shared by the algorithm tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
 
 #include "algorithms/generators.hpp"
+#include "algorithms/hierarchical.hpp"
+#include "algorithms/verifier.hpp"
+#include "algorithms/write_contract.hpp"
 
 namespace hccl::algo::test {
 
@@ -23,6 +28,26 @@ inline bool hasInPlaceVariant(Collective c) {
 // Test names use the internal name (rhd_allreduce), which is also the file's and the functions'.
 inline std::string specName(const GeneratorSpec& s) {
   return std::string(internalName(s.algorithm)) + "_" + std::string(name(s.coll));
+}
+
+// Every rank's composed schedule on `lay`, as the engine runs it: honouring the write contract
+// (in-place ReduceScatter included).
+inline Schedule composeAll(const Layout& lay, const LevelAlgorithms& algs, const Problem& pb) {
+  Schedule s{pb, {}};
+  const RankGenerator compose = [&](const Problem& q, std::uint32_t r) {
+    return composeHierarchical(lay, algs, q, r);
+  };
+  for (std::uint32_t r = 0; r < pb.ranks; ++r) s.ranks.push_back(withPrivateInput(pb, r, compose));
+  return s;
+}
+
+// The composition verifies clean; a failure names the layout, the problem and the algorithms.
+inline void expectCleanComposition(const Layout& lay, const LevelAlgorithms& algs,
+                                   const Problem& pb, const VerifyOptions& opt = {}) {
+  const auto issues = verify(composeAll(lay, algs, pb), opt);
+  EXPECT_TRUE(issues.empty()) << lay.describe() << " " << toString(pb) << " " << hcclName(algs[0])
+                              << "/" << hcclName(algs[1]) << "/" << hcclName(algs[2]) << "\n"
+                              << describe(issues);
 }
 
 }  // namespace hccl::algo::test

@@ -11,7 +11,8 @@
  *   RESULT rank <r> call <i> after_ms <t> class <c> code <k> class_string <s> error_string <e>
  * (t: time since its last successful call; strings between '|' characters), then calls once more
  * and prints the same for that call as AGAIN, then "DONE rank <r>", and waits: run_fault.py
- * kills the victim and terminates the survivors, after which mpirun must end.
+ * kills the victim and terminates the survivors, after which mpirun must end (or, with
+ * FAULT_FINALIZE=1, calls MPI_Finalize and prints "FINALIZED rank <r>").
  * Results are checked against the same computation done locally, so a call that "succeeds" with
  * wrong data counts as a failure (WRONG line).
  */
@@ -208,11 +209,14 @@ int main(int argc, char** argv) {
   }
   printf("DONE rank %d\n", wrank);
   fflush(stdout);
-  /* MPI_Finalize would wait for the victim forever (Open MPI's finalize fence), and exiting now
-   * would make this rank look like a second casualty to survivors still diagnosing: wait for the
-   * runner's SIGTERM. FAULT_FINALIZE=1 tries MPI_Finalize instead. */
+  /* MPI_Finalize would wait for a stopped victim forever (Open MPI's finalize fence), and
+   * exiting now would make this rank look like a second casualty to survivors still diagnosing:
+   * wait for the runner's SIGTERM. With FAULT_FINALIZE=1 (run_fault.py --finalize, which kills
+   * the victim once every survivor is DONE) it finalizes and says so. */
   if (NULL != getenv("FAULT_FINALIZE")) {
     MPI_Finalize();
+    printf("FINALIZED rank %d\n", wrank);
+    fflush(stdout);
     return 0;
   }
   for (;;) pause();

@@ -9,7 +9,10 @@ Passes when every survivor
   - and whose error class is one of coll_hccl's ("coll_hccl timeout" / "coll_hccl peer lost"),
   - and whose next call on the communicator failed at once saying "broken since call",
   - no call returned a wrong result,
-and mpirun ended once the stopped victim was killed. The job runs with --enable-recovery so
+and mpirun ended once the stopped victim was killed. With --finalize the survivors call
+MPI_Finalize once the victim is killed (instead of being terminated), and each must finish it,
+with no UCX "not returned to mpool" line among its lines: the link layer returns what it held
+for the dead peer. The job runs with --enable-recovery so
 that mpirun lets the survivors report after a rank died; the stopped victim is continued and
 killed by this script, so nothing is left behind. The job is bounded by `timeout`.
 
@@ -47,6 +50,9 @@ def parse_args():
                          "what the engine does not), so the job also ends through its teardown")
     ap.add_argument("--cluster", metavar="SxL",
                     help="run on the emulated cluster: S servers of L ranks (np = S * L)")
+    ap.add_argument("--finalize", action="store_true",
+                    help="survivors call MPI_Finalize after the victim is killed; each must "
+                         "finish it without UCX warnings")
     ap.add_argument("--rig-id", default="faults",
                     help="cluster.sh rig id (one rig at a time per id)")
     ap.add_argument("program", nargs="+", help="fault binary and its arguments")
@@ -74,6 +80,16 @@ def cluster_skip_reason():
     if subprocess.run(["unshare", "--net", "--uts", "true"], capture_output=True).returncode:
         return "cannot create network/UTS namespaces here"
     return None
+
+
+def signal_all(targets):
+    """Sends each (pid, signal); a pid of None or a process already gone is skipped."""
+    for pid, sig in targets:
+        if pid:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
 
 
 def descendants(root, comm):
@@ -130,13 +146,13 @@ def main():
            "--mca", "orte_base_help_aggregate", "0", "--mca", "pml", "ob1"]
     if args.coll_alone:
         cmd += ["--mca", "coll", "hccl"]
-    for kv in args.env:
+    for kv in args.env + (["FAULT_FINALIZE=1"] if args.finalize else []):
         cmd += ["-x", kv]
     cmd += [os.path.abspath(args.program[0])] + args.program[1:] + [
         "--victim", str(args.victim), "--fault", args.fault]
     print("$ " + " ".join(cmd), flush=True)
 
-    lines, pids, hosts, done = [], {}, {}, set()
+    lines, pids, hosts, done, finalized = [], {}, {}, set(), set()
     lock = threading.Condition()
     job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            stdin=subprocess.DEVNULL)
@@ -154,6 +170,9 @@ def main():
                 m = re.match(r"DONE rank (\d+)", line)
                 if m:
                     done.add(int(m.group(1)))
+                m = re.match(r"FINALIZED rank (\d+)", line)
+                if m:
+                    finalized.add(int(m.group(1)))
                 lock.notify_all()
 
     t = threading.Thread(target=reader, daemon=True)
@@ -168,15 +187,21 @@ def main():
             failures.append(f"survivors {sorted(survivors - done)} did not finish reporting")
         victim_pid = pids.get(args.victim)
     # Nothing stays behind: continue and kill the victim (it may be stopped, or gone already),
-    # then end the survivors, which wait for it.
-    targets = [(victim_pid, signal.SIGCONT), (victim_pid, signal.SIGKILL)] + [
-        (pids.get(r), signal.SIGTERM) for r in sorted(survivors)]
-    for pid, sig in targets:
-        if pid:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
+    # then end the survivors, which wait for it (with --finalize: once they had their time to
+    # finalize).
+    targets = [(victim_pid, signal.SIGCONT), (victim_pid, signal.SIGKILL)]
+    if args.finalize:
+        signal_all(targets)
+        targets = []
+        with lock:
+            until = time.monotonic() + 30
+            while finalized != survivors and time.monotonic() < until and job.poll() is None:
+                lock.wait(0.5)
+            if finalized != survivors:
+                failures.append(f"survivors {sorted(survivors - finalized)} did not finish "
+                                f"MPI_Finalize within 30 s of the victim's death")
+    targets += [(pids.get(r), signal.SIGTERM) for r in sorted(survivors - finalized)]
+    signal_all(targets)
     ended_at = time.monotonic()
     try:
         if args.cluster:
@@ -229,6 +254,16 @@ def main():
             failures.append(f"rank {r}: the error string does not name {names[0]}: {text}")
         if not again or "broken since call" not in again[0]:
             failures.append(f"rank {r}: the next call did not say the communicator is broken")
+    # UCX's log lines carry [host:pid:thread]; a survivor's "not returned to mpool" lines (at
+    # worker destruction) mean the link layer left something outstanding with the dead peer.
+    # (UCX's "connect ... refused" errors while the victim dies are expected and not counted.)
+    survivor_pids = {pids.get(r) for r in survivors}
+    ucx_lines = [l for l in lines if (m := re.search(r"\[[^\]:]+:(\d+) *:\d+\]", l))
+                 and int(m.group(1)) in survivor_pids
+                 and "mpool" in l]
+    if ucx_lines:
+        failures.append(f"{len(ucx_lines)} UCX 'mpool' lines from survivors, e.g. "
+                        f"{ucx_lines[0]}")
     wrong = [l for l in lines if l.startswith("WRONG") or l.startswith("NOERROR")]
     if wrong:
         failures.append(wrong[0])
