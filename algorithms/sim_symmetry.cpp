@@ -75,6 +75,10 @@ SimPlan simPlan(const Layout& lay, const PlanKey& key, const Problem& pb, bool a
   const std::uint32_t p = lay.ranks();
   out.servers = static_cast<std::uint32_t>(servers.size());
   out.why = allServers ? "every server asked for" : asymmetry(lay, key, pb.coll);
+  // Fewer elements than ranks: some ranks' blocks are empty and their transfers skipped, so
+  // servers run different steps (64x8 AllReduce of 256 elements over a ring).
+  if (out.why.empty() && pb.blocks.total() != 0 && pb.blocks.total() < p)
+    out.why = fmt::format("{} elements for {} ranks: some blocks are empty", pb.blocks.total(), p);
   const bool all = !out.why.empty();
   SimRanks& r = out.ranks;
   r.serverOf.assign(p, 0);

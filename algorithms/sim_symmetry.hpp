@@ -12,7 +12,8 @@
 //     r xor 2^k) and NHR (its slice runs differ per rank otherwise) only when g is a power of two
 //     (the flat plan: every rank is one group of g = p, and ranks per server must be a power of two
 //     too); NB is not (some ranks' runs of blocks wrap around block 0 and go as two flows, and
-//     flows share per flow).
+//     flows share per flow), and
+//   - the count gives every rank a non-empty block (total >= p).
 // Otherwise every server is simulated. Level0 algorithms never matter: a representative server
 // runs all its ranks.
 // Block sizes: with a count that p does not divide, servers carry blocks one element apart, so

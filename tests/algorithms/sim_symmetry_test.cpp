@@ -178,6 +178,14 @@ TEST(SimSymmetry, NamesWhyEveryServerRuns) {
   EXPECT_EQ(asymmetry(lay, ring, Collective::Broadcast), "broadcast has a root or a rank order");
   EXPECT_EQ(asymmetry(Layout::uneven({2, 3}), ring, Collective::AllReduce),
             "servers of unequal size or interleaved ranks");
+  // Fewer elements than ranks: empty blocks, whose transfers some servers skip.
+  const Layout lay4 = Layout::servers(4, 4);
+  const PlanKey ring4 = planKeyFor(lay4, {Algorithm::Mesh, Algorithm::Ring, Algorithm::Ring});
+  const Problem few = Problem::fromMpiCount(Collective::AllReduce, 16, 8, false, 0);
+  const SimPlan plan = simPlan(lay4, ring4, few);
+  EXPECT_EQ(plan.simulatedServers, 4u) << plan.why;
+  EXPECT_EQ(plan.why, "8 elements for 16 ranks: some blocks are empty");
+  EXPECT_EQ(compare(lay4, ring4, few, 1e-9), 0);
 }
 
 // At scale: one server of 8 ranks stands for 8192, a ring's 16382 level1 steps each; the
