@@ -24,18 +24,20 @@ struct PairQueue {
 
 struct Flow {
   SimFlow log;
-  double beta = 0;
   double remaining = 0;  // bytes
   double rate = 0;       // bytes per second now
   double since = 0;      // when `remaining` was last brought up to date
   std::uint32_t version = 0;
-  std::vector<std::uint64_t> resources;
+  // Resources it counts on (its simulated ends'), and those it only reads its share from (an
+  // outside end's, through its representative).
+  std::vector<std::uint64_t> resources, reads;
+  bool sndSimulated = true, rcvSimulated = true;
 };
 
 // A shared capacity: a pair link, a rank's port, a server's NIC.
 struct Resource {
   double capacity = kInf;  // bytes per second
-  std::vector<std::uint32_t> flows;
+  std::vector<std::uint32_t> flows, readers;
 };
 
 enum class Kind : std::uint8_t { Post, FlowStart, FlowEnd };
@@ -44,31 +46,70 @@ struct Event {
   double time;
   std::uint64_t order;  // ties in posting order, so the run is deterministic
   Kind kind;
-  std::uint32_t id;  // rank (Post) or flow
+  std::uint32_t id;  // simulated rank's index (Post) or flow
   std::uint32_t version;
   bool operator>(const Event& o) const { return time != o.time ? time > o.time : order > o.order; }
 };
 
+struct StepTimes {
+  double posted = 0, end = 0;
+  std::uint8_t level = 0;
+  bool transfers = false;
+};
+
 struct RankState {
+  std::uint32_t rank = 0;
+  const RankSchedule* schedule = nullptr;
+  RankSchedule own;  // when generated
   std::uint32_t step = 0;
   std::size_t remaining = 0;  // transfers of the current step not done
-  double posted = 0;
+  std::vector<StepTimes> times;
 };
+
+// An outside rank's schedule as its matches need it: per peer and direction, the steps of its
+// transfers in order.
+struct OutsideRank {
+  RankSchedule schedule;
+  std::unordered_map<std::uint64_t, std::vector<std::pair<std::uint32_t, std::uint32_t>>> byPeer;
+};
+
+constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
 class Simulation {
  public:
-  Simulation(const Schedule& s, std::size_t elem, const std::vector<std::uint32_t>& serverOf,
-             const ClusterModel& m, const SimOptions& o)
-      : s_(s), elem_(elem), server_(serverOf), m_(m), o_(o), ranks_(s.ranks.size()) {}
+  Simulation(const SimRanks& in, std::size_t elem, const ClusterModel& m, const SimOptions& o)
+      : in_(in), elem_(elem), m_(m), o_(o) {}
 
   SimResult run() {
-    const auto p = static_cast<std::uint32_t>(s_.ranks.size());
-    if (server_.size() < p) {
-      out_.error = fmt::format("{} ranks but servers given for {}", p, server_.size());
+    const std::size_t p = in_.serverOf.size();
+    if (in_.rep.size() != p) {
+      out_.error = fmt::format("{} ranks but representatives given for {}", p, in_.rep.size());
       return out_;
     }
-    out_.finish.assign(p, 0);
-    for (std::uint32_t r = 0; r < p; ++r) push(0, Kind::Post, r, 0);
+    index_.assign(p, kNone);
+    ranks_.reserve(in_.simulated.size());  // schedules point into it
+    for (std::uint32_t r : in_.simulated) {
+      if (r >= p || index_[r] != kNone) {
+        out_.error = fmt::format("simulated rank {} is out of range or repeated", r);
+        return out_;
+      }
+      index_[r] = static_cast<std::uint32_t>(ranks_.size());
+      RankState& st = ranks_.emplace_back();
+      st.rank = r;
+      if (in_.whole) {
+        st.schedule = &in_.whole->ranks[r];
+      } else {
+        st.own = in_.schedule(r);
+        st.schedule = &st.own;
+      }
+    }
+    for (std::uint32_t r = 0; r < p; ++r)
+      if (in_.rep[r] >= p || index_[in_.rep[r]] == kNone) {
+        out_.error = fmt::format("rank {}'s representative {} is not simulated", r, in_.rep[r]);
+        return out_;
+      }
+    out_.finish.assign(ranks_.size(), 0);
+    for (std::uint32_t i = 0; i < ranks_.size(); ++i) push(0, Kind::Post, i, 0);
     while (!events_.empty() && out_.error.empty()) {
       const Event e = events_.top();
       events_.pop();
@@ -86,7 +127,10 @@ class Simulation {
       }
     }
     if (out_.error.empty()) reportStuck();
-    for (double f : out_.finish) out_.time = std::max(out_.time, f);
+    std::uint32_t last = 0;
+    for (std::uint32_t i = 0; i < out_.finish.size(); ++i)
+      if (out_.finish[i] > out_.time) out_.time = out_.finish[last = i];
+    if (!ranks_.empty()) out_.phases = phasesOf(ranks_[last]);
     out_.flows = flows_.size();
     if (o_.recordTimeline)
       for (const Flow& f : flows_) out_.flowLog.push_back(f.log);
@@ -98,32 +142,53 @@ class Simulation {
     events_.push({t, order_++, k, id, version});
   }
 
-  void post(std::uint32_t r) {
-    RankState& st = ranks_[r];
-    const auto& steps = s_.ranks[r].steps;
+  bool simulated(std::uint32_t r) const { return index_[r] != kNone; }
+  RankState& state(std::uint32_t r) { return ranks_[index_[r]]; }
+
+  void post(std::uint32_t i) {
+    RankState& st = ranks_[i];
+    const auto& steps = st.schedule->steps;
     if (st.step >= steps.size()) {
-      out_.finish[r] = now_;
+      out_.finish[i] = now_;
       return;
     }
     const Step& step = steps[st.step];
-    st.posted = now_;
+    StepTimes times{now_, 0, 0, !step.xfers.empty()};
+    for (const Transfer& t : step.xfers) times.level = std::max(times.level, t.level);
+    st.times.push_back(times);
     st.remaining = step.xfers.size();
-    for (std::uint32_t i = 0; i < step.xfers.size(); ++i) match({r, st.step, i});
-    if (step.xfers.empty()) stepDone(r);
+    const std::uint32_t r = st.rank, at = st.step;
+    for (std::uint32_t x = 0; x < step.xfers.size() && out_.error.empty(); ++x) match({r, at, x});
+    // Outside ends whose representative step this is can start now.
+    if (auto w = waiting_.find(key(r, at)); w != waiting_.end()) {
+      const std::vector<End> ends = std::move(w->second);
+      waiting_.erase(w);
+      for (const End& e : ends) mirrorFlow(e);
+    }
+    if (step.xfers.empty()) stepDone(i);
   }
 
-  const Transfer& xfer(const End& e) const { return s_.ranks[e.rank].steps[e.step].xfers[e.index]; }
+  static std::uint64_t key(std::uint64_t a, std::uint64_t b) { return (a << 32) | b; }
+  // Ranks and steps below 2^24, transfers of a step below 2^16.
+  static std::uint64_t endKey(const End& e) {
+    return (std::uint64_t{e.rank} << 40) | (std::uint64_t{e.step} << 16) | e.index;
+  }
+
+  const Transfer& xfer(const End& e) {
+    return state(e.rank).schedule->steps[e.step].xfers[e.index];
+  }
 
   void match(const End& me) {
     const Transfer& t = xfer(me);
-    if (t.peer >= s_.ranks.size()) {
+    if (t.peer >= index_.size()) {
       out_.error = fmt::format("rank {} step {} names peer {} of {}", me.rank, me.step, t.peer,
-                               s_.ranks.size());
+                               index_.size());
       return;
     }
+    if (!simulated(t.peer)) return outside(me);
     const bool send = t.dir == Dir::Send;
     const std::uint64_t src = send ? me.rank : t.peer, dst = send ? t.peer : me.rank;
-    PairQueue& q = pairs_[(src << 32) | dst];
+    PairQueue& q = pairs_[key(src, dst)];
     std::deque<End>& theirs = send ? q.recvs : q.sends;
     if (theirs.empty()) {
       (send ? q.sends : q.recvs).push_back(me);
@@ -139,43 +204,100 @@ class Simulation {
                       snd.step, xfer(snd).slice.count, rcv.rank, xfer(rcv).slice.count);
       return;
     }
-    newFlow(snd, rcv);
+    newFlow(snd, rcv, true, true, xfer(snd).slice.count);
   }
 
-  void newFlow(const End& snd, const End& rcv) {
-    const Transfer& t = xfer(snd);
+  OutsideRank& outsideRank(std::uint32_t b) {
+    auto it = outside_.find(b);
+    if (it != outside_.end()) return it->second;
+    OutsideRank o{in_.schedule(b), {}};
+    for (std::uint32_t s = 0; s < o.schedule.steps.size(); ++s) {
+      const auto& xs = o.schedule.steps[s].xfers;
+      for (std::uint32_t x = 0; x < xs.size(); ++x)
+        o.byPeer[key(xs[x].peer, xs[x].dir == Dir::Send)].emplace_back(s, x);
+    }
+    return outside_.emplace(b, std::move(o)).first->second;
+  }
+
+  // `me`'s peer b is not simulated: find the step of b's schedule that matches it, and start the
+  // flow when b's representative posts that step.
+  void outside(const End& me) {
+    const Transfer& t = xfer(me);
+    const std::uint32_t b = t.peer, rb = in_.rep[b];
+    const bool send = t.dir == Dir::Send;
+    const std::uint32_t k = matched_[(key(me.rank, b) << 1) | send]++;
+    OutsideRank& o = outsideRank(b);
+    const auto it = o.byPeer.find(key(me.rank, !send));
+    if (it == o.byPeer.end() || it->second.size() <= k) {
+      out_.error =
+          fmt::format("rank {} step {}: rank {} has no matching transfer", me.rank, me.step, b);
+      return;
+    }
+    const auto [step, index] = it->second[k];
+    const Transfer& theirs = o.schedule.steps[step].xfers[index];
+    if (theirs.slice.count != t.slice.count) {
+      out_.error = fmt::format("rank {} step {} {} {} elements, rank {} {}", me.rank, me.step,
+                               send ? "sends" : "receives", t.slice.count, b, theirs.slice.count);
+      return;
+    }
+    const auto& repSteps = state(rb).schedule->steps;
+    if (step >= repSteps.size() ||
+        repSteps[step].xfers.size() != o.schedule.steps[step].xfers.size()) {
+      out_.error = fmt::format(
+          "rank {} step {} differs from its representative {}'s: the servers are not symmetric", b,
+          step, rb);
+      return;
+    }
+    partnerStep_[endKey(me)] = step;
+    if (state(rb).times.size() > step)
+      mirrorFlow(me);
+    else
+      waiting_[key(rb, step)].push_back(me);
+  }
+
+  void mirrorFlow(const End& me) {
+    const Transfer& t = xfer(me);
+    const End other{t.peer, partnerStep_[endKey(me)], 0};
+    if (t.dir == Dir::Send)
+      newFlow(me, other, true, false, t.slice.count);
+    else
+      newFlow(other, me, false, true, t.slice.count);
+  }
+
+  void newFlow(const End& snd, const End& rcv, bool sndSim, bool rcvSim, std::uint64_t count) {
+    const Transfer& t = xfer(sndSim ? snd : rcv);
     const std::uint8_t level = std::min<std::uint8_t>(t.level, kNumLevels - 1);
     const ClusterModel::Level& L = m_.level[level];
     Flow f;
-    f.log = {snd.rank, rcv.rank, snd.step, rcv.step, level, t.slice.count * elem_, now_, 0, 0};
-    f.beta = L.beta;
+    f.log = {snd.rank, rcv.rank, snd.step, rcv.step, level, count * elem_, now_, 0, 0};
     f.remaining = static_cast<double>(f.log.bytes);
+    f.sndSimulated = sndSim;
+    f.rcvSimulated = rcvSim;
     const double link = L.beta > 0 ? 1.0 / L.beta : kInf;
     // Resource ids: kind in the top byte, then level, then the entity.
     const auto id = [](std::uint64_t kind, std::uint64_t lvl, std::uint64_t what) {
       return (kind << 56) | (lvl << 48) | what;
     };
-    f.resources.push_back(id(1, level, (std::uint64_t{snd.rank} << 24) ^ rcv.rank));
-    capacity(f.resources.back(), link);
+    const auto add = [&](std::uint64_t res, double c, bool counts) {
+      resources_[res].capacity = c;
+      (counts ? f.resources : f.reads).push_back(res);
+    };
+    const std::uint32_t sndAt = sndSim ? snd.rank : in_.rep[snd.rank];
+    const std::uint32_t rcvAt = rcvSim ? rcv.rank : in_.rep[rcv.rank];
+    add(id(1, level, (std::uint64_t{snd.rank} << 24) ^ rcv.rank), link, true);
     if (std::isfinite(L.links)) {
-      f.resources.push_back(id(2, level, snd.rank));
-      capacity(f.resources.back(), L.links * link);
-      f.resources.push_back(id(3, level, rcv.rank));
-      capacity(f.resources.back(), L.links * link);
+      add(id(2, level, sndAt), L.links * link, sndSim);
+      add(id(3, level, rcvAt), L.links * link, rcvSim);
     }
-    const std::uint32_t from = server_[snd.rank], to = server_[rcv.rank];
-    if (level >= 1 && from != to && std::isfinite(m_.nicBandwidth)) {
-      f.resources.push_back(id(m_.fullDuplex ? 4 : 6, 0, from));
-      f.resources.push_back(id(m_.fullDuplex ? 5 : 6, 0, to));
-      for (std::size_t i = f.resources.size() - 2; i < f.resources.size(); ++i)
-        capacity(f.resources[i], m_.nicBandwidth);
+    if (level >= 1 && in_.serverOf[snd.rank] != in_.serverOf[rcv.rank] &&
+        std::isfinite(m_.nicBandwidth)) {
+      add(id(m_.fullDuplex ? 4 : 6, 0, in_.serverOf[sndAt]), m_.nicBandwidth, sndSim);
+      add(id(m_.fullDuplex ? 5 : 6, 0, in_.serverOf[rcvAt]), m_.nicBandwidth, rcvSim);
     }
     flows_.push_back(std::move(f));
     ends_.push_back({snd, rcv});
     push(now_ + L.alpha, Kind::FlowStart, static_cast<std::uint32_t>(flows_.size() - 1), 0);
   }
-
-  void capacity(std::uint64_t res, double c) { resources_[res].capacity = c; }
 
   void start(std::uint32_t id) {
     Flow& f = flows_[id];
@@ -183,7 +305,13 @@ class Simulation {
     f.since = now_;
     levelActive(f.log.level, +1);
     for (std::uint64_t res : f.resources) resources_[res].flows.push_back(id);
+    for (std::uint64_t res : f.reads) resources_[res].readers.push_back(id);
     reshare(f.resources);
+    if (!f.reads.empty()) reshareFlows({id});
+  }
+
+  static void drop(std::vector<std::uint32_t>& v, std::uint32_t id) {
+    v.erase(std::find(v.begin(), v.end(), id));
   }
 
   void finish(std::uint32_t id) {
@@ -191,24 +319,32 @@ class Simulation {
     f.log.end = now_;
     f.remaining = 0;
     levelActive(f.log.level, -1);
-    for (std::uint64_t res : f.resources) {
-      auto& v = resources_[res].flows;
-      v.erase(std::find(v.begin(), v.end(), id));
-    }
+    for (std::uint64_t res : f.resources) drop(resources_[res].flows, id);
+    for (std::uint64_t res : f.reads) drop(resources_[res].readers, id);
     reshare(f.resources);
-    for (const End& e : {ends_[id].first, ends_[id].second}) {
-      RankState& st = ranks_[e.rank];
-      if (--st.remaining == 0) stepDone(e.rank);
-    }
+    if (f.sndSimulated) endDone(ends_[id].first);
+    if (f.rcvSimulated) endDone(ends_[id].second);
   }
 
-  // Every flow on `changed` resources runs at its new share from now on.
+  void endDone(const End& e) {
+    RankState& st = state(e.rank);
+    if (--st.remaining == 0) stepDone(index_[e.rank]);
+  }
+
+  // Every flow on `changed` resources (counting or reading) runs at its new share from now on.
   void reshare(const std::vector<std::uint64_t>& changed) {
     std::vector<std::uint32_t> touched;
-    for (std::uint64_t res : changed)
-      for (std::uint32_t f : resources_[res].flows) touched.push_back(f);
+    for (std::uint64_t res : changed) {
+      const Resource& r = resources_[res];
+      touched.insert(touched.end(), r.flows.begin(), r.flows.end());
+      touched.insert(touched.end(), r.readers.begin(), r.readers.end());
+    }
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    reshareFlows(touched);
+  }
+
+  void reshareFlows(const std::vector<std::uint32_t>& touched) {
     for (std::uint32_t id : touched) {
       Flow& f = flows_[id];
       if (std::isfinite(f.rate) && f.rate > 0) f.remaining -= f.rate * (now_ - f.since);
@@ -218,6 +354,13 @@ class Simulation {
       for (std::uint64_t res : f.resources) {
         const Resource& r = resources_[res];
         rate = std::min(rate, r.capacity / static_cast<double>(r.flows.size()));
+      }
+      // An outside end's share: its representative's flows are its images, this flow not
+      // among them.
+      for (std::uint64_t res : f.reads) {
+        const Resource& r = resources_[res];
+        rate = std::min(rate,
+                        r.capacity / static_cast<double>(std::max<std::size_t>(1, r.flows.size())));
       }
       f.rate = rate;
       const double left = f.remaining <= 0 || !std::isfinite(rate) ? 0 : f.remaining / rate;
@@ -232,34 +375,60 @@ class Simulation {
     if (n == 0) out_.busy[level] += now_ - busySince_[level];
   }
 
-  void stepDone(std::uint32_t r) {
-    RankState& st = ranks_[r];
-    const Step& step = s_.ranks[r].steps[st.step];
+  void stepDone(std::uint32_t i) {
+    RankState& st = ranks_[i];
+    const Step& step = st.schedule->steps[st.step];
     std::uint64_t reduced = 0;
     for (const LocalOp& op : step.ops)
       if (op.kind == OpKind::Reduce) reduced += op.dst.count * elem_;
     const double end = now_ + m_.gamma * static_cast<double>(reduced);
-    if (o_.recordTimeline) out_.stepLog.push_back({r, st.step, st.posted, now_, end});
+    st.times.back().end = end;
+    if (o_.recordTimeline)
+      out_.stepLog.push_back({st.rank, st.step, st.times.back().posted, now_, end});
     ++st.step;
-    push(end, Kind::Post, r, 0);
+    push(end, Kind::Post, i, 0);
+  }
+
+  static std::vector<SimPhase> phasesOf(const RankState& st) {
+    std::vector<SimPhase> out;
+    bool typed = false;  // the last phase has a step with transfers (its level is known)
+    for (std::uint32_t s = 0; s < st.times.size(); ++s) {
+      const StepTimes& t = st.times[s];
+      if (out.empty() || (t.transfers && typed && t.level != out.back().level)) {
+        out.push_back({t.level, s, 0, t.posted, t.end});
+        typed = false;
+      }
+      SimPhase& ph = out.back();
+      if (t.transfers && !typed) {
+        ph.level = t.level;
+        typed = true;
+      }
+      ++ph.steps;
+      ph.end = t.end;
+    }
+    return out;
   }
 
   void reportStuck() {
-    for (std::uint32_t r = 0; r < ranks_.size(); ++r)
-      if (ranks_[r].step < s_.ranks[r].steps.size()) {
-        out_.error = fmt::format("rank {} never completes step {}: a transfer has no partner", r,
-                                 ranks_[r].step);
+    for (const RankState& st : ranks_)
+      if (st.step < st.schedule->steps.size()) {
+        out_.error = fmt::format("rank {} never completes step {}: a transfer has no partner",
+                                 st.rank, st.step);
         return;
       }
   }
 
-  const Schedule& s_;
+  const SimRanks& in_;
   std::size_t elem_;
-  const std::vector<std::uint32_t>& server_;
   const ClusterModel& m_;
   SimOptions o_;
+  std::vector<std::uint32_t> index_;  // per rank: its simulated index, or kNone
   std::vector<RankState> ranks_;
   std::unordered_map<std::uint64_t, PairQueue> pairs_;
+  std::unordered_map<std::uint32_t, OutsideRank> outside_;
+  std::unordered_map<std::uint64_t, std::uint32_t> matched_;      // (rank, peer, dir): matched
+  std::unordered_map<std::uint64_t, std::uint32_t> partnerStep_;  // outside end's step
+  std::unordered_map<std::uint64_t, std::vector<End>> waiting_;   // (rep, step): ends
   std::unordered_map<std::uint64_t, Resource> resources_;
   std::vector<Flow> flows_;
   std::vector<std::pair<End, End>> ends_;  // per flow: its send and receive end
@@ -276,7 +445,24 @@ class Simulation {
 SimResult simulate(const Schedule& s, std::size_t elemSize,
                    const std::vector<std::uint32_t>& serverOf, const ClusterModel& model,
                    const SimOptions& options) {
-  return Simulation(s, elemSize, serverOf, model, options).run();
+  const auto p = static_cast<std::uint32_t>(s.ranks.size());
+  if (serverOf.size() < p) {
+    SimResult r;
+    r.error = fmt::format("{} ranks but servers given for {}", p, serverOf.size());
+    return r;
+  }
+  SimRanks in;
+  in.serverOf.assign(serverOf.begin(), serverOf.begin() + p);
+  in.rep.resize(p);
+  for (std::uint32_t r = 0; r < p; ++r) in.rep[r] = r;
+  in.simulated = in.rep;
+  in.whole = &s;
+  return Simulation(in, elemSize, model, options).run();
+}
+
+SimResult simulateRepresentatives(const SimRanks& ranks, std::size_t elemSize,
+                                  const ClusterModel& model, const SimOptions& options) {
+  return Simulation(ranks, elemSize, model, options).run();
 }
 
 std::string chromeTrace(const SimResult& r, const std::vector<std::uint32_t>& serverOf,

@@ -14,12 +14,20 @@
 //  - a step completes when its last flow does; its reductions then take gamma per byte, and the
 //    rank posts its next step.
 // With one flow per resource this is exactly the critical path of metrics.hpp (tested); with
-// sharing it predicts what the formulas cannot. Every rank's schedule is simulated: memory and
-// time grow with the whole schedule, so this is a planning tool, not something the engine runs.
+// sharing it predicts what the formulas cannot.
+//
+// Symmetry (simulateRepresentatives()): where every server of a class runs the same timeline
+// (sim_symmetry.hpp says when), only the representative servers' ranks are simulated. A transfer
+// between a simulated rank a and an outside rank b stands for the whole orbit of its images: b's
+// end is taken to be posted when b's representative rep(b) posts the step matching b's own (b's
+// schedule, generated on demand, names the step), and the flow counts on a's resources while it
+// reads its share of b's resources from rep(b)'s (the flows rep(b) itself runs are the images of
+// b's). tests/algorithms/sim_symmetry_test.cpp checks this against the whole simulation.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -59,9 +67,18 @@ struct SimStep {
   double posted = 0, transfersDone = 0, end = 0;
 };
 
+// A run of consecutive steps of one rank on the same level (steps without transfers join the
+// run before them): the composition's phases as the slowest simulated rank went through them.
+struct SimPhase {
+  std::uint8_t level = 0;
+  std::uint32_t firstStep = 0, steps = 0;
+  double start = 0, end = 0;
+};
+
 struct SimResult {
   double time = 0;                        // when the last rank finished
-  std::vector<double> finish;             // per rank
+  std::vector<double> finish;             // per simulated rank (simulate(): per rank)
+  std::vector<SimPhase> phases;           // of the rank that finished last
   std::array<double, kNumLevels> busy{};  // per level: time some flow of that level was moving
   std::uint64_t flows = 0;
   std::vector<SimFlow> flowLog;  // with recordTimeline
@@ -77,6 +94,17 @@ struct SimOptions {
 SimResult simulate(const Schedule& s, std::size_t elemSize,
                    const std::vector<std::uint32_t>& serverOf, const ClusterModel& model,
                    const SimOptions& options = {});
+
+// What a run over representative ranks needs: every rank's server and representative (a rank of
+// a simulated server, at the same position in it; itself when simulated), the simulated ranks,
+// and any rank's schedule (called once per simulated rank and per outside peer).
+struct SimRanks {
+  std::vector<std::uint32_t> serverOf, rep, simulated;
+  std::function<RankSchedule(std::uint32_t)> schedule;
+  const Schedule* whole = nullptr;  // every rank's schedule, when there is one (no copies)
+};
+SimResult simulateRepresentatives(const SimRanks& ranks, std::size_t elemSize,
+                                  const ClusterModel& model, const SimOptions& options = {});
 
 // The timeline as Chrome trace-event JSON (chrome://tracing, Perfetto): a process per server, a
 // thread per rank with its steps as slices, and every flow as an async slice on the sending rank

@@ -315,9 +315,10 @@ int main(int argc, char** argv) {
                   "has not seen: a first decision)");
 
   tools::PredictOptions po;
-  auto* predict = app.add_subcommand(
-      "predict",
-      "Each decision's schedule simulated over the modelled cluster (all ranks, event by event)");
+  auto* predict =
+      app.add_subcommand("predict",
+                         "Each decision's schedule simulated over the modelled cluster (event by "
+                         "event: every rank, or one server where all are alike)");
   addTableOptions(predict);
   predict->add_flag("!--own-nic", po.sharedNic,
                     "Give every rank its own NIC (default: a server's ranks share one)");

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "algorithms/plan.hpp"
+#include "algorithms/sim_symmetry.hpp"
 
 namespace hccl::tools {
 
@@ -14,8 +15,10 @@ using namespace hccl::algo;
 
 namespace {
 
-// Every rank's schedule is simulated; beyond this the run takes minutes and gigabytes.
-constexpr std::uint32_t kMaxRanks = 4096;
+// Where the servers are not alike (sim_symmetry.hpp) every rank's schedule is simulated; beyond
+// this the run takes minutes and gigabytes. Symmetric calls simulate one server, to kMaxRanks.
+constexpr std::uint32_t kMaxWholeRanks = 4096;
+constexpr std::uint32_t kMaxRanks = 65536;
 
 std::vector<std::uint32_t> serversOf(const Layout& lay) {
   std::vector<std::uint32_t> server(lay.ranks(), 0);
@@ -27,25 +30,34 @@ std::vector<std::uint32_t> serversOf(const Layout& lay) {
 
 struct Prediction {
   const Decision* decision = nullptr;
+  std::string refused;  // why the call is not simulated
+  std::size_t simulatedRanks = 0;
   SimResult shared, alone;  // with the model's NIC sharing, and with a NIC per rank
 };
 
-Prediction predict(const Layout& lay, Selector& sel, const CallInfo& call,
-                   const std::vector<std::uint32_t>& servers, const PredictOptions& o,
+Prediction predict(const Layout& lay, Selector& sel, const CallInfo& call, const PredictOptions& o,
                    bool timeline) {
   Prediction out;
   out.decision = &sel.decide(call);
   if (!out.decision->ok()) return out;
   const Problem pb = Problem::fromMpiCount(call.coll, lay.ranks(), call.count, call.inPlace);
-  Schedule s{pb, {}};
-  s.ranks.reserve(lay.ranks());
-  for (std::uint32_t r = 0; r < lay.ranks(); ++r)
-    s.ranks.push_back(compose(lay, *out.decision, pb, r));
+  // A timeline shows every rank where the whole simulation is affordable.
+  const SimPlan plan =
+      simPlan(lay, out.decision->plan, pb, timeline && lay.ranks() <= kMaxWholeRanks);
+  out.simulatedRanks = plan.ranks.simulated.size();
+  if (plan.simulatedServers > 1 && lay.ranks() > kMaxWholeRanks) {
+    out.refused = fmt::format(
+        "refused: {} ranks and the servers are not alike ({}), so every rank would be simulated: "
+        "at most {} ranks",
+        lay.ranks(), plan.why, kMaxWholeRanks);
+    return out;
+  }
   const ClusterModel model = clusterModel(sel.model(), call, o);
-  out.shared = simulate(s, call.elemSize, servers, model, {.recordTimeline = timeline});
+  out.shared =
+      simulateRepresentatives(plan.ranks, call.elemSize, model, {.recordTimeline = timeline});
   ClusterModel alone = model;
   alone.nicBandwidth = std::numeric_limits<double>::infinity();
-  out.alone = simulate(s, call.elemSize, servers, alone);
+  out.alone = simulateRepresentatives(plan.ranks, call.elemSize, alone);
   return out;
 }
 
@@ -65,7 +77,8 @@ bool printPredictions(const Layout& lay, Selector& sel, const std::vector<CallIn
                       const PredictOptions& o) {
   if (lay.ranks() > kMaxRanks)
     throw std::invalid_argument(fmt::format(
-        "{} ranks: predict simulates every rank's schedule, at most {}", lay.ranks(), kMaxRanks));
+        "{} ranks: predict simulates at most {} (and at most {} where every server must run)",
+        lay.ranks(), kMaxRanks, kMaxWholeRanks));
   const std::vector<std::uint32_t> servers = serversOf(lay);
   nlohmann::json rows = nlohmann::json::array();
   if (!o.json)
@@ -75,10 +88,12 @@ bool printPredictions(const Layout& lay, Selector& sel, const std::vector<CallIn
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const CallInfo& call = calls[i];
     const bool last = i + 1 == calls.size();
-    const Prediction p = predict(lay, sel, call, servers, o, last && !o.trace.empty());
+    const Prediction p = predict(lay, sel, call, o, last && !o.trace.empty());
     const Decision& d = *p.decision;
-    const std::string error = !d.ok() ? "declined: " + d.error : p.shared.error;
-    ok = ok && p.shared.error.empty();
+    const std::string error = !d.ok()              ? "declined: " + d.error
+                              : !p.refused.empty() ? p.refused
+                                                   : p.shared.error;
+    ok = ok && p.shared.error.empty() && p.refused.empty();
     std::string busy;
     for (std::size_t l = 0; l < kNumLevels; ++l)
       if (p.shared.busy[l] > 0)
@@ -91,6 +106,7 @@ bool printPredictions(const Layout& lay, Selector& sel, const std::vector<CallIn
                       {"simulated_s", p.shared.time},
                       {"own_nic_s", p.alone.time},
                       {"busy_s", p.shared.busy},
+                      {"simulated_ranks", p.simulatedRanks},
                       {"error", error}});
     } else if (!error.empty()) {
       fmt::print("{:<14} {:>9}  {}\n", name(call.coll), bytesText(call.bytes()), error);
@@ -114,7 +130,8 @@ bool printPredictions(const Layout& lay, Selector& sel, const std::vector<CallIn
   } else {
     fmt::print(
         "\nformula: the cost model's per-level prediction (what selection compares); simulated: "
-        "every rank's schedule run event by event, flows sharing links, ports and {}; own NIC: "
+        "the schedules run event by event (every rank's, or one server's where every server's "
+        "timeline is alike), flows sharing links, ports and {}; own NIC: "
         "the same with a NIC per rank{}\n",
         o.sharedNic ? "each server's one NIC" : "(no NIC sharing asked)",
         o.trace.empty() ? "" : fmt::format("; timeline of the last row in {}", o.trace));

@@ -26,7 +26,8 @@ algo::ClusterModel clusterModel(const algo::CostModel& m, const algo::CallInfo& 
                                 const PredictOptions& o);
 
 // One row per call: the decision, the formula's prediction, the simulated time with and without
-// NIC sharing, and each level's busy time. Returns false if a schedule could not be simulated.
+// NIC sharing, and each level's busy time. Returns false if a schedule could not be simulated
+// or was refused (servers not alike above 4096 ranks).
 bool printPredictions(const algo::Layout& lay, algo::Selector& sel,
                       const std::vector<algo::CallInfo>& calls, const PredictOptions& o);
 

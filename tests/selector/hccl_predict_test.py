@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """hccl_info predict end to end: the simulated time of a call whose cost is known in closed form,
-NIC sharing never making a call faster, the timeline as Chrome trace-event JSON, and the errors
-for a layout too large to simulate."""
+NIC sharing never making a call faster, the timeline as Chrome trace-event JSON, 65536 ranks
+simulated on one server's ranks, and the errors for layouts too large to simulate."""
 import json
 import os
 import subprocess
@@ -67,8 +67,23 @@ with tempfile.TemporaryDirectory() as d:
     check({e["pid"] for e in steps} == {0, 1}, "a process per server")
     check({e["tid"] for e in steps} == {0, 1, 2, 3}, "a thread per rank")
 
-# Too large to simulate: exit 2 and a message saying why and the limit.
-p = run("predict", "--shape", "513x8", "--coll", "allreduce", "--min", "1K", "--max", "1K", ok=False)
-check(p.returncode == 2 and "4104 ranks" in p.stderr and "at most 4096" in p.stderr,
+# 65536 ranks where every server is alike: one server's 8 ranks are simulated, and a ring's
+# 8191 steps between servers over its own NIC take at least 8191 alpha.
+rows = json.loads(run("predict", "--shape", "8192x8", "--coll", "allgather", "--min", "1K",
+                      "--max", "1K", "--mca", "coll_hccl_algorithm=level1:ring", "--json").stdout)
+check(len(rows) == 1 and rows[0]["error"] == "" and rows[0]["simulated_ranks"] == 8,
+      f"8192x8 ring on one server's ranks: {rows}")
+check(rows[0]["simulated_s"] >= rows[0]["own_nic_s"] >= 8191 * alpha, f"8191 ring steps: {rows}")
+
+# Not alike and above the whole simulation's limit: refused, naming the algorithm and the limit.
+p = run("predict", "--shape", "513x8", "--coll", "allreduce", "--min", "1K", "--max", "1K",
+        "--mca", "coll_hccl_algorithm=level1:NB", ok=False)
+check(p.returncode == 1 and "4104 ranks" in p.stdout and "NB" in p.stdout
+      and "at most 4096" in p.stdout, f"whole-simulation limit: {p.returncode} {p.stdout}")
+
+# Too large to simulate at all: exit 2 and a message saying why and the limit.
+p = run("predict", "--shape", "8193x8", "--coll", "allreduce", "--min", "1K", "--max", "1K",
+        ok=False)
+check(p.returncode == 2 and "65544 ranks" in p.stderr and "at most 65536" in p.stderr,
       f"size limit: {p.returncode} {p.stderr}")
 print("hccl_info predict: ok")
