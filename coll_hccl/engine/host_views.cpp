@@ -181,6 +181,19 @@ HostView localView(const ProgressBoard* board, std::span<const PeerProcess> worl
   return v;
 }
 
+std::vector<int> viewPartners(std::span<const int> hostRanks, std::size_t askerIndex,
+                              int lostWorldRank) {
+  constexpr std::size_t kPartners = 2;
+  std::vector<int> out;
+  const std::size_t n = hostRanks.size();
+  for (std::size_t k = 0; k < n && out.size() < kPartners; ++k) {
+    const int w = hostRanks[(askerIndex + k) % n];
+    if (w != lostWorldRank) out.push_back(w);
+  }
+  if (out.empty() && n > 0) out.push_back(hostRanks[askerIndex % n]);
+  return out;
+}
+
 DiagnosisChannel::DiagnosisChannel(tl::Transport& link, const ProgressBoard* board,
                                    std::span<const PeerProcess> world, int worldRank,
                                    bool yieldWhenIdle)
@@ -223,8 +236,15 @@ std::vector<std::optional<RankView>> DiagnosisChannel::gather(std::uint32_t comm
                                                               std::chrono::milliseconds budget,
                                                               std::string& note) {
   std::vector<std::optional<RankView>> out(world_.size());
-  // The other hosts of the communicator and their members.
+  // The other hosts of the communicator and their members, and this rank's index among its own
+  // host's members (which picks its partners on every other host).
   std::map<std::string, std::vector<int>> hosts;
+  std::size_t myIndex = 0;
+  for (const int w : members) {
+    if (w < 0 || static_cast<std::size_t>(w) >= world_.size()) continue;
+    if (w == worldRank_) break;
+    if (world_[static_cast<std::size_t>(w)].sameHost) ++myIndex;
+  }
   for (const int w : members) {
     if (w < 0 || static_cast<std::size_t>(w) >= world_.size() || w == worldRank_ ||
         world_[static_cast<std::size_t>(w)].sameHost)
@@ -232,11 +252,14 @@ std::vector<std::optional<RankView>> DiagnosisChannel::gather(std::uint32_t comm
     hosts[world_[static_cast<std::size_t>(w)].host].push_back(w);
   }
   if (hosts.empty()) return out;
+  std::map<std::string, std::vector<int>> partners;
+  for (const auto& [host, ranks] : hosts)
+    partners[host] = viewPartners(ranks, myIndex, lostWorldRank);
   HostView mine = localView(board_, world_, worldRank_, comm, seq);
   mine.wantsReply = true;
   const std::vector<std::byte> query = encode(mine);
-  for (const auto& [host, ranks] : hosts)
-    for (const int w : ranks) (void)link_.sideSend(w, query);
+  for (const auto& [host, asked] : partners)
+    for (const int w : asked) (void)link_.sideSend(w, query);
 
   const auto hostOf = [this](int w) -> const std::string& {
     return world_[static_cast<std::size_t>(w)].host;
@@ -272,7 +295,7 @@ std::vector<std::optional<RankView>> DiagnosisChannel::gather(std::uint32_t comm
     if (answered == hosts.size() && (!awaitingExit || now - start >= kAwaitExit)) break;
     if (awaitingExit && now - requeried >= kRequeryEvery) {
       requeried = now;
-      for (const int w : hosts[*lostHost])
+      for (const int w : partners[*lostHost])
         if (w != lostWorldRank) (void)link_.sideSend(w, query);
     }
     link_.progress();

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -266,6 +268,191 @@ TEST(HostViews, MalformedViewsAreRefused) {
   bytes[0] = std::byte{0};
   EXPECT_FALSE(decode(bytes, &why));
   EXPECT_NE(why.find("magic"), std::string::npos) << why;
+}
+
+// ---- side-channel fan-out: which ranks a failing rank asks for other hosts' views --------------
+
+// In-process ranks joined by side messages only: sideSend queues, and any rank's progress()
+// delivers everything queued (answers included) to the receivers' handlers; a rank in `silent`
+// never handles what it gets (a stopped or dead process).
+struct SideFabric {
+  struct Message {
+    int from, to;
+    std::vector<std::byte> bytes;
+  };
+  std::vector<Message> queue;
+  std::vector<tl::Transport::SideHandler> handlers;
+  std::set<int> silent;
+  std::map<int, std::vector<int>> queries;  // sender -> the ranks it asked, in order
+  int replies = 0;
+};
+
+class FabricTransport final : public tl::Transport {
+ public:
+  FabricTransport(SideFabric& f, int rank) : f_(f), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(f_.handlers.size()); }
+  tl::LinkClass linkClass(int) const override { return tl::LinkClass::Roce; }
+  void send(int, std::span<const tl::IoVec>, tl::Tag, tl::Completion*) override { ADD_FAILURE(); }
+  void recv(int, std::span<const tl::IoVec>, tl::Tag, tl::Completion*) override { ADD_FAILURE(); }
+  void cancel(tl::Completion*) override {}
+  int progress() override {
+    while (!f_.queue.empty()) {
+      SideFabric::Message m = std::move(f_.queue.front());
+      f_.queue.erase(f_.queue.begin());
+      if (!f_.silent.contains(m.to) && f_.handlers[static_cast<std::size_t>(m.to)])
+        f_.handlers[static_cast<std::size_t>(m.to)](m.from, m.bytes);
+    }
+    return 0;
+  }
+  bool sideSend(int peer, std::span<const std::byte> message) override {
+    const std::optional<HostView> v = decode(message);
+    EXPECT_TRUE(v);
+    if (v && v->wantsReply)
+      f_.queries[rank_].push_back(peer);
+    else
+      ++f_.replies;
+    f_.queue.push_back({rank_, peer, {message.begin(), message.end()}});
+    return true;
+  }
+  void setSideHandler(SideHandler h) override {
+    f_.handlers[static_cast<std::size_t>(rank_)] = std::move(h);
+  }
+
+ private:
+  SideFabric& f_;
+  int rank_;
+};
+
+// One communicator over hosts of the given sizes (ranks numbered host by host), every rank with
+// its own world view and DiagnosisChannel on the fabric.
+struct Cluster {
+  SideFabric fabric;
+  std::vector<int> hostOf, members;
+  std::vector<std::vector<PeerProcess>> worlds;
+  std::vector<std::unique_ptr<FabricTransport>> links;
+  std::vector<std::unique_ptr<DiagnosisChannel>> channels;
+  explicit Cluster(const std::vector<int>& sizes) {
+    for (std::size_t h = 0; h < sizes.size(); ++h)
+      for (int i = 0; i < sizes[h]; ++i) hostOf.push_back(static_cast<int>(h));
+    const int n = static_cast<int>(hostOf.size());
+    fabric.handlers.resize(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      members.push_back(r);
+      std::vector<PeerProcess> world;
+      for (int w = 0; w < n; ++w)
+        world.push_back(
+            {"host" + std::to_string(hostOf[static_cast<std::size_t>(w)]),
+             {1000 + w, 0},
+             hostOf[static_cast<std::size_t>(w)] == hostOf[static_cast<std::size_t>(r)]});
+      worlds.push_back(std::move(world));
+    }
+    for (int r = 0; r < n; ++r) {
+      links.push_back(std::make_unique<FabricTransport>(fabric, r));
+      channels.push_back(std::make_unique<DiagnosisChannel>(
+          *links.back(), nullptr, worlds[static_cast<std::size_t>(r)], r, false));
+    }
+  }
+  // Rank r's exchange; returns the note ("k of n other hosts answered ...").
+  std::string fail(int r, int lost = -1,
+                   std::chrono::milliseconds budget = std::chrono::seconds(5)) {
+    std::string note;
+    (void)channels[static_cast<std::size_t>(r)]->gather(7, 3, members, lost, budget, note);
+    return note;
+  }
+};
+
+TEST(HostViews, APartnerIsChosenByTheAskersIndexOnItsHost) {
+  const std::vector<int> host{10, 11, 12, 13, 14};
+  EXPECT_EQ(viewPartners(host, 0, -1), (std::vector<int>{10, 11}));
+  EXPECT_EQ(viewPartners(host, 4, -1), (std::vector<int>{14, 10}));
+  EXPECT_EQ(viewPartners(host, 7, -1), (std::vector<int>{12, 13}));  // 7 mod 5
+  EXPECT_EQ(viewPartners(host, 1, 11), (std::vector<int>{12, 13}));  // the lost one is skipped
+  EXPECT_EQ(viewPartners(std::vector<int>{20}, 3, -1), (std::vector<int>{20}));
+  EXPECT_EQ(viewPartners(std::vector<int>{20}, 0, 20), (std::vector<int>{20}));  // nobody else
+  EXPECT_EQ(viewPartners(std::vector<int>{20, 21}, 0, 20), (std::vector<int>{21}));
+}
+
+// Each rank fails alone (a fresh cluster each time, so no view pushed earlier answers for a
+// host): who it asks, how many messages that costs, and that every other host answers. Before the
+// partners, a failing rank asked every rank on another host.
+void expectBoundedFanOut(const std::vector<int>& sizes,
+                         const std::map<int, std::vector<int>>& expectedAsked) {
+  const int hosts = static_cast<int>(sizes.size());
+  int n = 0;
+  for (const int s : sizes) n += s;
+  int queries = 0, everyRemote = 0;
+  for (int r = 0; r < n; ++r) {
+    Cluster c(sizes);
+    const std::string note = c.fail(r);
+    EXPECT_NE(note.find(std::to_string(hosts - 1) + " of " + std::to_string(hosts - 1) +
+                        " other hosts answered"),
+              std::string::npos)
+        << "rank " << r << ": " << note;
+    const std::vector<int>& asked = c.fabric.queries[r];
+    // At most two per other host, at least one on each, none on its own host, each answered once.
+    std::map<int, int> perHost;
+    for (const int w : asked) {
+      EXPECT_NE(c.hostOf[static_cast<std::size_t>(w)], c.hostOf[static_cast<std::size_t>(r)]);
+      ++perHost[c.hostOf[static_cast<std::size_t>(w)]];
+    }
+    EXPECT_EQ(static_cast<int>(perHost.size()), hosts - 1) << "rank " << r;
+    for (const auto& [h, k] : perHost) EXPECT_LE(k, 2) << "rank " << r << " host " << h;
+    EXPECT_LE(static_cast<int>(asked.size()), 2 * (hosts - 1));
+    EXPECT_EQ(c.fabric.replies, static_cast<int>(asked.size())) << "rank " << r;
+    const auto it = expectedAsked.find(r);
+    if (it != expectedAsked.end()) {
+      EXPECT_EQ(asked, it->second) << "rank " << r;
+    }
+    queries += static_cast<int>(asked.size());
+    everyRemote += n - sizes[static_cast<std::size_t>(c.hostOf[static_cast<std::size_t>(r)])];
+  }
+  std::printf(
+      "hosts %zu, %d ranks: %d questions over the ranks failing alone (one per remote "
+      "rank: %d)\n",
+      sizes.size(), n, queries, everyRemote);
+}
+
+TEST(HostViews, UnevenHostsThreeAndFive) {
+  // host0 = {0,1,2}, host1 = {3..7}: host0's index i asks host1[i], host1[i+1]; host1's index j
+  // asks host0[j mod 3] and the next one.
+  expectBoundedFanOut({3, 5}, {{0, {3, 4}}, {2, {5, 6}}, {3, {0, 1}}, {5, {2, 0}}, {7, {1, 2}}});
+}
+
+TEST(HostViews, UnevenHostsOneAndSeven) {
+  // The single rank asks two of seven; the seven all ask the single rank (once each).
+  expectBoundedFanOut({1, 7}, {{0, {1, 2}}, {1, {0}}, {4, {0}}, {7, {0}}});
+}
+
+TEST(HostViews, EightHostsOfEight) {
+  // Rank 9 (host1, index 1) asks ranks 1 and 2 of every other host.
+  expectBoundedFanOut(std::vector<int>(8, 8),
+                      {{9, {1, 2, 17, 18, 25, 26, 33, 34, 41, 42, 49, 50, 57, 58}},
+                       {63, {7, 0, 15, 8, 23, 16, 31, 24, 39, 32, 47, 40, 55, 48}}});
+}
+
+TEST(HostViews, AStoppedPartnerLeavesTheOtherToAnswer) {
+  Cluster c({3, 5});
+  c.fabric.silent = {3};  // rank 0's first partner on host1
+  EXPECT_NE(c.fail(0).find("1 of 1 other hosts answered"), std::string::npos);
+  EXPECT_EQ(c.fabric.queries[0], (std::vector<int>{3, 4}));
+  // A lost peer is not asked: its host's next two ranks are, and only they are asked again
+  // while their view shows the lost peer still there (the fabric's processes are unknown, '?').
+  EXPECT_NE(c.fail(1, 4).find("1 of 1 other hosts answered"), std::string::npos);
+  const std::vector<int>& asked = c.fabric.queries[1];
+  ASSERT_GE(asked.size(), 2u);
+  EXPECT_EQ(asked[0], 5);
+  EXPECT_EQ(asked[1], 6);
+  for (const int w : asked) EXPECT_TRUE(w == 5 || w == 6) << w;
+}
+
+TEST(HostViews, AHostWhoseOnlyRankIsSilentCostsOneQuestionAndTheBudget) {
+  Cluster c({1, 7});
+  c.fabric.silent = {0};
+  const std::string note = c.fail(5, -1, std::chrono::milliseconds(20));
+  EXPECT_NE(note.find("0 of 1 other hosts answered"), std::string::npos) << note;
+  EXPECT_NE(note.find("no answer from host0"), std::string::npos) << note;
+  EXPECT_EQ(c.fabric.queries[5], (std::vector<int>{0}));
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
  * MPI_Allreduce on the duplicate (checked against the sum computed locally) and frees it. The
  * bytes in use on the heap (mallinfo2's uordblks, exact, unlike RSS) are read after W warm-up
  * cycles and after each of K windows of N cycles; every rank prints per window
- *   CYCLES rank <r> window <k> cycles <N> growth_bytes <delta> per_cycle <delta / N>
+ *   CYCLES rank <r> window <k> cycles <N> growth_bytes <delta> per_cycle <delta / N> wrong <w>
+ *          rss_kb <VmRSS> arena_bytes <sbrk'd heap> mmap_bytes <malloc's own mmaps>
+ * (the resident set also counts pages that are not malloc's: UCX's and Open MPI's mmap'd pools).
  * A leak grows the heap in every window; a pool or table that grows once (Open MPI's free lists
  * grow in chunks) shows in one window only, so the runner takes each rank's smallest window and
  * compares the numbers with and without coll_hccl in the same run.
@@ -17,6 +19,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Resident set size in KiB (VmRSS of /proc/self/status), or -1 when it cannot be read. */
+static long rssKb(void) {
+  FILE* f = fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  long kb = -1;
+  while (fgets(line, sizeof line, f))
+    if (1 == sscanf(line, "VmRSS: %ld kB", &kb)) break;
+  fclose(f);
+  return kb;
+}
 
 static int cycle(int rank, int size) {
   MPI_Comm dup;
@@ -45,10 +59,12 @@ int main(int argc, char** argv) {
   for (long w = 0; w < windows; ++w) {
     size_t before = mallinfo2().uordblks;
     for (long i = 0; i < cycles; ++i) bad += !cycle(rank, size);
-    size_t after = mallinfo2().uordblks;
-    long delta = (long)after - (long)before;
-    printf("CYCLES rank %d window %ld cycles %ld growth_bytes %ld per_cycle %.2f wrong %d\n", rank,
-           w, cycles, delta, (double)delta / (double)cycles, bad);
+    struct mallinfo2 mi = mallinfo2();
+    long delta = (long)mi.uordblks - (long)before;
+    printf(
+        "CYCLES rank %d window %ld cycles %ld growth_bytes %ld per_cycle %.2f wrong %d rss_kb %ld "
+        "arena_bytes %zu mmap_bytes %zu\n",
+        rank, w, cycles, delta, (double)delta / (double)cycles, bad, rssKb(), mi.arena, mi.hblkhd);
   }
   fflush(stdout);
   MPI_Finalize();
