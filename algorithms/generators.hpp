@@ -69,6 +69,10 @@ RankSchedule nhrBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule nhrScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule nhrGather(const Problem& pb, std::uint32_t rank);
 RankSchedule nhrBarrier(const Problem& pb, std::uint32_t rank);
+// AllReduce's cost: lockstep, or with empty blocks the tree phases' critical path from per-step
+// counts (tree::phasesPath).
+Metrics nhrAllReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                         const CostParams& params);
 
 // nb.cpp
 RankSchedule nbAllReduce(const Problem& pb, std::uint32_t rank);
@@ -78,6 +82,9 @@ RankSchedule nbBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule nbScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule nbGather(const Problem& pb, std::uint32_t rank);
 RankSchedule nbBarrier(const Problem& pb, std::uint32_t rank);
+// As nhrAllReduceCost, with NB's Bruck AllGather.
+Metrics nbAllReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                        const CostParams& params);
 
 // rs_gather_reduce.cpp: Reduce as the algorithm's ReduceScatter then its Gather to the root
 RankSchedule nhrReduce(const Problem& pb, std::uint32_t rank);

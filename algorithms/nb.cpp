@@ -37,6 +37,7 @@
 // unless s = p-1); the copies-only collectives trivially keep it. Uneven blocks: every generator
 // handles them.
 #include <algorithm>
+#include <array>
 
 #include "algorithms/generators.hpp"
 #include "algorithms/reverse.hpp"
@@ -109,6 +110,13 @@ RankSchedule nbAllReduce(const Problem& pb, std::uint32_t r) {
                  [&](std::uint32_t, std::uint32_t s) { return bl.block(Buf::Output, s); });
   prune(out);
   return out;
+}
+
+Metrics nbAllReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                        const CostParams& params) {
+  if (!someBlockEmpty(pb)) return lockstepCost(g, pb, elemSize, params);
+  constexpr std::array phases{tree::CostPhase::ReduceScatter, tree::CostPhase::BruckAllGather};
+  return tree::phasesPath(bruckTree(pb.ranks), pb.blocks, phases, elemSize, params);
 }
 
 RankSchedule nbScatter(const Problem& pb, std::uint32_t r) {

@@ -40,6 +40,7 @@
 // Rank order: no for the reductions (a slice's tree wraps around rank 0 unless s = 0); the
 // copies-only collectives trivially keep it. Uneven blocks: every generator handles them.
 #include <algorithm>
+#include <array>
 
 #include "algorithms/generators.hpp"
 #include "algorithms/reverse.hpp"
@@ -126,6 +127,13 @@ RankSchedule nhrAllReduce(const Problem& pb, std::uint32_t r) {
   tree::allGather(out, t, r, block, block);
   prune(out);
   return out;
+}
+
+Metrics nhrAllReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                         const CostParams& params) {
+  if (!someBlockEmpty(pb)) return lockstepCost(g, pb, elemSize, params);
+  constexpr std::array phases{tree::CostPhase::ReduceScatter, tree::CostPhase::AllGather};
+  return tree::phasesPath(renumbered(pb.ranks), pb.blocks, phases, elemSize, params);
 }
 
 RankSchedule nhrScatter(const Problem& pb, std::uint32_t r) {

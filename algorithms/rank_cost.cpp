@@ -67,12 +67,18 @@ Problem withoutEmptyBlocks(const Problem& pb) {
   return pb;
 }
 
+bool someBlockEmpty(const Problem& pb) {
+  const Blocks& bl = pb.blocks;
+  if (bl.total() == 0) return false;
+  for (std::uint32_t i = 0; i < bl.parts(); ++i)
+    if (bl.count(i) == 0) return true;
+  return false;
+}
+
 Metrics lockstepUnlessEmpty(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                             const CostParams& params) {
-  const Blocks& bl = pb.blocks;
-  for (std::uint32_t i = 0; i < bl.parts(); ++i)
-    if (bl.count(i) == 0 && bl.total() > 0) return replayCost(g, pb, elemSize, params);
-  return lockstepCost(g, pb, elemSize, params);
+  return someBlockEmpty(pb) ? replayCost(g, pb, elemSize, params)
+                            : lockstepCost(g, pb, elemSize, params);
 }
 
 Metrics chainCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,

@@ -16,7 +16,9 @@
 //   replayCost    the whole-group replay, for schedules whose ranks wait on each other in ways
 //                 one rank cannot show (trees over ranks that are not a power of two); these are
 //                 O(log p) steps per rank, so the replay is p log p.
-// A generator's own closed form is a function of the same type in its file.
+// A generator's own closed form is a function of the same type in its file (ringAllReduceCost;
+// nhrAllReduceCost and nbAllReduceCost: lockstep, or with empty blocks tree::phasesPath, the
+// replay's rules applied to every rank's per-step element counts without building a schedule).
 // tests/algorithms/rank_cost_test.cpp checks every entry against the replayed critical path for
 // every p <= 256 and a spread to 1024, every collective, root and several counts, so the fast
 // path cannot drift from the schedules.
@@ -64,6 +66,9 @@ std::vector<std::uint32_t> representativeRanks(const Problem& pb);
 // alike). tests/algorithms/rank_cost_test.cpp checks the plans' cost from these against the
 // replay.
 std::vector<std::uint32_t> planRepresentatives(const Layout& layout);
+
+// Some block holds no element while others do (fewer elements than ranks).
+bool someBlockEmpty(const Problem& pb);
 
 // `pb`, or when some block is empty (fewer elements than ranks) the same problem with one element
 // in every block: pruned transfers of empty blocks leave ranks waiting on chains that a block of

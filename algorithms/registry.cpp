@@ -27,8 +27,10 @@ using C = Collective;
 // RHD's Broadcast, Reduce and Exscan make ranks wait on partners whose schedules differ from
 // theirs (ranks outside the power of two), so they are replayed (p log p), as is Mesh's Broadcast
 // (its root's p-1 uneven blocks add up on a one-link port). NHR's and NB's AllReduce, Broadcast
-// and Reduce run in lockstep while every block holds an element, and are replayed when some block
-// is empty (the pruned transfers leave ranks waiting on partners; rank_cost_nhr/nb, p=9 count=7).
+// and Reduce run in lockstep while every block holds an element; when some block is empty the
+// pruned transfers leave ranks waiting on partners (rank_cost_nhr/nb, p=9 count=7): AllReduce is
+// then costed from every rank's per-step counts (tree::phasesPath, O(p log p)), Broadcast and
+// Reduce replayed.
 constexpr std::array kSpecs = {
     GeneratorSpec{A::Ring, C::AllReduce, ringAllReduce, false, true, false, ringAllReduceCost},
     GeneratorSpec{A::Ring, C::ReduceScatter, ringReduceScatter, false, true, false},
@@ -56,7 +58,7 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::Mesh, C::AllToAll, meshAllToAll, true, false, false},
     GeneratorSpec{A::Mesh, C::AllToAllV, meshAllToAllV, true, true, true},
     GeneratorSpec{A::MeshOneShot, C::AllReduce, meshOneShotAllReduce, true, true, false},
-    GeneratorSpec{A::NHR, C::AllReduce, nhrAllReduce, false, true, false, lockstepUnlessEmpty},
+    GeneratorSpec{A::NHR, C::AllReduce, nhrAllReduce, false, true, false, nhrAllReduceCost},
     GeneratorSpec{A::NHR, C::ReduceScatter, nhrReduceScatter, false, true, false},
     GeneratorSpec{A::NHR, C::AllGather, nhrAllGather, true, true, false},
     GeneratorSpec{A::NHR, C::Broadcast, nhrBroadcast, true, true, false, lockstepUnlessEmpty},
@@ -64,7 +66,7 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::NHR, C::Gather, nhrGather, true, true, false},
     GeneratorSpec{A::NHR, C::Barrier, nhrBarrier, true, true, false},
     GeneratorSpec{A::NHR, C::Reduce, nhrReduce, false, true, false, lockstepUnlessEmpty},
-    GeneratorSpec{A::NB, C::AllReduce, nbAllReduce, false, true, false, lockstepUnlessEmpty},
+    GeneratorSpec{A::NB, C::AllReduce, nbAllReduce, false, true, false, nbAllReduceCost},
     GeneratorSpec{A::NB, C::ReduceScatter, nbReduceScatter, false, true, false},
     GeneratorSpec{A::NB, C::AllGather, nbAllGather, true, true, false},
     GeneratorSpec{A::NB, C::Broadcast, nbBroadcast, true, true, false, lockstepUnlessEmpty},

@@ -28,8 +28,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
+#include "algorithms/metrics.hpp"
 #include "algorithms/schedule.hpp"
 
 namespace hccl::algo::tree {
@@ -119,5 +121,29 @@ void scatter(RankSchedule& out, const SliceTree& t, std::uint32_t r, std::uint32
 //     Output and the blocks it forwards later in Scratch, packed in the order it forwards them.
 RankSchedule reduceScatterCollective(const Problem& pb, std::uint32_t r, const SliceTree& t);
 RankSchedule scatterCollective(const Problem& pb, std::uint32_t r, const SliceTree& t);
+
+}  // namespace hccl::algo::tree
+
+// Costing tree schedules without building them (slice_tree_cost.cpp).
+namespace hccl::algo::tree {
+
+// A phase of a tree schedule as its cost sees it.
+enum class CostPhase {
+  ReduceScatter,   // reduceScatter(): step k, r sends positions h, 3h, .. to r - o*h
+  AllGather,       // allGather(): the ReduceScatter's messages reversed
+  BruckAllGather,  // NB's Bruck AllGather: step k, r sends blocks r, r-1, .., r-m+1 to r+h
+};
+
+// The critical path of the phases run one after the other on blocks `bl` (logical slice s in
+// block t.block(s)), as the whole-communicator replay (criticalPath()) computes it, from each
+// rank's element counts per step rather than its schedule: every (rank, step) moves the sum of
+// its slices' counts to one peer and receives that of another (the ReduceScatter reduces what it
+// receives), so the step's cost is alpha + beta * max(sent, received) [+ gamma * received], a
+// step with nothing either way is pruned, and a step starts when its rank and the partners it
+// exchanges something with have all finished their previous steps (the replay's posting rule).
+// Time O(p log p) and memory O(p), where the replay is O(p^2): every rank's step lists p/2h
+// slices. Used where some block is empty, which breaks lockstep (rank_cost.hpp).
+Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPhase> phases,
+                   std::size_t elemSize, const CostParams& params);
 
 }  // namespace hccl::algo::tree

@@ -1,0 +1,140 @@
+// The critical path of NHR's and NB's tree schedules from per-(rank, step) element counts
+// (slice_trees.hpp, tree::phasesPath), for blocks that lockstep costing cannot describe (empty
+// ones: a rank whose step carries nothing skips it and runs ahead, so ranks stop meeting their
+// partners at the same point). tests/algorithms/rank_cost_test.cpp checks it against the replay.
+//
+// What a rank moves at a step, with o the tree's orientation, h = 2^k, w(s) the count of logical
+// slice s and P_k(x) = sum over j < sharesAt(p, k) of w(x - o*2h*j):
+//   ReduceScatter step k: sends P_k(r - o*h) to r - o*h, receives P_k(r) from r + o*h and
+//     reduces it;
+//   AllGather step k (k from K-1 down to 0): sends P_k(r) to r + o*h, receives P_k(r - o*h);
+//   Bruck AllGather step k, m = min(h, p-h), W(x) = w(x) + w(x-1) + .. + w(x-m+1): sends W(r)
+//     to r + h, receives W(r - h) from r - h.
+// P_k along a cycle of stride 2h slides by one term a rank (P_k(x + o*2h) = P_k(x) + w(x + o*2h)
+// - w(x - o*2h*(J-1))), so a step costs O(p) for all ranks.
+#include <algorithm>
+#include <numeric>
+
+#include "algorithms/slice_trees.hpp"
+
+namespace hccl::algo::tree {
+namespace {
+
+struct Clock {
+  double t = 0;
+  Metrics path;
+};
+
+// P[x] = sum over j < terms of w[x - o*stride*j], every x.
+std::vector<std::uint64_t> strided(const SliceTree& t, const std::vector<std::uint64_t>& w,
+                                   std::uint64_t stride, std::uint64_t terms) {
+  const std::uint32_t p = t.ranks();
+  std::vector<std::uint64_t> out(p);
+  if (terms == 0) return out;
+  const std::uint64_t s = stride % p;
+  const std::uint64_t cycles = s == 0 ? p : std::gcd(s, std::uint64_t{p});
+  for (std::uint32_t c = 0; c < cycles; ++c) {
+    std::uint64_t sum = 0;
+    for (std::uint64_t j = 0; j < terms; ++j) sum += w[t.inward(c, (stride * j) % p)];
+    std::uint32_t x = c, tail = t.inward(c, (stride * (terms - 1)) % p);
+    for (std::uint64_t i = 0; i < p / cycles; ++i) {
+      out[x] = sum;
+      x = t.outward(x, s);
+      sum = sum + w[x] - w[tail];
+      tail = t.outward(tail, s);
+    }
+  }
+  return out;
+}
+
+// W[x] = w[x] + w[x-1] + .. + w[x-m+1] (mod p), every x.
+std::vector<std::uint64_t> window(const std::vector<std::uint64_t>& w, std::uint64_t m) {
+  const std::size_t p = w.size();
+  std::vector<std::uint64_t> out(p);
+  std::uint64_t sum = 0;
+  for (std::uint64_t i = 0; i < m; ++i) sum += w[(p - i % p) % p];
+  for (std::size_t x = 0; x < p; ++x) {
+    out[x] = sum;
+    sum = sum + w[(x + 1) % p] - w[(x + 1 + p - m) % p];
+  }
+  return out;
+}
+
+}  // namespace
+
+Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPhase> phases,
+                   std::size_t elemSize, const CostParams& params) {
+  const std::uint32_t p = t.ranks();
+  if (p <= 1) return {};
+  std::vector<std::uint64_t> w(p);  // per logical slice
+  for (std::uint32_t s = 0; s < p; ++s) w[s] = bl.count(t.block(s));
+  std::vector<std::uint64_t> wBlock(p);  // per block (Bruck: identity order)
+  for (std::uint32_t b = 0; b < p; ++b) wBlock[b] = bl.count(b);
+
+  std::vector<Clock> clock(p), next(p);
+  const double elem = static_cast<double>(elemSize);
+  // One step of every rank: r sends sent[r] elements to `to(r)` and receives got[r] from
+  // `from(r)`; reduced: whether it reduces what it receives.
+  const auto step = [&](const auto& sent, const auto& got, const auto& to, const auto& from,
+                        bool reduced) {
+    for (std::uint32_t r = 0; r < p; ++r) {
+      const std::uint64_t tx = sent(r), rx = got(r);
+      if (tx == 0 && rx == 0) {
+        next[r] = clock[r];
+        continue;
+      }
+      const Clock* start = &clock[r];
+      if (tx > 0 && clock[to(r)].t > start->t) start = &clock[to(r)];
+      if (rx > 0 && clock[from(r)].t > start->t) start = &clock[from(r)];
+      Clock c = *start;
+      std::uint64_t busiest = std::max(tx, rx) * elemSize;
+      const double shared = static_cast<double>(busiest) / params.links[0];
+      if (shared > static_cast<double>(busiest)) busiest = static_cast<std::uint64_t>(shared + 0.5);
+      c.t += params.alpha[0] + params.beta[0] * static_cast<double>(busiest);
+      c.path.level[0].steps += 1;
+      c.path.level[0].bytes += busiest;
+      if (reduced) {
+        c.path.reducedBytes += rx * elemSize;
+        c.t += params.gamma * static_cast<double>(rx) * elem;
+      }
+      next[r] = std::move(c);
+    }
+    clock.swap(next);
+  };
+
+  const std::uint32_t steps = t.steps();
+  for (CostPhase ph : phases) {
+    for (std::uint32_t i = 0; i < steps; ++i) {
+      if (ph == CostPhase::BruckAllGather) {
+        const std::uint64_t h = std::uint64_t{1} << i, m = std::min<std::uint64_t>(h, p - h);
+        const std::vector<std::uint64_t> W = window(wBlock, m);
+        const auto plus = [&](std::uint32_t r) { return static_cast<std::uint32_t>((r + h) % p); };
+        const auto minus = [&](std::uint32_t r) {
+          return static_cast<std::uint32_t>((r + p - h % p) % p);
+        };
+        step([&](std::uint32_t r) { return W[r]; }, [&](std::uint32_t r) { return W[minus(r)]; },
+             plus, minus, false);
+        continue;
+      }
+      const std::uint32_t k = ph == CostPhase::ReduceScatter ? i : steps - 1 - i;
+      const std::uint64_t h = std::uint64_t{1} << k;
+      const std::vector<std::uint64_t> P = strided(t, w, 2 * h, sharesAt(p, k));
+      const auto in = [&](std::uint32_t r) { return t.inward(r, h); };
+      const auto out = [&](std::uint32_t r) { return t.outward(r, h); };
+      if (ph == CostPhase::ReduceScatter)
+        step([&](std::uint32_t r) { return P[in(r)]; }, [&](std::uint32_t r) { return P[r]; }, in,
+             out, true);
+      else
+        step([&](std::uint32_t r) { return P[r]; }, [&](std::uint32_t r) { return P[in(r)]; }, out,
+             in, false);
+    }
+  }
+  const Clock* last = &clock.front();
+  for (const Clock& c : clock)
+    if (c.t > last->t) last = &c;
+  Metrics m = last->path;
+  m.time = last->t;
+  return m;
+}
+
+}  // namespace hccl::algo::tree
