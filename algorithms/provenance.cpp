@@ -128,6 +128,16 @@ std::vector<Piece> IntervalMap::read(std::uint64_t off, std::uint64_t count) con
   return out;
 }
 
+std::optional<Piece> IntervalMap::firstUninit(std::uint64_t off, std::uint64_t count) const {
+  if (count == 0) return std::nullopt;
+  auto it = std::prev(segs_.upper_bound(off));
+  const std::uint64_t end = off + count;
+  for (; it != segs_.end() && it->first < end; ++it)
+    if (it->second.v.uninit())
+      return Piece{std::max(it->first, off) - off, std::min(it->second.end, end) - off, {}};
+  return std::nullopt;
+}
+
 void IntervalMap::write(std::uint64_t off, const std::vector<Piece>& pieces) {
   if (pieces.empty()) return;
   const std::uint64_t end = off + pieces.back().end;

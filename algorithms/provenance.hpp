@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -76,6 +77,9 @@ class IntervalMap {
   std::uint64_t size() const { return size_; }
   // Pieces covering [off, off + count), with deltas made relative to off.
   std::vector<Piece> read(std::uint64_t off, std::uint64_t count) const;
+  // The first never-written run inside [off, off + count) (relative to off), if any: read()
+  // without building the pieces.
+  std::optional<Piece> firstUninit(std::uint64_t off, std::uint64_t count) const;
   // Overwrite [off, off + total of pieces) with pieces (relative deltas).
   void write(std::uint64_t off, const std::vector<Piece>& pieces);
   void fill(std::uint64_t off, std::uint64_t count, Value v);

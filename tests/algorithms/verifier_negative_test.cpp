@@ -169,6 +169,32 @@ TEST(VerifierNegative, ReceiveOverwritesADataInFlight) {
   expectIssue(s, Kind::TransferHazard, 0, "while");
 }
 
+// A step of many transfers (mesh AllToAll posts 2(p-1) at once): a receive landing across
+// another receive's slice, or on the slice a send of the same step reads, is found wherever the
+// two sit in the step.
+TEST(VerifierNegative, HazardAmongManyTransfers) {
+  const auto ends = [](Schedule& s, std::uint32_t r, Dir d) {
+    std::vector<Transfer*> v;
+    for (Transfer& t : s.ranks[r].steps.at(0).xfers)
+      if (t.dir == d) v.push_back(&t);
+    return v;
+  };
+  Schedule s = buildSchedule(meshAllToAll, Problem::allToAll(8, 3));
+  ASSERT_TRUE(verify(s).empty());
+  const auto rv = ends(s, 5, Dir::Recv);
+  ASSERT_EQ(rv.size(), 7u);
+  rv[5]->slice.offset = rv[1]->slice.offset + 1;
+  expectIssue(s, Kind::TransferHazard, 5, "while");
+
+  Schedule t = buildSchedule(meshAllToAll, Problem::allToAll(8, 3, true));
+  ASSERT_TRUE(verify(t).empty());
+  const auto sd = ends(t, 2, Dir::Send);
+  const auto rc = ends(t, 2, Dir::Recv);
+  ASSERT_FALSE(sd.empty() || rc.empty());
+  rc.back()->slice = sd.front()->slice;
+  expectIssue(t, Kind::TransferHazard, 2, "while");
+}
+
 TEST(VerifierNegative, WriteIntoUserInput) {
   Schedule s = twoRankAllReduce();
   s.ranks[1].steps[0].xfers[1].slice = in(0, 4);
