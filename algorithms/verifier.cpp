@@ -83,7 +83,13 @@ class Verifier final : public ReplayObserver {
   }
 
   std::vector<VerifyIssue> run() {
-    for (const ReplayProblem& rp : replay(s_.ranks, *this)) {
+    // What the replay finds (mismatched, unmatched, stuck transfers) comes first and is never
+    // crowded out by what it causes (at 1024 ranks one lost message leaves hundreds of ranks
+    // reading what never arrived, more than maxIssues).
+    const auto problems = replay(s_.ranks, *this);
+    std::vector<VerifyIssue> caused = std::move(issues_);
+    issues_.clear();
+    for (const ReplayProblem& rp : problems) {
       Kind k = Kind::Deadlock;
       switch (rp.kind) {
         case ReplayProblem::Kind::SizeMismatch:
@@ -100,6 +106,8 @@ class Verifier final : public ReplayObserver {
       }
       add(k, rp.rank, rp.step, rp.message);
     }
+    for (VerifyIssue& i : caused)
+      if (issues_.size() < opt_.maxIssues) issues_.push_back(std::move(i));
     if (issues_.empty())
       for (std::uint32_t r = 0; r < p_; ++r) checkFinal(r);
     return std::move(issues_);

@@ -42,7 +42,13 @@ int main(int argc, char** argv) {
     if (test::specName(g) != want) continue;
     const Problem pb = test::problemFor(g.coll, p, n, inPlace, (p * 7 + 3) % p);
     auto t0 = std::chrono::steady_clock::now();
-    const Schedule s = buildSchedule(g.generate, pb);
+    // Empty steps pruned, as the sweep's ThousandsOfRanks does (they change nothing verified).
+    Schedule s{pb, {}};
+    for (std::uint32_t r = 0; r < p; ++r) {
+      s.ranks.push_back(withPrivateInput(pb, r, g.generate));
+      prune(s.ranks.back());
+      s.ranks.back().steps.shrink_to_fit();
+    }
     const double build = since(t0);
     const long afterBuild = peakKiB();
     t0 = std::chrono::steady_clock::now();
