@@ -416,7 +416,9 @@ TEST(VerifierAt1024, Deadlock) {
   for (std::uint32_t r : {kBad, kBad + 1}) {
     Step st;
     recv(st, r == kBad ? kBad + 1 : kBad, scratch(0, 1));
-    s.ranks[r].steps.insert(s.ranks[r].steps.begin(), st);
+    std::vector<Step> steps{st};
+    steps.insert(steps.end(), s.ranks[r].steps.begin(), s.ranks[r].steps.end());
+    s.ranks[r].steps = std::move(steps);
   }
   // Every rank ends up waiting on the two: the first reported is rank 0; the cycle is there.
   const auto issues = verify(s, {.maxIssues = 100000});
