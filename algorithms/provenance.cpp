@@ -1,32 +1,45 @@
 #include "algorithms/provenance.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <stdexcept>
 
 namespace hccl::algo::prov {
 
-RankSets::RankSets(std::uint32_t ranks) : n_(ranks), words_((ranks + 63) / 64) {
+RankSets::RankSets(std::uint32_t ranks)
+    : n_(ranks), words_((ranks + 63) / 64), ids_(16, IdHash{this}, IdEq{this}) {
   intern(Bits(words_, 0));  // id 0: the empty set
   singles_.resize(n_);
   for (std::uint32_t r = 0; r < n_; ++r) {
     Bits b(words_, 0);
     b[r / 64] |= std::uint64_t{1} << (r % 64);
-    singles_[r] = intern(std::move(b));
+    singles_[r] = intern(b);
   }
   Bits every(words_, 0);
   for (std::uint32_t r = 0; r < n_; ++r) every[r / 64] |= std::uint64_t{1} << (r % 64);
-  all_ = intern(std::move(every));
+  all_ = intern(every);
 }
 
-std::size_t RankSets::BitsHash::operator()(const Bits& b) const {
+std::size_t RankSets::IdHash::operator()(std::uint32_t id) const {
   std::size_t h = 0x9e3779b97f4a7c15ULL;
-  for (std::uint64_t w : b) h = (h ^ w) * 0x100000001b3ULL + (h >> 29);
+  const std::uint64_t* b = sets->row(id);
+  for (std::uint32_t w = 0; w < sets->words_; ++w) h = (h ^ b[w]) * 0x100000001b3ULL + (h >> 29);
   return h;
 }
 
-std::uint32_t RankSets::intern(Bits bits) {
-  auto it = ids_.find(bits);
-  if (it != ids_.end()) return it->second;
+bool RankSets::IdEq::operator()(std::uint32_t a, std::uint32_t b) const {
+  return std::equal(sets->row(a), sets->row(a) + sets->words_, sets->row(b));
+}
+
+std::uint32_t RankSets::intern(const Bits& bits) {
+  // Stored tentatively as the next id; dropped again when the set is known.
+  const auto id = static_cast<std::uint32_t>(info_.size());
+  bits_.insert(bits_.end(), bits.begin(), bits.end());
+  auto it = ids_.find(id);
+  if (it != ids_.end()) {
+    bits_.resize(bits_.size() - words_);
+    return *it;
+  }
   Info info{~0u, 0};
   for (std::uint32_t w = 0; w < words_; ++w) {
     if (!bits[w]) continue;
@@ -35,10 +48,8 @@ std::uint32_t RankSets::intern(Bits bits) {
     if (info.min == ~0u) info.min = lo;
     info.max = hi;
   }
-  const auto id = static_cast<std::uint32_t>(sets_.size());
-  ids_.emplace(bits, id);
-  sets_.push_back(std::move(bits));
   info_.push_back(info);
+  ids_.insert(id);
   return id;
 }
 
@@ -52,20 +63,20 @@ std::uint32_t RankSets::unite(std::uint32_t a, std::uint32_t b) {
   const std::uint64_t key = (std::uint64_t{a} << 32) | b;
   auto it = unions_.find(key);
   if (it != unions_.end()) return it->second;
-  Bits u = sets_[a];
-  for (std::uint32_t w = 0; w < words_; ++w) u[w] |= sets_[b][w];
-  const std::uint32_t id = intern(std::move(u));
+  Bits u(row(a), row(a) + words_);
+  for (std::uint32_t w = 0; w < words_; ++w) u[w] |= row(b)[w];
+  const std::uint32_t id = intern(u);
   unions_.emplace(key, id);
   return id;
 }
 
 bool RankSets::intersects(std::uint32_t a, std::uint32_t b) const {
   for (std::uint32_t w = 0; w < words_; ++w)
-    if (sets_[a][w] & sets_[b][w]) return true;
+    if (row(a)[w] & row(b)[w]) return true;
   return false;
 }
 
-std::string RankSets::format(const Bits& bits, std::uint32_t n) {
+std::string RankSets::format(const std::uint64_t* bits, std::uint32_t n) {
   std::string out;
   std::uint32_t r = 0;
   auto has = [&](std::uint32_t x) { return (bits[x / 64] >> (x % 64)) & 1; };
@@ -84,19 +95,19 @@ std::string RankSets::format(const Bits& bits, std::uint32_t n) {
 }
 
 std::string RankSets::difference(std::uint32_t a, std::uint32_t b) const {
-  Bits d = sets_[a];
-  for (std::uint32_t w = 0; w < words_; ++w) d[w] &= ~sets_[b][w];
-  return format(d, n_);
+  Bits d(row(a), row(a) + words_);
+  for (std::uint32_t w = 0; w < words_; ++w) d[w] &= ~row(b)[w];
+  return format(d.data(), n_);
 }
 
 std::string RankSets::common(std::uint32_t a, std::uint32_t b) const {
-  Bits d = sets_[a];
-  for (std::uint32_t w = 0; w < words_; ++w) d[w] &= sets_[b][w];
-  return format(d, n_);
+  Bits d(row(a), row(a) + words_);
+  for (std::uint32_t w = 0; w < words_; ++w) d[w] &= row(b)[w];
+  return format(d.data(), n_);
 }
 
 std::string RankSets::toString(std::uint32_t s) const {
-  return format(sets_[s], n_);
+  return format(row(s), n_);
 }
 
 IntervalMap::IntervalMap(std::uint64_t size, Value init) : size_(size) {
@@ -126,6 +137,16 @@ std::vector<Piece> IntervalMap::read(std::uint64_t off, std::uint64_t count) con
     out.push_back({b - off, e - off, v});
   }
   return out;
+}
+
+std::optional<Piece> IntervalMap::firstUninit(std::uint64_t off, std::uint64_t count) const {
+  if (count == 0) return std::nullopt;
+  auto it = std::prev(segs_.upper_bound(off));
+  const std::uint64_t end = off + count;
+  for (; it != segs_.end() && it->first < end; ++it)
+    if (it->second.v.uninit())
+      return Piece{std::max(it->first, off) - off, std::min(it->second.end, end) - off, {}};
+  return std::nullopt;
 }
 
 void IntervalMap::write(std::uint64_t off, const std::vector<Piece>& pieces) {

@@ -3,8 +3,10 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace hccl::algo::prov {
@@ -13,6 +15,8 @@ namespace hccl::algo::prov {
 class RankSets {
  public:
   explicit RankSets(std::uint32_t ranks);
+  RankSets(const RankSets&) = delete;  // the interning table points back at its owner
+  RankSets& operator=(const RankSets&) = delete;
 
   static constexpr std::uint32_t kEmpty = 0;
   std::uint32_t single(std::uint32_t rank);
@@ -32,16 +36,26 @@ class RankSets {
   struct Info {
     std::uint32_t min, max;
   };
-  struct BitsHash {
-    std::size_t operator()(const Bits& b) const;
+  // The interning table holds set ids; hashing and comparing read their bits in bits_ (one copy
+  // of each set, where a map keyed by the bits kept two).
+  struct IdHash {
+    const RankSets* sets;
+    std::size_t operator()(std::uint32_t id) const;
   };
-  std::uint32_t intern(Bits bits);
-  static std::string format(const Bits& bits, std::uint32_t n);
+  struct IdEq {
+    const RankSets* sets;
+    bool operator()(std::uint32_t a, std::uint32_t b) const;
+  };
+  const std::uint64_t* row(std::uint32_t id) const {
+    return bits_.data() + std::size_t{id} * words_;
+  }
+  std::uint32_t intern(const Bits& bits);
+  static std::string format(const std::uint64_t* bits, std::uint32_t n);
 
   std::uint32_t n_, words_;
-  std::vector<Bits> sets_;
+  std::vector<std::uint64_t> bits_;  // set id i: words [i * words_, (i + 1) * words_)
   std::vector<Info> info_;
-  std::unordered_map<Bits, std::uint32_t, BitsHash> ids_;
+  std::unordered_set<std::uint32_t, IdHash, IdEq> ids_;
   std::unordered_map<std::uint64_t, std::uint32_t> unions_;
   std::vector<std::uint32_t> singles_;
   std::uint32_t all_ = 0;
@@ -76,6 +90,9 @@ class IntervalMap {
   std::uint64_t size() const { return size_; }
   // Pieces covering [off, off + count), with deltas made relative to off.
   std::vector<Piece> read(std::uint64_t off, std::uint64_t count) const;
+  // The first never-written run inside [off, off + count) (relative to off), if any: read()
+  // without building the pieces.
+  std::optional<Piece> firstUninit(std::uint64_t off, std::uint64_t count) const;
   // Overwrite [off, off + total of pieces) with pieces (relative deltas).
   void write(std::uint64_t off, const std::vector<Piece>& pieces);
   void fill(std::uint64_t off, std::uint64_t count, Value v);

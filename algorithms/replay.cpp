@@ -7,16 +7,12 @@
 namespace hccl::algo {
 namespace {
 
-struct PendingEnd {
-  XferRef ref;
-  std::uint64_t seq;  // k-th message of this direction between the pair
-};
-
-// Posted but unmatched transfer ends of one ordered pair (src -> dst), oldest first.
+// Posted but unmatched transfer ends of one ordered pair (src -> dst), oldest first: all sends
+// or all receives (one of each would have met).
 struct PairQueue {
-  std::vector<PendingEnd> sends, recvs;
-  std::size_t sendHead = 0, recvHead = 0;
-  std::uint64_t sendSeq = 0, recvSeq = 0;
+  std::vector<XferRef> ends;
+  std::size_t head = 0;
+  bool sends = false;
 };
 
 struct RankState {
@@ -29,11 +25,7 @@ struct RankState {
 class Replayer {
  public:
   Replayer(const std::vector<RankSchedule>& ranks, ReplayObserver& obs)
-      : ranks_(ranks),
-        obs_(obs),
-        p_(static_cast<std::uint32_t>(ranks.size())),
-        state_(p_),
-        dense_(p_ <= kDenseRanks ? std::size_t{p_} * p_ : 0) {}
+      : ranks_(ranks), obs_(obs), p_(static_cast<std::uint32_t>(ranks.size())), state_(p_) {}
 
   std::vector<ReplayProblem> run() {
     for (std::uint32_t r = 0; r < p_; ++r) work_.push_back(r);
@@ -84,34 +76,50 @@ class Replayer {
         continue;
       }
       const bool isSend = t.dir == Dir::Send;
-      PairQueue& q = isSend ? pair(r, t.peer) : pair(t.peer, r);
-      auto& mine = isSend ? q.sends : q.recvs;
-      auto& theirs = isSend ? q.recvs : q.sends;
-      std::size_t& theirHead = isSend ? q.recvHead : q.sendHead;
-      const std::uint64_t seq = isSend ? q.sendSeq++ : q.recvSeq++;
-      if (theirHead < theirs.size()) {
-        const PendingEnd other = theirs[theirHead++];
-        match(isSend ? PendingEnd{me, seq} : other, isSend ? other : PendingEnd{me, seq});
-      } else {
-        mine.push_back({me, seq});
+      const std::uint64_t key =
+          isSend ? std::uint64_t{r} * p_ + t.peer : std::uint64_t{t.peer} * p_ + r;
+      auto [it, fresh] = pending_.try_emplace(key);
+      PairQueue& q = it->second;
+      if (fresh || q.sends == isSend) {
+        q.sends = isSend;
+        q.ends.push_back(me);
+        continue;
       }
+      const XferRef other = q.ends[q.head++];
+      if (q.head == q.ends.size()) pending_.erase(it);  // nothing left waiting: forget the pair
+      match(isSend ? me : other, isSend ? other : me);
     }
   }
 
-  void match(const PendingEnd& s, const PendingEnd& rv) {
-    const Transfer& ts = xfer(s.ref);
-    const Transfer& tr = xfer(rv.ref);
+  void match(const XferRef& s, const XferRef& rv) {
+    const Transfer& ts = xfer(s);
+    const Transfer& tr = xfer(rv);
     if (ts.slice.count != tr.slice.count) {
       problems_.push_back(
-          {ReplayProblem::Kind::SizeMismatch, s.ref.rank, s.ref.step,
+          {ReplayProblem::Kind::SizeMismatch, s.rank, s.step,
            fmt::format("rank {} step {} sends {} elements to rank {} (message #{} between them), "
                        "but rank {} step {} receives {} elements",
-                       s.ref.rank, s.ref.step, ts.slice.count, rv.ref.rank, s.seq, rv.ref.rank,
-                       rv.ref.step, tr.slice.count)});
+                       s.rank, s.step, ts.slice.count, rv.rank, sendsBefore(s, rv.rank), rv.rank,
+                       rv.step, tr.slice.count)});
     }
-    obs_.matched(s.ref, rv.ref);
-    settle(s.ref);
-    settle(rv.ref);
+    obs_.matched(s, rv);
+    settle(s);
+    settle(rv);
+  }
+
+  // How many messages rank x.rank sent to `to` before transfer x (its number between the pair,
+  // from 0): counted from the schedule when a mismatch needs it, so the replay keeps no counter
+  // per pair.
+  std::uint64_t sendsBefore(const XferRef& x, std::uint32_t to) const {
+    std::uint64_t n = 0;
+    const auto& steps = ranks_[x.rank].steps;
+    for (std::uint32_t st = 0; st <= x.step; ++st) {
+      const auto& xs = steps[st].xfers;
+      const std::size_t end = st == x.step ? x.index : xs.size();
+      for (std::size_t i = 0; i < end; ++i)
+        if (xs[i].dir == Dir::Send && xs[i].peer == to) ++n;
+    }
+    return n;
   }
 
   // One end of a transfer is done; wake its rank when its whole step is.
@@ -119,13 +127,6 @@ class Replayer {
     RankState& st = state_[x.rank];
     st.matched[x.index] = true;
     if (--st.remaining == 0) work_.push_back(x.rank);
-  }
-
-  // The queues of an ordered pair: a p x p table for small groups, a hash of the pairs that talk
-  // for large ones (p^2 queues would be gigabytes at thousands of ranks).
-  PairQueue& pair(std::uint32_t src, std::uint32_t dst) {
-    const std::size_t i = std::size_t{src} * p_ + dst;
-    return dense_.empty() ? sparse_[i] : dense_[i];
   }
 
   std::string whereIs(std::uint32_t r) const {
@@ -163,9 +164,9 @@ class Replayer {
   ReplayObserver& obs_;
   std::uint32_t p_;
   std::vector<RankState> state_;
-  static constexpr std::uint32_t kDenseRanks = 1024;
-  std::vector<PairQueue> dense_;
-  std::unordered_map<std::size_t, PairQueue> sparse_;
+  // The ordered pairs (src * p + dst) with transfer ends waiting for their partner, and only
+  // those: memory follows the transfers in flight, not p^2.
+  std::unordered_map<std::uint64_t, PairQueue> pending_;
   std::vector<std::uint32_t> work_;
   std::vector<ReplayProblem> problems_;
 };

@@ -32,10 +32,23 @@ using prov::Piece;
 using prov::Value;
 using Kind = VerifyIssue::Kind;
 
-struct Delivery {
-  Slice into;
-  std::vector<Piece> data;
-};
+// Ranks whose bit is set in `bits` (n ranks), as "0-3,7", or "none".
+std::string formatRanks(const std::uint64_t* bits, std::uint32_t n) {
+  std::string out;
+  const auto has = [&](std::uint32_t x) { return (bits[x / 64] >> (x % 64)) & 1; };
+  for (std::uint32_t r = 0; r < n;) {
+    if (!has(r)) {
+      ++r;
+      continue;
+    }
+    std::uint32_t e = r;
+    while (e + 1 < n && has(e + 1)) ++e;
+    if (!out.empty()) out += ',';
+    out += e == r ? std::to_string(r) : fmt::format("{}-{}", r, e);
+    r = e + 1;
+  }
+  return out.empty() ? "none" : out;
+}
 
 // MPI defines Scan and Exscan in rank order (their ops may be non-commutative): always checked.
 VerifyOptions withScanOrder(VerifyOptions o, Collective c) {
@@ -51,13 +64,14 @@ class Verifier final : public ReplayObserver {
         p_(s.problem.ranks),
         sets_(p_),
         mem_(p_),
-        snapshots_(p_),
-        inbox_(p_),
-        heard_(p_),
-        heardSnapshots_(p_),
-        heardInbox_(p_) {
+        words_((p_ + 63) / 64) {
+    // Only a Barrier's result is what its ranks have heard of: the others' data says it.
+    if (s.problem.coll == Collective::Barrier) {
+      heard_.assign(std::size_t{p_} * words_, 0);
+      heardIn_.assign(std::size_t{p_} * words_, 0);
+    }
     for (std::uint32_t r = 0; r < p_; ++r) {
-      heard_[r] = sets_.single(r);
+      if (!heard_.empty()) heardRow(heard_, r)[r / 64] |= std::uint64_t{1} << (r % 64);
       for (int b = 0; b < kNumBufs; ++b) {
         const Buf buf = static_cast<Buf>(b);
         const std::uint64_t n =
@@ -69,7 +83,13 @@ class Verifier final : public ReplayObserver {
   }
 
   std::vector<VerifyIssue> run() {
-    for (const ReplayProblem& rp : replay(s_.ranks, *this)) {
+    // What the replay finds (mismatched, unmatched, stuck transfers) comes first and is never
+    // crowded out by what it causes (at 1024 ranks one lost message leaves hundreds of ranks
+    // reading what never arrived, more than maxIssues).
+    const auto problems = replay(s_.ranks, *this);
+    std::vector<VerifyIssue> caused = std::move(issues_);
+    issues_.clear();
+    for (const ReplayProblem& rp : problems) {
       Kind k = Kind::Deadlock;
       switch (rp.kind) {
         case ReplayProblem::Kind::SizeMismatch:
@@ -86,6 +106,8 @@ class Verifier final : public ReplayObserver {
       }
       add(k, rp.rank, rp.step, rp.message);
     }
+    for (VerifyIssue& i : caused)
+      if (issues_.size() < opt_.maxIssues) issues_.push_back(std::move(i));
     if (issues_.empty())
       for (std::uint32_t r = 0; r < p_; ++r) checkFinal(r);
     return std::move(issues_);
@@ -95,57 +117,103 @@ class Verifier final : public ReplayObserver {
 
   void posted(std::uint32_t r, std::uint32_t step) override {
     const Step& st = s_.ranks[r].steps[step];
-    auto& snaps = snapshots_[r];
-    snaps.assign(st.xfers.size(), {});
-    // What the rank has heard of when it posts: a send tells its receiver that much.
-    heardSnapshots_[r].assign(st.xfers.size(), heard_[r]);
-    for (std::size_t i = 0; i < st.xfers.size(); ++i) {
-      const Transfer& t = st.xfers[i];
-      if (!inBounds(r, step, t.slice, toString(t))) continue;
+    for (const Transfer& t : st.xfers) {
+      const auto what = [&t] { return toString(t); };
+      if (!inBounds(r, step, t.slice, what)) continue;
       if (t.dir == Dir::Send) {
-        snaps[i] = readInit(r, step, t.slice, toString(t));
+        checkInit(r, step, t.slice, what);
       } else if (t.slice.buf == Buf::Input) {
         add(Kind::InputWrite, r, step,
-            fmt::format("rank {} step {}: {} writes the user's input buffer", r, step,
-                        toString(t)));
+            fmt::format("rank {} step {}: {} writes the user's input buffer", r, step, what()));
       } else {
-        checkResultWrite(r, step, t.slice, toString(t));
+        checkResultWrite(r, step, t.slice, what);
       }
     }
-    // Within a step every transfer is in flight at once: a receive must not land where another
-    // transfer of the same step reads or writes.
-    for (std::size_t i = 0; i < st.xfers.size(); ++i) {
-      if (st.xfers[i].dir != Dir::Recv) continue;
-      for (std::size_t j = 0; j < st.xfers.size(); ++j) {
-        if (i == j || (st.xfers[j].dir == Dir::Recv && j < i)) continue;
-        if (st.xfers[i].slice.overlaps(st.xfers[j].slice))
-          add(Kind::TransferHazard, r, step,
-              fmt::format("rank {} step {}: {} overwrites {} while {} is in flight", r, step,
-                          toString(st.xfers[i]), toString(st.xfers[j].slice),
-                          toString(st.xfers[j])));
-      }
-    }
+    checkHazards(r, step, st);
   }
 
+  // A send carries what its slice holds when it is posted. The sender's memory cannot change
+  // between posting and matching (it changes when the sender's step completes, which waits for
+  // this match, or by a receive of the same step landing on the slice, a transfer hazard), so
+  // the data is read here and written straight into the receiver: a receive lands before the
+  // step's local ops, and no other transfer of its step touches its slice (else a hazard).
+  // Nothing is held per transfer in flight.
   void matched(const XferRef& snd, const XferRef& rcv) override {
     const Transfer& t = s_.ranks[rcv.rank].steps[rcv.step].xfers[rcv.index];
     const Transfer& ts = s_.ranks[snd.rank].steps[snd.step].xfers[snd.index];
     if (t.slice.count != ts.slice.count) return;  // reported by the replay
-    inbox_[rcv.rank].push_back({t.slice, snapshots_[snd.rank][snd.index]});
-    heardInbox_[rcv.rank].push_back(heardSnapshots_[snd.rank][snd.index]);
+    if (fits(snd.rank, ts.slice) && fits(rcv.rank, t.slice) && t.slice.count > 0)
+      buf(rcv.rank, t.slice.buf)
+          .write(t.slice.offset, buf(snd.rank, ts.slice.buf).read(ts.slice.offset, ts.slice.count));
+    // What the sender has heard of when it posted (unchanged since, for the same reason) reaches
+    // the receiver when its step completes.
+    if (!heard_.empty()) {
+      const std::uint64_t* from = heardRow(heard_, snd.rank);
+      std::uint64_t* into = heardRow(heardIn_, rcv.rank);
+      for (std::uint32_t w = 0; w < words_; ++w) into[w] |= from[w];
+    }
   }
 
   void completed(std::uint32_t r, std::uint32_t step) override {
-    for (const Delivery& d : inbox_[r])
-      if (fits(r, d.into)) buf(r, d.into.buf).write(d.into.offset, d.data);
-    inbox_[r].clear();
-    for (std::uint32_t h : heardInbox_[r]) heard_[r] = sets_.unite(heard_[r], h);
-    heardInbox_[r].clear();
+    if (!heard_.empty()) {
+      std::uint64_t* h = heardRow(heard_, r);
+      const std::uint64_t* in = heardRow(heardIn_, r);
+      for (std::uint32_t w = 0; w < words_; ++w) h[w] |= in[w];
+    }
     for (const LocalOp& op : s_.ranks[r].steps[step].ops) runOp(r, step, op);
   }
 
  private:
   IntervalMap& buf(std::uint32_t r, Buf b) { return mem_[r][static_cast<std::size_t>(b)]; }
+  std::uint64_t* heardRow(std::vector<std::uint64_t>& v, std::uint32_t r) {
+    return v.data() + std::size_t{r} * words_;
+  }
+
+  // Within a step every transfer is in flight at once: a receive must not land where another
+  // transfer of the same step reads or writes. Sorted by offset, an overlap is a slice starting
+  // before the furthest end seen so far: O(x log x) for x transfers, one report for every
+  // transfer that starts inside an earlier one (with that one, or the one reaching furthest,
+  // as the witness) when either of the two is a receive.
+  void checkHazards(std::uint32_t r, std::uint32_t step, const Step& st) {
+    const auto& x = st.xfers;
+    if (x.size() < 2) return;
+    std::vector<std::uint32_t> order;
+    bool anyRecv = false;
+    for (std::uint32_t i = 0; i < x.size(); ++i)
+      if (x[i].slice.count > 0) {
+        order.push_back(i);
+        anyRecv = anyRecv || x[i].dir == Dir::Recv;
+      }
+    if (!anyRecv) return;
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+      const Slice &sa = x[a].slice, &sb = x[b].slice;
+      return std::tie(sa.buf, sa.offset, a) < std::tie(sb.buf, sb.offset, b);
+    });
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> hits;  // (receive, other)
+    constexpr std::uint32_t kNone = ~0u;
+    std::uint32_t far = kNone, farRecv = kNone;  // reaching furthest: any, and a receive
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const std::uint32_t i = order[k];
+      const Slice& sl = x[i].slice;
+      if (k > 0 && x[order[k - 1]].slice.buf != sl.buf) far = farRecv = kNone;
+      const bool isRecv = x[i].dir == Dir::Recv;
+      if (isRecv && far != kNone && x[far].slice.end() > sl.offset) {
+        if (x[far].dir == Dir::Recv)
+          hits.emplace_back(std::min(i, far), std::max(i, far));
+        else
+          hits.emplace_back(i, far);
+      } else if (!isRecv && farRecv != kNone && x[farRecv].slice.end() > sl.offset) {
+        hits.emplace_back(farRecv, i);
+      }
+      if (far == kNone || sl.end() > x[far].slice.end()) far = i;
+      if (isRecv && (farRecv == kNone || sl.end() > x[farRecv].slice.end())) farRecv = i;
+    }
+    std::sort(hits.begin(), hits.end());
+    for (const auto& [i, j] : hits)
+      add(Kind::TransferHazard, r, step,
+          fmt::format("rank {} step {}: {} overwrites {} while {} is in flight", r, step,
+                      toString(x[i]), toString(x[j].slice), toString(x[j])));
+  }
 
   void add(Kind k, std::uint32_t r, std::uint32_t step, std::string msg) {
     if (issues_.size() < opt_.maxIssues) issues_.push_back({k, r, step, std::move(msg)});
@@ -206,8 +274,8 @@ class Verifier final : public ReplayObserver {
   }
 
   // The write contract: Output is written only inside the rank's result.
-  void checkResultWrite(std::uint32_t r, std::uint32_t step, const Slice& sl,
-                        const std::string& what) {
+  template <class What>
+  void checkResultWrite(std::uint32_t r, std::uint32_t step, const Slice& sl, const What& what) {
     if (sl.buf != Buf::Output || sl.count == 0) return;
     const std::vector<Slice> allowed = s_.problem.writableOutput(r);
     std::string where;
@@ -216,7 +284,7 @@ class Verifier final : public ReplayObserver {
       where += (where.empty() ? "" : ", ") + toString(a);
     }
     add(Kind::OutsideResult, r, step,
-        fmt::format("rank {} step {}: {} writes {} outside its result {}", r, step, what,
+        fmt::format("rank {} step {}: {} writes {} outside its result {}", r, step, what(),
                     toString(sl), where.empty() ? "(none)" : where));
   }
 
@@ -224,32 +292,43 @@ class Verifier final : public ReplayObserver {
     return sl.count == 0 || sl.end() <= mem_[r][static_cast<std::size_t>(sl.buf)].size();
   }
 
-  bool inBounds(std::uint32_t r, std::uint32_t step, const Slice& sl, const std::string& what) {
+  template <class What>
+  bool inBounds(std::uint32_t r, std::uint32_t step, const Slice& sl, const What& what) {
     if (fits(r, sl)) return true;
     add(Kind::OutOfBounds, r, step,
-        fmt::format("rank {} step {}: {} reaches {} but {} holds {} elements", r, step, what,
+        fmt::format("rank {} step {}: {} reaches {} but {} holds {} elements", r, step, what(),
                     sl.end(), name(sl.buf), mem_[r][static_cast<std::size_t>(sl.buf)].size()));
     return false;
   }
 
+  template <class What>
   std::vector<Piece> readInit(std::uint32_t r, std::uint32_t step, const Slice& sl,
-                              const std::string& what) {
+                              const What& what) {
     std::vector<Piece> pieces = buf(r, sl.buf).read(sl.offset, sl.count);
     for (const Piece& p : pieces) {
       if (!p.v.uninit()) continue;
       add(Kind::UninitializedRead, r, step,
           fmt::format("rank {} step {}: {} reads {}[{}+{}] before anything was written there", r,
-                      step, what, name(sl.buf), sl.offset + p.begin, p.end - p.begin));
+                      step, what(), name(sl.buf), sl.offset + p.begin, p.end - p.begin));
       break;
     }
     return pieces;
   }
 
+  // readInit without keeping the pieces: what a posted send checks.
+  template <class What>
+  void checkInit(std::uint32_t r, std::uint32_t step, const Slice& sl, const What& what) {
+    if (const auto u = buf(r, sl.buf).firstUninit(sl.offset, sl.count))
+      add(Kind::UninitializedRead, r, step,
+          fmt::format("rank {} step {}: {} reads {}[{}+{}] before anything was written there", r,
+                      step, what(), name(sl.buf), sl.offset + u->begin, u->end - u->begin));
+  }
+
   void runOp(std::uint32_t r, std::uint32_t step, const LocalOp& op) {
-    const std::string what = toString(op);
+    const auto what = [&op] { return toString(op); };
     if (op.dst.count != op.a.count || (op.kind == OpKind::Reduce && op.b.count != op.a.count)) {
       add(Kind::OverlappingOp, r, step,
-          fmt::format("rank {} step {}: {} mixes slice lengths", r, step, what));
+          fmt::format("rank {} step {}: {} mixes slice lengths", r, step, what()));
       return;
     }
     if (!inBounds(r, step, op.dst, what) || !inBounds(r, step, op.a, what) ||
@@ -257,7 +336,7 @@ class Verifier final : public ReplayObserver {
       return;
     if (op.dst.buf == Buf::Input && op.dst.count > 0) {
       add(Kind::InputWrite, r, step,
-          fmt::format("rank {} step {}: {} writes the user's input buffer", r, step, what));
+          fmt::format("rank {} step {}: {} writes the user's input buffer", r, step, what()));
       return;
     }
     checkResultWrite(r, step, op.dst, what);
@@ -265,7 +344,8 @@ class Verifier final : public ReplayObserver {
     const auto partial = [&](const Slice& x) { return op.dst.overlaps(x) && !(op.dst == x); };
     if (partial(op.a) || (op.kind == OpKind::Reduce && partial(op.b))) {
       add(Kind::OverlappingOp, r, step,
-          fmt::format("rank {} step {}: {} writes a slice overlapping its source", r, step, what));
+          fmt::format("rank {} step {}: {} writes a slice overlapping its source", r, step,
+                      what()));
       return;
     }
     std::vector<Piece> a = readInit(r, step, op.a, what);
@@ -278,7 +358,8 @@ class Verifier final : public ReplayObserver {
   }
 
   // Element-wise a (+) b over two piece lists covering the same length.
-  std::vector<Piece> combine(std::uint32_t r, std::uint32_t step, const std::string& what,
+  template <class What>
+  std::vector<Piece> combine(std::uint32_t r, std::uint32_t step, const What& what,
                              const std::vector<Piece>& a, const std::vector<Piece>& b) {
     std::vector<Piece> out;
     std::size_t i = 0, j = 0;
@@ -300,7 +381,7 @@ class Verifier final : public ReplayObserver {
             add(Kind::WrongPosition, r, step,
                 fmt::format("rank {} step {}: {} combines input elements {} and {} at the same "
                             "position",
-                            r, step, what, beg + static_cast<std::uint64_t>(x.delta),
+                            r, step, what(), beg + static_cast<std::uint64_t>(x.delta),
                             beg + static_cast<std::uint64_t>(y.delta)));
           reportedMix = true;
         }
@@ -308,7 +389,7 @@ class Verifier final : public ReplayObserver {
           v.flags |= Value::kDup;
           if (!reportedDup)
             add(Kind::DuplicateContribution, r, step,
-                fmt::format("rank {} step {}: {} counts rank(s) {} twice", r, step, what,
+                fmt::format("rank {} step {}: {} counts rank(s) {} twice", r, step, what(),
                             sets_.common(x.set, y.set)));
           reportedDup = true;
         }
@@ -317,7 +398,7 @@ class Verifier final : public ReplayObserver {
         if (ordered) v.flags |= Value::kOrdered;
         if (!ordered && opt_.requireRankOrder && !reportedOrder) {
           add(Kind::RankOrder, r, step,
-              fmt::format("rank {} step {}: {} puts ranks {} left of ranks {}", r, step, what,
+              fmt::format("rank {} step {}: {} puts ranks {} left of ranks {}", r, step, what(),
                           sets_.toString(x.set), sets_.toString(y.set)));
           reportedOrder = true;
         }
@@ -393,10 +474,20 @@ class Verifier final : public ReplayObserver {
     }
     // Every collective's last step depends on every rank having entered it: for most the data
     // says so; for Barrier it is all there is.
-    if (pb.coll == Collective::Barrier && heard_[r] != sets_.all())
-      add(Kind::MissingContribution, r, static_cast<std::uint32_t>(s_.ranks[r].steps.size()),
-          fmt::format("rank {} leaves the barrier having heard only of ranks {}; missing {}", r,
-                      sets_.toString(heard_[r]), sets_.difference(sets_.all(), heard_[r])));
+    if (!heard_.empty()) {
+      const std::uint64_t* h = heardRow(heard_, r);
+      std::vector<std::uint64_t> missing(words_, 0);
+      bool any = false;
+      for (std::uint32_t i = 0; i < p_; ++i)
+        if (!((h[i / 64] >> (i % 64)) & 1)) {
+          missing[i / 64] |= std::uint64_t{1} << (i % 64);
+          any = true;
+        }
+      if (any)
+        add(Kind::MissingContribution, r, static_cast<std::uint32_t>(s_.ranks[r].steps.size()),
+            fmt::format("rank {} leaves the barrier having heard only of ranks {}; missing {}", r,
+                        formatRanks(h, p_), formatRanks(missing.data(), p_)));
+    }
   }
 
   // The set of ranks 0..k-1.
@@ -446,13 +537,10 @@ class Verifier final : public ReplayObserver {
   std::uint32_t p_;
   prov::RankSets sets_;
   std::vector<std::array<IntervalMap, kNumBufs>> mem_;
-  std::vector<std::vector<std::vector<Piece>>> snapshots_;  // per rank, per transfer of its step
-  std::vector<std::vector<Delivery>> inbox_;                // receives landing at step end
-  // Per rank, the ranks it has heard from (directly or through others), as of now, as of each
-  // transfer of its current step, and arriving at the end of its step.
-  std::vector<std::uint32_t> heard_;
-  std::vector<std::vector<std::uint32_t>> heardSnapshots_;
-  std::vector<std::vector<std::uint32_t>> heardInbox_;
+  // Barrier only: per rank a bitset row of the ranks it has heard from (directly or through
+  // others), and of those its current step's receives bring when the step completes.
+  std::uint32_t words_;
+  std::vector<std::uint64_t> heard_, heardIn_;
   std::vector<VerifyIssue> issues_;
 };
 

@@ -169,6 +169,32 @@ TEST(VerifierNegative, ReceiveOverwritesADataInFlight) {
   expectIssue(s, Kind::TransferHazard, 0, "while");
 }
 
+// A step of many transfers (mesh AllToAll posts 2(p-1) at once): a receive landing across
+// another receive's slice, or on the slice a send of the same step reads, is found wherever the
+// two sit in the step.
+TEST(VerifierNegative, HazardAmongManyTransfers) {
+  const auto ends = [](Schedule& s, std::uint32_t r, Dir d) {
+    std::vector<Transfer*> v;
+    for (Transfer& t : s.ranks[r].steps.at(0).xfers)
+      if (t.dir == d) v.push_back(&t);
+    return v;
+  };
+  Schedule s = buildSchedule(meshAllToAll, Problem::allToAll(8, 3));
+  ASSERT_TRUE(verify(s).empty());
+  const auto rv = ends(s, 5, Dir::Recv);
+  ASSERT_EQ(rv.size(), 7u);
+  rv[5]->slice.offset = rv[1]->slice.offset + 1;
+  expectIssue(s, Kind::TransferHazard, 5, "while");
+
+  Schedule t = buildSchedule(meshAllToAll, Problem::allToAll(8, 3, true));
+  ASSERT_TRUE(verify(t).empty());
+  const auto sd = ends(t, 2, Dir::Send);
+  const auto rc = ends(t, 2, Dir::Recv);
+  ASSERT_FALSE(sd.empty() || rc.empty());
+  rc.back()->slice = sd.front()->slice;
+  expectIssue(t, Kind::TransferHazard, 2, "while");
+}
+
 TEST(VerifierNegative, WriteIntoUserInput) {
   Schedule s = twoRankAllReduce();
   s.ranks[1].steps[0].xfers[1].slice = in(0, 4);
@@ -282,6 +308,195 @@ TEST(VerifierCollectives, AllToAllVWrongOffset) {
     for (Transfer& t : st.xfers)
       if (t.dir == Dir::Recv) t.slice.offset += 1;  // column 1 is [2 from 0][4 own]
   EXPECT_FALSE(verify(s).empty());
+}
+
+}  // namespace
+}  // namespace hccl::algo
+
+namespace hccl::algo {
+namespace {
+
+// ---- every defect kind at 1024 ranks ---------------------------------------------------------
+
+constexpr std::uint32_t kP = 1024;
+constexpr std::uint32_t kBad = 517;  // the rank each test breaks
+
+// Every rank's schedule with empty steps dropped (they change nothing the verifier sees).
+Schedule pruned(Generator g, const Problem& pb) {
+  Schedule s = buildSchedule(g, pb);
+  for (RankSchedule& r : s.ranks) {
+    prune(r);
+    r.steps.shrink_to_fit();
+  }
+  return s;
+}
+
+// RHD AllReduce of one element per rank: log2(1024) = 10 halving and 10 doubling steps.
+const Schedule& clean() {
+  static const Schedule s = pruned(rhdAllReduce, Problem::allReduce(kP, kP));
+  return s;
+}
+
+Step& lastOf(Schedule& s, std::uint32_t r) {
+  return s.ranks[r].steps.back();
+}
+
+Transfer& firstOf(Schedule& s, std::uint32_t r, Dir d) {
+  for (Step& st : s.ranks[r].steps)
+    for (Transfer& t : st.xfers)
+      if (t.dir == d) return t;
+  throw std::logic_error("no such transfer");
+}
+
+TEST(VerifierAt1024, BaselineIsClean) {
+  const auto issues = verify(clean());
+  EXPECT_TRUE(issues.empty()) << describe(issues);
+}
+
+TEST(VerifierAt1024, MissingContribution) {
+  Schedule s = clean();
+  for (Step& st : s.ranks[kBad].steps)
+    for (LocalOp& op : st.ops)
+      if (op.kind == OpKind::Reduce) op = {OpKind::Copy, op.dst, op.b, {}};  // drops operand a
+  // Rank 517's partial sums lack its partners' parts; the first rank reported is one they
+  // reach (rank 0's result misses 516-517).
+  const auto issues = verify(s);
+  ASSERT_TRUE(has(issues, Kind::MissingContribution)) << describe(issues);
+  EXPECT_NE(describe(issues).find("missing 516-517"), std::string::npos) << describe(issues);
+}
+
+TEST(VerifierAt1024, DuplicateContribution) {
+  Schedule s = clean();
+  lastOf(s, kBad).ops.push_back({OpKind::Reduce, out(0, kP), out(0, kP), in(0, kP)});
+  expectIssue(s, Kind::DuplicateContribution, kBad, "twice");
+}
+
+TEST(VerifierAt1024, WrongPosition) {
+  Schedule s = clean();
+  lastOf(s, kBad).ops.push_back({OpKind::Copy, out(3, 1), out(700, 1), {}});
+  expectIssue(s, Kind::WrongPosition, kBad, "out[3+1]: holds input elements starting at 700");
+}
+
+TEST(VerifierAt1024, NotWritten) {
+  Schedule s = clean();
+  s.problem = Problem::allReduce(kP, kP + 1);  // one element more than the schedule moves
+  expectIssue(s, Kind::NotWritten, 0, "out[1024+1]: never written");
+}
+
+TEST(VerifierAt1024, RankOrder) {
+  const Schedule s = pruned(ringAllReduce, Problem::allReduce(kP, 7));
+  EXPECT_TRUE(verify(s).empty());
+  expectIssue(s, Kind::RankOrder, 0, "left of", {.requireRankOrder = true});
+}
+
+TEST(VerifierAt1024, SizeMismatch) {
+  Schedule s = clean();
+  firstOf(s, kBad, Dir::Recv).slice.count -= 1;
+  const auto issues = verify(s);
+  ASSERT_TRUE(has(issues, Kind::SizeMismatch)) << describe(issues);
+  EXPECT_NE(describe(issues).find("to rank 517 (message #0 between them), but rank 517"),
+            std::string::npos)
+      << describe(issues);
+}
+
+TEST(VerifierAt1024, UnmatchedTransfer) {
+  Schedule s = clean();
+  auto& xs = lastOf(s, kBad).xfers;
+  const auto it =
+      std::find_if(xs.begin(), xs.end(), [](const Transfer& t) { return t.dir == Dir::Recv; });
+  ASSERT_NE(it, xs.end());
+  const std::uint32_t peer = it->peer;
+  xs.erase(it);
+  lastOf(s, kBad).ops.clear();
+  expectIssue(s, Kind::UnmatchedTransfer, peer, "without posting a matching receive");
+}
+
+TEST(VerifierAt1024, Deadlock) {
+  Schedule s = clean();
+  for (std::uint32_t r : {kBad, kBad + 1}) {
+    Step st;
+    recv(st, r == kBad ? kBad + 1 : kBad, scratch(0, 1));
+    std::vector<Step> steps{st};
+    steps.insert(steps.end(), s.ranks[r].steps.begin(), s.ranks[r].steps.end());
+    s.ranks[r].steps = std::move(steps);
+  }
+  // Every rank ends up waiting on the two: the first reported is rank 0; the cycle is there.
+  const auto issues = verify(s, {.maxIssues = 100000});
+  ASSERT_TRUE(has(issues, Kind::Deadlock)) << describe(issues);
+  EXPECT_NE(describe(issues).find("rank 517 step 0: recv tmp[0+1] <- 518 never completes: rank "
+                                  "518 is blocked in step 0 (deadlock)"),
+            std::string::npos);
+}
+
+TEST(VerifierAt1024, UninitializedRead) {
+  Schedule s = clean();
+  const std::uint64_t fresh = scratchCount(s.ranks[kBad]);
+  lastOf(s, kBad).ops.push_back({OpKind::Copy, scratch(fresh, 1), scratch(fresh + 1, 1), {}});
+  expectIssue(s, Kind::UninitializedRead, kBad, "before anything was written");
+}
+
+TEST(VerifierAt1024, TransferHazard) {
+  Schedule s = clean();
+  Transfer* snd = nullptr;
+  Transfer* rcv = nullptr;
+  for (Step& st : s.ranks[kBad].steps) {
+    snd = rcv = nullptr;
+    for (Transfer& t : st.xfers) (t.dir == Dir::Send ? snd : rcv) = &t;
+    if (snd && rcv) break;
+  }
+  ASSERT_TRUE(snd && rcv);
+  snd->slice = {rcv->slice.buf, rcv->slice.offset, snd->slice.count};
+  expectIssue(s, Kind::TransferHazard, kBad, "while");
+}
+
+TEST(VerifierAt1024, InputWrite) {
+  Schedule s = clean();
+  lastOf(s, kBad).ops.push_back({OpKind::Copy, in(0, 1), out(0, 1), {}});
+  expectIssue(s, Kind::InputWrite, kBad, "writes the user's input");
+}
+
+TEST(VerifierAt1024, OutOfBounds) {
+  Schedule s = clean();
+  lastOf(s, kBad).ops.push_back({OpKind::Copy, out(kP, 1), out(0, 1), {}});
+  expectIssue(s, Kind::OutOfBounds, kBad, "but out holds 1024 elements");
+}
+
+TEST(VerifierAt1024, OverlappingOp) {
+  Schedule s = clean();
+  lastOf(s, kBad).ops.push_back({OpKind::Copy, out(1, 2), out(0, 2), {}});
+  expectIssue(s, Kind::OverlappingOp, kBad, "overlapping its source");
+}
+
+TEST(VerifierAt1024, OutsideResult) {
+  Schedule s = pruned(rhdBroadcast, Problem::broadcast(kP, 7, kBad));
+  EXPECT_TRUE(verify(s).empty());
+  lastOf(s, kBad).ops.push_back({OpKind::Copy, out(0, 1), out(0, 1), {}});  // the root rewrites
+  expectIssue(s, Kind::OutsideResult, kBad, "outside its result (none)");
+}
+
+TEST(VerifierAt1024, BarrierRankLeavingEarly) {
+  Schedule s = pruned(nbBarrier, Problem::barrier(kP));
+  EXPECT_TRUE(verify(s).empty());
+  // Rank 517 never hears its first peer's first signal (both ends removed).
+  Transfer& rc = firstOf(s, kBad, Dir::Recv);
+  const std::uint32_t from = rc.peer;
+  for (Step& st : s.ranks[kBad].steps)
+    if (std::erase_if(st.xfers, [&](const Transfer& t) { return &t == &rc; })) break;
+  bool dropped = false;
+  for (Step& st : s.ranks[from].steps) {
+    if (dropped) break;
+    dropped = std::erase_if(st.xfers, [&](const Transfer& t) {
+                return t.dir == Dir::Send && t.peer == kBad;
+              }) > 0;
+  }
+  ASSERT_TRUE(dropped);
+  // Rank 516's signal to 517 is what every rank hears of 516 through 517: the first rank
+  // reported is one of those.
+  const auto issues = verify(s);
+  ASSERT_TRUE(has(issues, Kind::MissingContribution)) << describe(issues);
+  EXPECT_NE(describe(issues).find("leaves the barrier having heard only of ranks 0-515,517"),
+            std::string::npos)
+      << describe(issues);
 }
 
 }  // namespace
