@@ -58,7 +58,10 @@ with tempfile.TemporaryDirectory() as tmp:
         levels = doc["levels"]
         check(set(levels) == {"level0", "level1", "level2"}, f"levels: {sorted(levels)}")
         for name, lv in levels.items():
-            check(0 < lv["alpha_us"] < 1e5, f"{name} alpha_us {lv['alpha_us']}")
+            # 0 is a fit held at zero (hccl_calibrate never writes a negative latency): on a
+            # loaded machine the small sizes can come out slower than the line through the
+            # large ones (seen in the whole suite with eight helpers running: level0 alpha 0.0).
+            check(0 <= lv["alpha_us"] < 1e5, f"{name} alpha_us {lv['alpha_us']}")
             check(1e-3 < lv["bandwidth_GBps"] < 1e4, f"{name} bandwidth_GBps {lv['bandwidth_GBps']}")
         check(1 <= levels["level0"]["links"] <= 2, f"level0 links {levels['level0'].get('links')}")
         check(levels["level1"] == levels["level2"], "level2 is the RoCE class, like level1")
