@@ -471,6 +471,10 @@ Completion ShmLink::Impl::copy(const Post& post, std::size_t offset, void* local
                  : ucx->get(peer, b.rkey, g.address + offset, local, bytes, abort);
   }
   Fault fault = Fault::Transport;
+  // A copy that failed because the peer is gone (CMA answers ESRCH, or the mapping went with
+  // it) is a lost peer, for the engine's diagnosis and the error class.
+  if (!why.empty() && processes[w].startTime != 0 && !ucx::isRunning(processes[w]))
+    fault = Fault::PeerLost;
   if (why.empty()) {
     // After the copy: a withdrawal that came before its end may have changed what it read.
     std::atomic_thread_fence(std::memory_order_seq_cst);
