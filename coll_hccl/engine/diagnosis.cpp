@@ -98,6 +98,9 @@ std::string activity(const DiagnosisInput& in, int rank) {
                      r->state == CallProgress::State::Done ? "done" : "failed");
 }
 
+// Rule 3b's wait for a peer's verdict: 10 ms rounds, past the side channel's 300 ms budget.
+constexpr int kNamedByPeerRounds = 50;
+
 bool exited(char state) {
   return state == '\0' || state == 'Z' || state == 'X';
 }
@@ -141,6 +144,22 @@ Culprit findCulprit(const DiagnosisInput& in) {
     if (!rec || rec->seq < in.failed.seq)
       return {r, fmt::format("{} has not entered call {} ({})", describeRank(in, r),
                              in.failed.seq + 1, activity(in, r))};
+  }
+  // 3b: a peer gave the exchange up because its own call failed first; what it named is the
+  // cause. It withdraws as soon as its call fails and publishes what it named only after its own
+  // diagnosis (bounded by the side channel's budget): wait that long for it, at most.
+  for (int round = 0; in.peerFailed && round < kNamedByPeerRounds; ++round) {
+    for (int r = 0; r < n; ++r) {
+      if (r == in.rank || !recordKnown(in, r)) continue;
+      const std::optional<CallProgress> rec = recordOf(in, r);
+      if (!rec || rec->state != CallProgress::State::Failed || rec->seq != in.failed.seq ||
+          rec->culprit < 0 || rec->culprit >= n || rec->culprit == in.rank)
+        continue;
+      return {rec->culprit,
+              fmt::format("{} (named by {}, whose call {} failed first)",
+                          describeRank(in, rec->culprit), describeRank(in, r), rec->seq + 1)};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   // 4: the wait-for chain.
   std::vector<int> chain{in.rank};

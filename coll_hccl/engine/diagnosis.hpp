@@ -12,6 +12,8 @@
 //      exit is a consequence of the fault, not its cause)
 //   3. a rank that has not entered this call (its last call on the communicator is an earlier
 //      one, or it never ran one): it is busy elsewhere;
+//   3b. (a call ended because a peer gave the exchange up after its own failure) the culprit a
+//      rank of this host named when its own call failed first: that rank saw the cause;
 //   4. the end of the wait-for chain from this rank: follow "waits for" through the records to a
 //      rank that waits for nobody, to a rank on another host (whose record this host cannot read),
 //      or round a cycle (the ranks' calls do not match; its lowest rank is named).
@@ -60,6 +62,7 @@ struct DiagnosisInput {
   int rank = 0;                  // the failing rank (communicator rank)
   CallProgress failed;           // its record of the failed call
   bool peerLost = false;         // the failure is a lost peer (failed.wait), not a timeout
+  bool peerFailed = false;       // a peer withdrew what this rank was reading (rule 3b)
 };
 
 // "rank 2 (world rank 2, host vm, pid 1234)"

@@ -34,9 +34,10 @@ struct CallProgress {
   std::uint32_t seq = 0;   // the call's sequence number on that communicator (from 0)
   std::uint8_t coll = 0;   // hccl::Collective
   State state = State::Running;
-  bool waitRecv = false;    // the awaited transfer is a receive (else a send)
-  std::int32_t wait = -1;   // communicator rank of the first pending transfer's peer; -1 none
-  std::uint64_t bytes = 0;  // the call's size as the verbose line gives it
+  bool waitRecv = false;      // the awaited transfer is a receive (else a send)
+  std::int32_t wait = -1;     // communicator rank of the first pending transfer's peer; -1 none
+  std::int32_t culprit = -1;  // Failed: the communicator rank its diagnosis named; -1 none
+  std::uint64_t bytes = 0;    // the call's size as the verbose line gives it
   std::uint32_t chunk = 0, chunks = 0, step = 0, steps = 0;
 };
 

@@ -85,6 +85,7 @@ CallProgress Request::progressNow(CallProgress::State state) const {
     p.steps = static_cast<std::uint32_t>(executor_->steps());
     p.wait = executor_->waitingFor(p.waitRecv);
   }
+  if (state == CallProgress::State::Failed) p.culprit = culprit_;
   return p;
 }
 
@@ -100,7 +101,8 @@ void Request::publish(CallProgress::State state) {
   board->publish(p);
 }
 
-std::string Request::diagnose(FailKind kind, const std::string& error) const {
+std::string Request::diagnose(FailKind kind, const std::string& error, int& culprit) const {
+  culprit = -1;
   // A peer that failed first is a consequence too: the cause is found as for a lost peer.
   if (kind != FailKind::Timeout && kind != FailKind::PeerLost && kind != FailKind::PeerFailed)
     return error;
@@ -111,6 +113,7 @@ std::string Request::diagnose(FailKind kind, const std::string& error) const {
   in.rank = comm_.rank();
   in.failed = progressNow(CallProgress::State::Failed);
   in.peerLost = kind == FailKind::PeerLost;
+  in.peerFailed = kind == FailKind::PeerFailed;
   // Other hosts' ranks are seen through their hosts' views (host_views.hpp).
   std::vector<std::optional<RankView>> remote;
   std::string asked;
@@ -124,6 +127,7 @@ std::string Request::diagnose(FailKind kind, const std::string& error) const {
   }
   const Culprit c = findCulprit(in);
   if (c.rank < 0) return error;
+  culprit = c.rank;
   return fmt::format("{} failed: {}. Here, {} in {}: {}{}", describeCall(in.failed), c.reason,
                      describeRank(in, in.rank), describeStep(in.failed), error,
                      asked.empty() ? "" : " [diagnosis: " + asked + "]");
@@ -132,7 +136,7 @@ std::string Request::diagnose(FailKind kind, const std::string& error) const {
 void Request::finish(FailKind kind, std::string error) {
   finished_ = true;
   failKind_ = kind;
-  error_ = kind == FailKind::None ? std::move(error) : diagnose(kind, error);
+  error_ = kind == FailKind::None ? std::move(error) : diagnose(kind, error, culprit_);
   publish(kind == FailKind::None ? CallProgress::State::Done : CallProgress::State::Failed);
   if (kind != FailKind::None) comm_.markBroken(seq_, status(), error_);
   if (scratch_) {  // the executor is not running any more: the scratch can serve another call

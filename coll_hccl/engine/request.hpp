@@ -47,7 +47,8 @@ class Request {
   void publish(CallProgress::State state);
   CallProgress progressNow(CallProgress::State state) const;
   // A timeout or a lost peer: the message names the rank behind it (diagnosis.hpp).
-  std::string diagnose(FailKind kind, const std::string& error) const;
+  // The failure's message with its cause; `culprit` gets the rank it names (or -1).
+  std::string diagnose(FailKind kind, const std::string& error, int& culprit) const;
 
   Communicator& comm_;
   std::shared_ptr<const Plan> plan_;
@@ -66,6 +67,7 @@ class Request {
   std::size_t chunk_ = 0;
   bool finished_ = true;
   FailKind failKind_ = FailKind::None;
+  int culprit_ = -1;  // the rank this call's failure was blamed on, for the board
   std::string error_;
 };
 

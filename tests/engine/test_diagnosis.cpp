@@ -6,10 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "algorithms/types.hpp"
@@ -182,6 +184,34 @@ TEST(Diagnosis, ARankThatHasNotEnteredTheCall) {
   EXPECT_EQ(c.rank, 2);
   EXPECT_NE(c.reason.find("has not entered call 4 (after call 3 (done))"), std::string::npos)
       << c.reason;
+}
+
+// Rule 3b: rank 0 read a block rank 1 withdrew when rank 1's own call failed, and rank 0 waits
+// for nobody (the read was a reduce's). Rank 1 named rank 3, on another host that rank 0 cannot
+// inspect: rank 0 names rank 3 too, even if rank 1's verdict is published while rank 0 looks.
+TEST(Diagnosis, AWithdrawingPeersVerdictNamesTheCause) {
+  Fixture f(boardName());
+  f.world[3].sameHost = false;
+  f.boards[1]->publish(running(3, 3));  // in the call; its verdict comes after its diagnosis
+  f.boards[2]->publish(running(3, 1));
+  f.boards[3]->publish(running(3, 2));
+  CallProgress verdict = running(3, 3);
+  verdict.state = CallProgress::State::Failed;
+  verdict.culprit = 3;
+  DiagnosisInput in = f.input(running(3, -1));
+  in.peerFailed = true;
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    f.boards[1]->publish(verdict);
+  });
+  const Culprit c = findCulprit(in);
+  late.join();
+  EXPECT_EQ(c.rank, 3) << c.reason;
+  EXPECT_NE(c.reason.find("named by rank 1"), std::string::npos) << c.reason;
+  // Only for a withdrawn read: a rank that timed out on its own follows its chain as before.
+  in.peerFailed = false;
+  in.failed = running(3, 2);
+  EXPECT_EQ(findCulprit(in).reason.find("named by"), std::string::npos);
 }
 
 TEST(Diagnosis, TheEndOfTheWaitForChain) {
