@@ -106,6 +106,9 @@ struct TransportState {
   // Receives whole messages left in the workers' unexpected queues into `scratch` (which must
   // outlive the workers) and returns how many UCX could not hand over within a bound.
   std::size_t drainUnexpected(std::vector<std::vector<std::byte>>& scratch);
+  // Progresses the workers until `requests` complete or `bound` passes, frees them all (UCX
+  // releases the unfinished ones when they end) and returns how many were unfinished.
+  std::size_t settleRequests(std::vector<void*>& requests, Clock::duration bound);
   void checkLiveness();
   void post(int peer, std::span<const IoVec> iov, Tag tag, Completion* done, bool isSend);
   void cancel(Completion* done);

@@ -250,17 +250,23 @@ std::size_t TransportState::drainUnexpected(std::vector<std::vector<std::byte>>&
       if (UCS_PTR_IS_PTR(request)) receiving.push_back(request);
     }
   }
-  const auto deadline = Clock::now() + std::chrono::milliseconds(200);
-  while (!receiving.empty() && Clock::now() < deadline) {
+  return settleRequests(receiving, std::chrono::milliseconds(200));
+}
+
+std::size_t TransportState::settleRequests(std::vector<void*>& requests, Clock::duration bound) {
+  const auto deadline = Clock::now() + bound;
+  while (!requests.empty() && Clock::now() < deadline) {
     for (ClassWorker* w : workers()) w->progress();
-    std::erase_if(receiving, [](void* request) {
+    std::erase_if(requests, [](void* request) {
       if (ucp_request_check_status(request) == UCS_INPROGRESS) return false;
       ucp_request_free(request);
       return true;
     });
   }
-  for (void* request : receiving) ucp_request_free(request);
-  return receiving.size();
+  for (void* request : requests) ucp_request_free(request);
+  const std::size_t left = requests.size();
+  requests.clear();
+  return left;
 }
 
 void TransportState::shutdown() {
@@ -288,17 +294,8 @@ void TransportState::shutdown() {
     link.ep = nullptr;
     if (UCS_PTR_IS_PTR(request)) flushing.push_back(request);
   }
-  const auto deadline = Clock::now() + std::chrono::seconds(2);
-  while (!flushing.empty() && Clock::now() < deadline) {
-    for (ClassWorker* w : workers()) w->progress();
-    std::erase_if(flushing, [](void* request) {
-      if (ucp_request_check_status(request) == UCS_INPROGRESS) return false;
-      ucp_request_free(request);
-      return true;
-    });
-  }
-  // Still flushing (a silent peer): destroying the workers below discards these endpoints.
-  for (void* request : flushing) ucp_request_free(request);
+  // Still flushing after 2 s (a silent peer): destroying the workers below discards these.
+  settleRequests(flushing, std::chrono::seconds(2));
   deliverFired();
   for (auto& [worker, request] : closing) ucp_request_free(request);
   closing.clear();
