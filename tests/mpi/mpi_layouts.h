@@ -168,4 +168,18 @@ static inline bool masked_untouched(const guarded_t* g, const unsigned char* mas
   return true;
 }
 
+/* The result of a Bcast of count x l at g's body, whose root filled it with block `block` of rank
+ * `root` before the call: every rank holds that block; the root's buffer is input only (nothing
+ * written), elsewhere nothing beyond the span nor any gap of the layout is written. */
+static inline void layout_check_bcast(const guarded_t* g, const layout_t* l, size_t count, int root,
+                                      int block, bool is_root, const char* what) {
+  layout_check(l, (const unsigned char*)g->area + GUARD_ZONE, count, root, block, what);
+  if (is_root) {
+    guarded_untouched(g, 0, 0, what);
+  } else {
+    guarded_untouched(g, 0, layout_span(l, count), what);
+    layout_gaps_untouched(g, 0, l, count, what);
+  }
+}
+
 #endif /* TESTS_MPI_MPI_LAYOUTS_H */

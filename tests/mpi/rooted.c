@@ -47,13 +47,7 @@ static void bcast_case(const layout_t* l, size_t count, int root, bool nb) {
     guarded_free(&g);
     return;
   }
-  layout_check(l, buf, count, root, 0, what);
-  if (rank == root) {
-    guarded_untouched(&g, 0, 0, what); /* the root's buffer is input only */
-  } else {
-    guarded_untouched(&g, 0, layout_span(l, count), what);
-    layout_gaps_untouched(&g, 0, l, count, what);
-  }
+  layout_check_bcast(&g, l, count, root, 0, rank == root, what);
   guarded_free(&g);
 }
 
