@@ -242,20 +242,21 @@ static int run_scan(const shape_t* s, int* send, int* recv, MPI_Request* req) {
   return NB(req, MPI_Scan(send, recv, s->count, MPI_INT, MPI_SUM, s->comm),
             MPI_Iscan(send, recv, s->count, MPI_INT, MPI_SUM, s->comm, req));
 }
-static int check_scan(const shape_t* s, const int* recv) {
+/* The prefix over ranks [0, upto): Scan's result takes upto = rank + 1, Exscan's upto = rank. */
+static int check_prefix(const shape_t* s, const int* recv, int upto) {
   for (int i = 0; i < s->count; ++i)
-    if (recv[i] != sum_of(0, s->rank + 1, i)) return 0;
+    if (recv[i] != sum_of(0, upto, i)) return 0;
   return 1;
+}
+static int check_scan(const shape_t* s, const int* recv) {
+  return check_prefix(s, recv, s->rank + 1);
 }
 static int run_exscan(const shape_t* s, int* send, int* recv, MPI_Request* req) {
   return NB(req, MPI_Exscan(send, recv, s->count, MPI_INT, MPI_SUM, s->comm),
             MPI_Iexscan(send, recv, s->count, MPI_INT, MPI_SUM, s->comm, req));
 }
 static int check_exscan(const shape_t* s, const int* recv) {
-  if (0 == s->rank) return 1; /* undefined on rank 0 */
-  for (int i = 0; i < s->count; ++i)
-    if (recv[i] != sum_of(0, s->rank, i)) return 0;
-  return 1;
+  return 0 == s->rank || check_prefix(s, recv, s->rank); /* undefined on rank 0 */
 }
 
 static const op_t kOps[] = {
