@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -232,11 +233,19 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
       fmt::print("  declined: {}\n", d.error);
       return;
     }
-    for (const LevelChoice& lc : d.levels) {
-      const char* mark = lc.reason == Reason::Forced     ? "*"
-                         : lc.reason == Reason::Fallback ? "!"
-                                                         : "";
-      fmt::print("  {:<16}", fmt::format("{}{}", hcclName(lc.algorithm), mark));
+    // One column per level of the shape, each choice under its own level: a flat decision (one
+    // choice over every rank, at the outermost level) leaves the inner columns "-".
+    for (const LevelGroup& g : shape.levels) {
+      const auto lc = std::find_if(d.levels.begin(), d.levels.end(),
+                                   [&](const LevelChoice& x) { return x.level == g.level; });
+      if (lc == d.levels.end()) {
+        fmt::print("  {:<16}", "-");
+        continue;
+      }
+      const char* mark = lc->reason == Reason::Forced     ? "*"
+                         : lc->reason == Reason::Fallback ? "!"
+                                                          : "";
+      fmt::print("  {:<16}", fmt::format("{}{}", hcclName(lc->algorithm), mark));
     }
     // rank-local counts (alltoallv) are decided without sizes: no time to print
     fmt::print("  {:>10}\n", call.countsRankLocal() ? "rank-local" : secondsText(d.predicted));
@@ -249,7 +258,10 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
   if (to.json)
     fmt::print("{}\n", rows.dump(2));
   else
-    fmt::print("* forced by configuration, ! fallback from a forced algorithm that cannot serve\n");
+    fmt::print(
+        "* forced by configuration, ! fallback from a forced algorithm that cannot serve,\n"
+        "- no algorithm of its own at this level (flat: one algorithm over every rank, at the "
+        "outermost level)\n");
   if (to.timing)
     fmt::print(stderr,
                "hccl_info: {} first decisions on {} ranks: {:.3f} ms in all, {:.3f} ms mean, "

@@ -58,6 +58,27 @@ for r in rows:
 text = run("table", "--shape", "4x8", "--coll", "alltoallv", "--min", "4K", "--max", "4K").stdout
 check(any(l.startswith("alltoallv") and l.rstrip().endswith("rank-local")
           for l in text.splitlines()), "alltoallv's predicted column says rank-local:\n" + text)
+# The text table puts each choice under its own level's column, found from the header: the flat
+# alltoallv (one level1 choice over every rank) leaves level0 "-"; a two-level allreduce fills
+# both. The columns are cut at the header's offsets, so a shift by a column shows.
+text = run("table", "--shape", "4x8", "--coll", "alltoallv,allreduce", "--min", "4K",
+           "--max", "4K").stdout
+lines = text.splitlines()
+header = next(l for l in lines if l.startswith("collective"))
+at0, at1, atp = header.index("level0 (8)"), header.index("level1 (4)"), header.index("predicted")
+
+
+def columns(prefix):
+    line = next(l for l in lines if l.startswith(prefix))
+    return line[at0:at1].strip(), line[at1:atp].strip().split()[0]
+
+
+check(columns("alltoallv") == ("-", "pairwise"), f"flat alltoallv under level1:\n{text}")
+l0, l1 = columns("allreduce")
+want = [lv["algorithm"] for lv in
+        json.loads(run("table", "--shape", "4x8", "--json", "--coll", "allreduce", "--min", "4K",
+                       "--max", "4K").stdout)[0]["levels"]]
+check([l0, l1] == want, f"allreduce columns {l0}, {l1} are its levels {want}:\n{text}")
 small_a2a = [r for r in rows if r["collective"] == "alltoall"][0]
 check([lv["level"] for lv in small_a2a["levels"]] == [0, 1] and
       "plus local copies" in small_a2a["levels"][1]["detail"],
