@@ -815,7 +815,7 @@ hccl_status_t Communicator::fastPoll(unsigned spins, std::string& err) {
 }
 
 void Communicator::markBroken(std::uint32_t seq, hccl_status_t status, const std::string& message) {
-  if (!broken_) broken_ = Broken{seq, status, message};
+  if (!broken_ || broken_->seq == seq) broken_ = Broken{seq, status, message};
 }
 
 void Communicator::release(std::unique_ptr<Request> r) {

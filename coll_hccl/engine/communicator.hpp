@@ -149,7 +149,8 @@ class Communicator {
 
   // A failed call leaves the ranks out of step (some moved data, some did not): the
   // communicator is unusable from then on, and every later start() says so with the first
-  // failure. `seq` is the failed call's sequence number.
+  // failure. `seq` is the failed call's sequence number; that call may mark it again with a
+  // fuller message (its diagnosis, which may end later than the failure: request.cpp).
   void markBroken(std::uint32_t seq, hccl_status_t status, const std::string& message);
   bool broken() const { return broken_.has_value(); }
 

@@ -98,9 +98,6 @@ std::string activity(const DiagnosisInput& in, int rank) {
                      r->state == CallProgress::State::Done ? "done" : "failed");
 }
 
-// Rule 3b's wait for a peer's verdict: 10 ms rounds, past the side channel's 300 ms budget.
-constexpr int kNamedByPeerRounds = 50;
-
 bool exited(char state) {
   return state == '\0' || state == 'Z' || state == 'X';
 }
@@ -116,7 +113,7 @@ void awaitExit(const DiagnosisInput& in) {
 
 }  // namespace
 
-Culprit findCulprit(const DiagnosisInput& in) {
+std::optional<Culprit> culpritByState(const DiagnosisInput& in) {
   const int n = static_cast<int>(in.members.size());
   awaitExit(in);
   // 1 and 2: the kernel's view of the host's processes. A rank that failed a call first and
@@ -129,38 +126,48 @@ Culprit findCulprit(const DiagnosisInput& in) {
         if ((rec && rec->state == CallProgress::State::Failed) != consequence) continue;
         const char state = stateOf(in, r);
         if (kind[0] == 'e' && exited(state))
-          return {r, fmt::format("{} has exited ({})", describeRank(in, r), activity(in, r))};
+          return Culprit{r,
+                         fmt::format("{} has exited ({})", describeRank(in, r), activity(in, r))};
         if (kind[0] == 's' && (state == 'T' || state == 't'))
-          return {r, fmt::format("{} is stopped (process state {}: SIGSTOP or a debugger), {}",
-                                 describeRank(in, r), state, activity(in, r))};
+          return Culprit{r,
+                         fmt::format("{} is stopped (process state {}: SIGSTOP or a debugger), {}",
+                                     describeRank(in, r), state, activity(in, r))};
       }
     }
   }
-  if (!in.board) return {};
+  if (!in.board) return Culprit{};  // rules 3 to 4 read the board
   // 3: a rank that has not entered this call.
   for (int r = 0; r < n; ++r) {
     if (r == in.rank || !recordKnown(in, r)) continue;
     const std::optional<CallProgress> rec = recordOf(in, r);
     if (!rec || rec->seq < in.failed.seq)
-      return {r, fmt::format("{} has not entered call {} ({})", describeRank(in, r),
-                             in.failed.seq + 1, activity(in, r))};
+      return Culprit{r, fmt::format("{} has not entered call {} ({})", describeRank(in, r),
+                                    in.failed.seq + 1, activity(in, r))};
   }
+  return std::nullopt;
+}
+
+std::optional<Culprit> culpritNamedByPeer(const DiagnosisInput& in) {
   // 3b: a peer gave the exchange up because its own call failed first; what it named is the
   // cause. It withdraws as soon as its call fails and publishes what it named only after its own
-  // diagnosis (bounded by the side channel's budget): wait that long for it, at most.
-  for (int round = 0; in.peerFailed && round < kNamedByPeerRounds; ++round) {
-    for (int r = 0; r < n; ++r) {
-      if (r == in.rank || !recordKnown(in, r)) continue;
-      const std::optional<CallProgress> rec = recordOf(in, r);
-      if (!rec || rec->state != CallProgress::State::Failed || rec->seq != in.failed.seq ||
-          rec->culprit < 0 || rec->culprit >= n || rec->culprit == in.rank)
-        continue;
-      return {rec->culprit,
-              fmt::format("{} (named by {}, whose call {} failed first)",
-                          describeRank(in, rec->culprit), describeRank(in, r), rec->seq + 1)};
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // diagnosis: the caller looks again until kVerdictWait has passed.
+  if (!in.peerFailed || !in.board) return std::nullopt;
+  const int n = static_cast<int>(in.members.size());
+  for (int r = 0; r < n; ++r) {
+    if (r == in.rank || !recordKnown(in, r)) continue;
+    const std::optional<CallProgress> rec = recordOf(in, r);
+    if (!rec || rec->state != CallProgress::State::Failed || rec->seq != in.failed.seq ||
+        rec->culprit < 0 || rec->culprit >= n || rec->culprit == in.rank)
+      continue;
+    return Culprit{rec->culprit,
+                   fmt::format("{} (named by {}, whose call {} failed first)",
+                               describeRank(in, rec->culprit), describeRank(in, r), rec->seq + 1)};
   }
+  return std::nullopt;
+}
+
+Culprit culpritByChain(const DiagnosisInput& in) {
+  const int n = static_cast<int>(in.members.size());
   // 4: the wait-for chain.
   std::vector<int> chain{in.rank};
   for (int at = in.rank;;) {
@@ -195,6 +202,19 @@ Culprit findCulprit(const DiagnosisInput& in) {
     chain.push_back(next);
     at = next;
   }
+}
+
+Culprit findCulprit(const DiagnosisInput& in) {
+  if (std::optional<Culprit> c = culpritByState(in)) return *std::move(c);
+  if (in.peerFailed) {
+    const auto until = std::chrono::steady_clock::now() + kVerdictWait;
+    for (;;) {
+      if (std::optional<Culprit> c = culpritNamedByPeer(in)) return *std::move(c);
+      if (std::chrono::steady_clock::now() >= until) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  return culpritByChain(in);
 }
 
 }  // namespace hccl::engine

@@ -13,7 +13,8 @@
 //   3. a rank that has not entered this call (its last call on the communicator is an earlier
 //      one, or it never ran one): it is busy elsewhere;
 //   3b. (a call ended because a peer gave the exchange up after its own failure) the culprit a
-//      rank of this host named when its own call failed first: that rank saw the cause;
+//      rank of this host named when its own call failed first: that rank saw the cause (looked
+//      at again until it publishes or kVerdictWait passes);
 //   4. the end of the wait-for chain from this rank: follow "waits for" through the records to a
 //      rank that waits for nobody, to a rank on another host (whose record this host cannot read),
 //      or round a cycle (the ranks' calls do not match; its lowest rank is named).
@@ -24,6 +25,7 @@
 // set-up) but cannot be inspected.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -76,6 +78,19 @@ struct Culprit {
   int rank = -1;       // communicator rank; -1: nothing points at one
   std::string reason;  // one sentence naming it, its process, its call and its step
 };
+// The rules in order, rule 3b waiting (sleeping) up to kVerdictWait for a peer's verdict.
 Culprit findCulprit(const DiagnosisInput& in);
+
+// findCulprit in stages, for a caller that must not sleep (the engine diagnoses under its lock,
+// which other threads' calls need meanwhile): rules 1 to 3 (nullopt: none of them decides); rule
+// 3b, one look at the board (nullopt: no verdict, or not a withdrawn read); rule 4.
+// findCulprit is culpritByState, then culpritNamedByPeer again and again until kVerdictWait has
+// passed, then culpritByChain.
+std::optional<Culprit> culpritByState(const DiagnosisInput& in);
+std::optional<Culprit> culpritNamedByPeer(const DiagnosisInput& in);
+Culprit culpritByChain(const DiagnosisInput& in);
+// How long rule 3b waits for a peer's verdict: past the side channel's 300 ms budget
+// (DiagnosisChannel::kBudget), which bounds that peer's own diagnosis.
+constexpr std::chrono::milliseconds kVerdictWait{500};
 
 }  // namespace hccl::engine

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+
 #include "coll_hccl/engine/diagnosis.hpp"
 #include "coll_hccl/engine/host_views.hpp"
 
@@ -32,6 +34,8 @@ bool Request::start(std::shared_ptr<const Plan> plan, const void* send, void* re
   chunk_ = 0;
   finished_ = false;
   failKind_ = FailKind::None;
+  culprit_ = -1;
+  diagnosing_.reset();
   error_.clear();
   counters_.reset(comm_.size());
   if (!executor_ || elemSize_ != elemSize)
@@ -49,7 +53,8 @@ bool Request::start(std::shared_ptr<const Plan> plan, const void* send, void* re
     finish();
     return true;
   }
-  return startChunk();
+  // A first chunk that failed at once may still wait for its diagnosis: then it is in flight.
+  return startChunk() || !finished_;
 }
 
 hccl_status_t Request::status() const {
@@ -101,12 +106,15 @@ void Request::publish(CallProgress::State state) {
   board->publish(p);
 }
 
-std::string Request::diagnose(FailKind kind, const std::string& error, int& culprit) const {
-  culprit = -1;
-  // A peer that failed first is a consequence too: the cause is found as for a lost peer.
+void Request::finish(FailKind kind, std::string error) {
+  failKind_ = kind;
+  culprit_ = -1;
+  error_ = std::move(error);
+  // A timeout, a lost peer or a peer that failed first: the message names the rank behind it.
   if (kind != FailKind::Timeout && kind != FailKind::PeerLost && kind != FailKind::PeerFailed)
-    return error;
-  DiagnosisInput in;
+    return complete();
+  auto d = std::make_unique<Diagnosing>();
+  DiagnosisInput& in = d->in;
   in.board = comm_.board();
   in.world = comm_.worldProcesses();
   in.members = comm_.members();
@@ -115,30 +123,49 @@ std::string Request::diagnose(FailKind kind, const std::string& error, int& culp
   in.peerLost = kind == FailKind::PeerLost;
   in.peerFailed = kind == FailKind::PeerFailed;
   // Other hosts' ranks are seen through their hosts' views (host_views.hpp).
-  std::vector<std::optional<RankView>> remote;
-  std::string asked;
   if (DiagnosisChannel* channel = comm_.diagnosisChannel()) {
     const int lost = in.peerLost && in.failed.wait >= 0 && in.failed.wait < comm_.size()
                          ? in.members[static_cast<std::size_t>(in.failed.wait)]
                          : -1;
-    remote = channel->gather(in.failed.comm, in.failed.seq, in.members, lost,
-                             DiagnosisChannel::kBudget, asked);
-    in.remote = remote;
+    d->remote = channel->gather(in.failed.comm, in.failed.seq, in.members, lost,
+                                DiagnosisChannel::kBudget, d->asked);
+    in.remote = d->remote;
   }
-  const Culprit c = findCulprit(in);
-  if (c.rank < 0) return error;
-  culprit = c.rank;
-  return fmt::format("{} failed: {}. Here, {} in {}: {}{}", describeCall(in.failed), c.reason,
-                     describeRank(in, in.rank), describeStep(in.failed), error,
-                     asked.empty() ? "" : " [diagnosis: " + asked + "]");
+  std::optional<Culprit> c = culpritByState(in);
+  if (!c) c = culpritNamedByPeer(in);
+  if (!c && !in.peerFailed) c = culpritByChain(in);
+  if (c) return conclude(*d, *c);
+  // Rule 3b waits for a verdict: over later progress() calls. The communicator is broken from
+  // now (this failure came first); the diagnosis fills in its message when it ends.
+  d->until = std::chrono::steady_clock::now() + kVerdictWait;
+  comm_.markBroken(seq_, status(), error_);
+  diagnosing_ = std::move(d);
 }
 
-void Request::finish(FailKind kind, std::string error) {
+void Request::conclude(const Diagnosing& d, const Culprit& c) {
+  if (c.rank >= 0) {
+    culprit_ = c.rank;
+    error_ = fmt::format("{} failed: {}. Here, {} in {}: {}{}", describeCall(d.in.failed), c.reason,
+                         describeRank(d.in, d.in.rank), describeStep(d.in.failed), error_,
+                         d.asked.empty() ? "" : " [diagnosis: " + d.asked + "]");
+  }
+  complete();
+}
+
+bool Request::awaitVerdict() {
+  std::optional<Culprit> c = culpritNamedByPeer(diagnosing_->in);
+  if (!c && std::chrono::steady_clock::now() >= diagnosing_->until)
+    c = culpritByChain(diagnosing_->in);
+  if (!c) return false;
+  const std::unique_ptr<Diagnosing> d = std::move(diagnosing_);
+  conclude(*d, *c);
+  return true;
+}
+
+void Request::complete() {
   finished_ = true;
-  failKind_ = kind;
-  error_ = kind == FailKind::None ? std::move(error) : diagnose(kind, error, culprit_);
-  publish(kind == FailKind::None ? CallProgress::State::Done : CallProgress::State::Failed);
-  if (kind != FailKind::None) comm_.markBroken(seq_, status(), error_);
+  publish(failKind_ == FailKind::None ? CallProgress::State::Done : CallProgress::State::Failed);
+  if (failKind_ != FailKind::None) comm_.markBroken(seq_, status(), error_);
   if (scratch_) {  // the executor is not running any more: the scratch can serve another call
     comm_.returnScratch(scratch_);
     scratch_ = nullptr;
@@ -160,6 +187,7 @@ bool Request::startChunk() {
 }
 
 bool Request::progress(bool drive) {
+  if (diagnosing_) return awaitVerdict();
   while (!finished_) {
     if (!(drive ? executor_->progress() : executor_->poll())) {
       publish(CallProgress::State::Running);
@@ -175,7 +203,7 @@ bool Request::progress(bool drive) {
     }
     if (!startChunk()) break;
   }
-  return true;
+  return finished_;  // a failure may wait for its diagnosis
 }
 
 }  // namespace hccl::engine

@@ -4,12 +4,15 @@
 // executor's storage instead of allocating per call.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "coll_hccl/engine/binding.hpp"
 #include "coll_hccl/engine/communicator.hpp"
+#include "coll_hccl/engine/diagnosis.hpp"
 #include "coll_hccl/engine/executor.hpp"
 #include "coll_hccl/engine/progress_board.hpp"
 #include "coll_hccl/engine/reduction.hpp"
@@ -31,6 +34,8 @@ class Request {
              std::uint64_t bytes);
   // Advances without blocking; true once finished (check failed()). With drive = false the
   // transport is not progressed (the caller does that once for every request sharing it).
+  // A failed call may stay unfinished a while (at most kVerdictWait, diagnosis.hpp) while its
+  // diagnosis waits for a server-mate's verdict: each progress() looks for it once.
   bool progress(bool drive = true);
   bool finished() const { return finished_; }
   bool failed() const { return failKind_ != FailKind::None; }
@@ -41,14 +46,24 @@ class Request {
 
  private:
   bool startChunk();
+  // Ends the call; a failure is diagnosed first (finished at once, or left to progress() while
+  // rule 3b waits for a verdict).
   void finish(FailKind kind = FailKind::None, std::string error = {});
+  void complete();  // publishes the outcome, marks a failure, frees the scratch
+  // A failure being diagnosed: the input the rules read, and the storage its spans point into.
+  struct Diagnosing {
+    DiagnosisInput in;
+    std::vector<std::optional<RankView>> remote;  // other hosts' views (host_views.hpp)
+    std::string asked;                            // what the side channel did, for the message
+    std::chrono::steady_clock::time_point until;  // rule 3b's deadline
+  };
+  // A failure's diagnosis ends with what the rules named (rank -1: nothing).
+  void conclude(const Diagnosing& d, const Culprit& c);
+  bool awaitVerdict();  // one look for rule 3b's verdict; true once the call is finished
   void bind(const algo::BufferMap& map, const std::byte* base, Binding& into) const;
   // Writes where the call is to the progress board, when that changed.
   void publish(CallProgress::State state);
   CallProgress progressNow(CallProgress::State state) const;
-  // A timeout or a lost peer: the message names the rank behind it (diagnosis.hpp).
-  // The failure's message with its cause; `culprit` gets the rank it names (or -1).
-  std::string diagnose(FailKind kind, const std::string& error, int& culprit) const;
 
   Communicator& comm_;
   std::shared_ptr<const Plan> plan_;
@@ -68,6 +83,9 @@ class Request {
   bool finished_ = true;
   FailKind failKind_ = FailKind::None;
   int culprit_ = -1;  // the rank this call's failure was blamed on, for the board
+  // A failure waiting for rule 3b's verdict (diagnosis.hpp), polled by progress() rather than
+  // slept on: the engine's lock, which other threads' calls need, is held while it diagnoses.
+  std::unique_ptr<Diagnosing> diagnosing_;
   std::string error_;
 };
 

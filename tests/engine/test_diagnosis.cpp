@@ -214,6 +214,37 @@ TEST(Diagnosis, AWithdrawingPeersVerdictNamesTheCause) {
   EXPECT_EQ(findCulprit(in).reason.find("named by"), std::string::npos);
 }
 
+// The stages the engine runs without sleeping (it diagnoses under its lock): rules 1 to 3 decide
+// nothing here, rule 3b finds no verdict on its first look and names the culprit on the look after
+// the verdict is published, and rule 4 is what findCulprit would end with had none come.
+TEST(Diagnosis, RuleThreeBLooksOnceAtATime) {
+  Fixture f(boardName());
+  f.world[3].sameHost = false;
+  f.boards[1]->publish(running(3, 3));
+  f.boards[2]->publish(running(3, 1));
+  f.boards[3]->publish(running(3, 2));
+  DiagnosisInput in = f.input(running(3, -1));
+  in.peerFailed = true;
+  EXPECT_FALSE(culpritByState(in).has_value());
+  EXPECT_FALSE(culpritNamedByPeer(in).has_value()) << "no verdict yet";
+  const Culprit chain = culpritByChain(in);
+  EXPECT_EQ(chain.rank, -1) << chain.reason;  // rank 0 waits for nobody: nothing to follow
+  CallProgress verdict = running(3, 3);
+  verdict.state = CallProgress::State::Failed;
+  verdict.culprit = 3;
+  f.boards[1]->publish(verdict);
+  const std::optional<Culprit> c = culpritNamedByPeer(in);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->rank, 3) << c->reason;
+  EXPECT_NE(c->reason.find("named by rank 1"), std::string::npos) << c->reason;
+  // A verdict of another call, or a rank that did not have its read withdrawn, names nothing.
+  in.failed = running(4, -1);
+  EXPECT_FALSE(culpritNamedByPeer(in).has_value());
+  in.failed = running(3, -1);
+  in.peerFailed = false;
+  EXPECT_FALSE(culpritNamedByPeer(in).has_value());
+}
+
 TEST(Diagnosis, TheEndOfTheWaitForChain) {
   Fixture f(boardName());
   f.boards[1]->publish(running(3, 2));
