@@ -170,7 +170,11 @@ bool mca_coll_hccl_offer_v(mca_coll_hccl_module_t* m, const char* const names[3]
     *rc = OMPI_ERR_OUT_OF_RESOURCE;
     return true;
   }
-  bool taken = mca_coll_hccl_offer(m, &call, describe_v(m, &call, args, t), request, rc);
+  const char* why = describe_v(m, &call, args, t);
+  /* Allgatherv alone of the V forms may run on the slots: every rank knows every count. */
+  bool taken = HCCL_COLL_ALLGATHERV == call.desc.coll && NULL == request && !persistent &&
+               mca_coll_hccl_try_fast(m, &call, why, rc);
+  if (!taken) taken = mca_coll_hccl_offer(m, &call, why, request, rc);
   free(mem);
   return taken;
 }

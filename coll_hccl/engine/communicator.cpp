@@ -650,7 +650,7 @@ bool Communicator::fastMatches(const FastEntry& e, const hccl_coll_desc_t& d) co
   if (!e.used || d.coll != k.coll || d.in_place != k.in_place || d.count != k.count ||
       d.dtype != k.dtype || d.elem_size != k.elem_size || d.op != k.op || d.root != k.root)
     return false;
-  if (d.coll != HCCL_COLL_REDUCE_SCATTER) return true;
+  if (d.coll != HCCL_COLL_REDUCE_SCATTER && d.coll != HCCL_COLL_ALLGATHERV) return true;
   return d.recvcounts && std::equal(e.recvcounts.begin(), e.recvcounts.end(), d.recvcounts);
 }
 
@@ -662,11 +662,11 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
   e.key.recvcounts = e.key.sendcounts = e.key.sdispls = e.key.rdispls = nullptr;
   e.key.user_fn = nullptr;
   e.key.user_ctx = nullptr;
-  if (d.coll == HCCL_COLL_REDUCE_SCATTER && d.recvcounts)
+  if ((d.coll == HCCL_COLL_REDUCE_SCATTER || d.coll == HCCL_COLL_ALLGATHERV) && d.recvcounts)
     e.recvcounts.assign(d.recvcounts, d.recvcounts + size_);
   // Collectives whose problem every rank knows whole from the shared arguments, with an engine
-  // kernel. The V forms are rank-local (a rank knows its own counts only) and stay on the
-  // executor.
+  // kernel: Allgatherv's counts are shared (part of the key); the other V forms are rank-local (a
+  // rank knows its own counts only) and stay on the executor.
   switch (d.coll) {
     case HCCL_COLL_ALLREDUCE:
     case HCCL_COLL_ALLGATHER:
@@ -680,6 +680,7 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
     case HCCL_COLL_ALLTOALL:
     case HCCL_COLL_SCAN:
     case HCCL_COLL_EXSCAN:
+    case HCCL_COLL_ALLGATHERV:
       break;
     default:
       return;

@@ -1,13 +1,14 @@
 /*
  * slots_rooted.c - blocking MPI_Reduce, MPI_Gather, MPI_Scatter, MPI_Alltoall, MPI_Scan and
- * MPI_Exscan at the sizes the shared-memory slots serve (issue 13), with what is rank-local in
- * them: MPI_IN_PLACE at the root only (Reduce, Gather, Scatter; every root), on some ranks only
- * (Scan, Exscan: MPI does not ask it of every rank) and on every rank (Alltoall); a derived,
- * non-contiguous type on the root only or on the non-roots only (equal signatures, MPI 4.0
- * sections 6.5 and 6.6); calls back to back with the root and in-place changing from call to
- * call; a root whose own block's sizes differ (erroneous: MPI_ERR_TRUNCATE at the root, the data
- * everywhere else). Every rank must take the same path whatever its own buffers, or the ranks
- * run different protocols and hang (the earlier attempt, commit 4123169, hung so).
+ * MPI_Exscan (and MPI_Allgatherv, whose counts every rank knows) at the sizes the shared-memory
+ * slots serve (issue 13), with what is rank-local in them: MPI_IN_PLACE at the root only (Reduce,
+ * Gather, Scatter; every root), on some ranks only (Scan, Exscan: MPI does not ask it of every
+ * rank) and on every rank (Alltoall); a derived, non-contiguous type on the root only or on the
+ * non-roots only (equal signatures, MPI 4.0 sections 6.5 and 6.6); calls back to back with the root
+ * and in-place changing from call to call; a root whose own block's sizes differ (erroneous:
+ * MPI_ERR_TRUNCATE at the root, the data everywhere else). Every rank must take the same path
+ * whatever its own buffers, or the ranks run different protocols and hang (the earlier attempt,
+ * commit 4123169, hung so).
  *
  * Small sizes run on the slots where the schedule has their form (the verbose line ends "; on
  * the shared-memory slots", which the suite checks at np=2), one larger size on the general path.
@@ -215,6 +216,56 @@ static void alltoall_case(size_t ints, bool in_place, int v) {
   guarded_free(&g);
 }
 
+/* ---- Allgatherv (counts shared, so on the slots too; displacements and layouts rank-local) - */
+
+/* Rank r contributes (r % 3) * ints ints (some none); this rank receives in layout fam[(rank + v)
+ * % 4], its blocks packed or one element apart depending on the rank. */
+static void allgatherv_case(size_t ints, bool in_place, int v) {
+  const layout_t* l = fam[(rank + v) % 4];
+  const bool gaps = 1 == (rank + v) % 2;
+  char what[200];
+  snprintf(what, sizeof what, "allgatherv %zu ints per unit, %s here, blocks %s%s (rotation %d)",
+           ints, l->name, gaps ? "apart" : "packed", in_place ? ", in place" : "", v);
+  const size_t p = (size_t)nranks;
+  int* counts = malloc(p * sizeof *counts);
+  int* displs = malloc(p * sizeof *displs);
+  size_t elems = 0;
+  for (size_t r = 0; r < p; ++r) {
+    counts[r] = (int)((r % 3) * ints / (size_t)l->ints);
+    displs[r] = (int)elems;
+    elems += (size_t)counts[r] + (gaps ? 1 : 0);
+  }
+  guarded_t g;
+  unsigned char* rbuf = guarded_alloc(&g, layout_span(l, elems));
+  const size_t mine = (size_t)counts[rank];
+  unsigned char* own = rbuf + (size_t)displs[rank] * (size_t)l->extent;
+  void* sbuf = NULL;
+  if (in_place) {
+    layout_fill(l, own, mine, rank, v);
+  } else {
+    sbuf = calloc(1, layout_span(l, mine) + 1);
+    layout_fill(l, sbuf, mine, rank, v);
+  }
+  guarded_snapshot(&g);
+  int rc = MPI_Allgatherv(in_place ? MPI_IN_PLACE : sbuf, (int)mine, l->type, rbuf, counts, displs,
+                          l->type, MPI_COMM_WORLD);
+  if (check(MPI_SUCCESS == rc, "%s: rc %d", what, rc)) {
+    for (int r = 0; r < nranks; ++r) {
+      char block[240];
+      snprintf(block, sizeof block, "%s, block of rank %d", what, r);
+      layout_check(l, rbuf + (size_t)displs[r] * (size_t)l->extent, (size_t)counts[r], r, v, block);
+      /* nothing but the blocks is written (the gaps between them included) */
+    }
+    guarded_untouched(&g, 0, layout_span(l, elems), what);
+    for (int r = 0; r < nranks; ++r)
+      layout_gaps_untouched(&g, (size_t)displs[r] * (size_t)l->extent, l, (size_t)counts[r], what);
+  }
+  free(counts);
+  free(displs);
+  free(sbuf);
+  guarded_free(&g);
+}
+
 /* ---- Erroneous: the root's own block is 2 ints to send, 1 to receive ----------------------- */
 
 static void root_truncation(void) {
@@ -269,7 +320,10 @@ int main(int argc, char** argv) {
       }
     }
     for (int v = 0; v < 4; ++v)
-      for (int ip = 0; ip < 2; ++ip) alltoall_case(sizes[si], 1 == ip, v);
+      for (int ip = 0; ip < 2; ++ip) {
+        alltoall_case(sizes[si], 1 == ip, v);
+        allgatherv_case(sizes[si], 1 == ip, v);
+      }
     const unsigned every = (1u << nranks) - 1;
     const unsigned masks[] = {0, every, 0x5555u & every, 0xaaaau & every, 1u};
     for (size_t k = 0; k < sizeof masks / sizeof masks[0]; ++k) {
@@ -295,6 +349,7 @@ int main(int argc, char** argv) {
         break;
       case 3:
         scan_case(k % 2, ints, (unsigned)k & ((1u << nranks) - 1), k);
+        allgatherv_case(ints, ip, k % 4);
         break;
       default:
         alltoall_case(ints, ip, k % 4);
