@@ -43,6 +43,7 @@ static bool alltoall(const void* sbuf, int scount, ompi_datatype_t* sdtype, void
   mca_coll_hccl_call_t call;
   mca_coll_hccl_call_init(&call, names, request, persistent);
   const char* why = describe_alltoall(m, &call, sbuf, scount, sdtype, rbuf, rcount, rdtype);
+  if (NULL == request && !persistent && mca_coll_hccl_try_fast(m, &call, why, rc)) return true;
   return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
 

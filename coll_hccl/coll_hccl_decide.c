@@ -95,12 +95,12 @@ static const char* why_not_engine(const mca_coll_hccl_module_t* m) {
 }
 
 static void log_line(const mca_coll_hccl_module_t* m, const char* mpi_name, const char* what,
-                     bool in_place, bool take, const char* why) {
+                     bool in_place, bool take, const char* why, const char* note) {
   int rank = ompi_comm_rank(m->comm);
   const char* path = take ? "hccl" : path_is_prev(m, mpi_name) ? "fallback" : "floor";
-  opal_output(mca_coll_hccl_component.output, "%s on %s (cid %u, rank %d of %d): %s%s -> %s: %s",
+  opal_output(mca_coll_hccl_component.output, "%s on %s (cid %u, rank %d of %d): %s%s -> %s: %s%s",
               mpi_name, MCA_COLL_HCCL_NAME(m->comm), (unsigned)MCA_COLL_HCCL_CID(m->comm), rank,
-              ompi_comm_size(m->comm), what, in_place ? ", in place" : "", path, why);
+              ompi_comm_size(m->comm), what, in_place ? ", in place" : "", path, why, note);
 }
 
 /* Rank 0 speaks at level 1; every rank at level 2. */
@@ -109,8 +109,9 @@ static bool wants_line(const mca_coll_hccl_module_t* m) {
   return opal_output_get_verbosity(mca_coll_hccl_component.output) >= level;
 }
 
-bool mca_coll_hccl_decide(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
-                          const char* adapter_why) {
+/* `note` ends the verbose line ("" for none). */
+static bool decide_noted(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
+                         const char* adapter_why, const char* note) {
   char explain[512] = "";
   bool take = false;
   if (call->empty && !mca_coll_hccl_component.force_floor) {
@@ -133,9 +134,14 @@ bool mca_coll_hccl_decide(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t*
     char what[256];
     describe(call, what, sizeof what);
     log_line(m, call->mpi_name, what, 0 != call->desc.in_place, take,
-             NULL != adapter_why ? adapter_why : explain);
+             NULL != adapter_why ? adapter_why : explain, note);
   }
   return take;
+}
+
+bool mca_coll_hccl_decide(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
+                          const char* adapter_why) {
+  return decide_noted(m, call, adapter_why, "");
 }
 
 void mca_coll_hccl_call_init(mca_coll_hccl_call_t* call, const char* const names[3],
@@ -164,7 +170,11 @@ bool mca_coll_hccl_offer_v(mca_coll_hccl_module_t* m, const char* const names[3]
     *rc = OMPI_ERR_OUT_OF_RESOURCE;
     return true;
   }
-  bool taken = mca_coll_hccl_offer(m, &call, describe_v(m, &call, args, t), request, rc);
+  const char* why = describe_v(m, &call, args, t);
+  /* Allgatherv alone of the V forms may run on the slots: every rank knows every count. */
+  bool taken = HCCL_COLL_ALLGATHERV == call.desc.coll && NULL == request && !persistent &&
+               mca_coll_hccl_try_fast(m, &call, why, rc);
+  if (!taken) taken = mca_coll_hccl_offer(m, &call, why, request, rc);
   free(mem);
   return taken;
 }
@@ -186,5 +196,5 @@ void mca_coll_hccl_root_mismatch(mca_coll_hccl_call_t* call, size_t send_bytes, 
 }
 
 void mca_coll_hccl_log_fast(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call) {
-  if (wants_line(m)) (void)mca_coll_hccl_decide(m, call, NULL);
+  if (wants_line(m)) (void)decide_noted(m, call, NULL, "; on the shared-memory slots");
 }

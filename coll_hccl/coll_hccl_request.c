@@ -194,15 +194,22 @@ bool mca_coll_hccl_try_fast(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_
   /* Decided from what every rank shares (the adapter's reasons for these calls, the engine's
    * [same] fields), never from this rank's layout: ranks may pass equal signatures in different
    * layouts (MPI_Allgather, MPI_Bcast), so a rank whose side is not contiguous packs it and takes
-   * the slots too. */
+   * the slots too. The same holds for an in-place root (the engine rebinds its buffers) and for
+   * error_after, the root's alone (its own block's sizes differ): it runs the call with the
+   * others and reports the error after. */
   if (NULL != why || NULL == m->engine_comm || call->empty || call->persistent ||
-      0 != call->desc.nonblocking || 0 != call->error_after || HCCL_OP_USER == call->desc.op ||
+      0 != call->desc.nonblocking || HCCL_OP_USER == call->desc.op ||
       !mca_coll_hccl_component.slots || mca_coll_hccl_component.force_floor)
     return false;
-  if (MCA_COLL_HCCL_DIRECT != call->send.kind || MCA_COLL_HCCL_DIRECT != call->recv.kind)
-    return try_fast_staged(m, call, rc);
-  char err[1] = "";
-  return fast_run(m, call, hccl_fast_start(m->engine_comm, &call->desc, err, sizeof err), rc);
+  bool taken = false;
+  if (MCA_COLL_HCCL_DIRECT != call->send.kind || MCA_COLL_HCCL_DIRECT != call->recv.kind) {
+    taken = try_fast_staged(m, call, rc);
+  } else {
+    char err[1] = "";
+    taken = fast_run(m, call, hccl_fast_start(m->engine_comm, &call->desc, err, sizeof err), rc);
+  }
+  if (taken && OMPI_SUCCESS == *rc && 0 != call->error_after) *rc = call->error_after;
+  return taken;
 }
 
 /* After hccl_progress returned: completion callbacks may start new calls or free the

@@ -146,6 +146,7 @@ static bool reduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* dty
   mca_coll_hccl_call_t call;
   mca_coll_hccl_call_init(&call, names, request, persistent);
   const char* why = describe_reduce(m, &call, sbuf, rbuf, count, dtype, op, root);
+  if (NULL == request && !persistent && mca_coll_hccl_try_fast(m, &call, why, rc)) return true;
   return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
 
@@ -216,6 +217,7 @@ static bool scatter(const void* sbuf, int scount, ompi_datatype_t* sdtype, void*
   mca_coll_hccl_call_t call;
   mca_coll_hccl_call_init(&call, names, request, persistent);
   const char* why = describe_scatter(m, &call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root);
+  if (NULL == request && !persistent && mca_coll_hccl_try_fast(m, &call, why, rc)) return true;
   return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
 
@@ -340,6 +342,7 @@ static bool gather(const void* sbuf, int scount, ompi_datatype_t* sdtype, void* 
   mca_coll_hccl_call_t call;
   mca_coll_hccl_call_init(&call, names, request, persistent);
   const char* why = describe_gather(m, &call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root);
+  if (NULL == request && !persistent && mca_coll_hccl_try_fast(m, &call, why, rc)) return true;
   return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
 

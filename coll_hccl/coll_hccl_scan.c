@@ -59,6 +59,7 @@ static bool scan(bool exclusive, const void* sbuf, void* rbuf, int count, ompi_d
   mca_coll_hccl_call_t call;
   mca_coll_hccl_call_init(&call, exclusive ? exscan_names : scan_names, request, persistent);
   const char* why = describe_scan(m, &call, exclusive, sbuf, rbuf, count, dtype, op);
+  if (NULL == request && !persistent && mca_coll_hccl_try_fast(m, &call, why, rc)) return true;
   return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
 

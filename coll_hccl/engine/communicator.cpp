@@ -35,6 +35,15 @@ constexpr std::uint64_t kCommTags = std::uint64_t{1} << tl::ucx::kCommBits;
 // rank's schedule once per call shape).
 constexpr int kMaxSlotRanks = 16;
 
+// Collectives whose in-place calls the slots run as the out-of-place program on rebound buffers
+// (Communicator::rebindInPlace): only the root may be in place (Reduce, Gather, Scatter), any
+// rank on its own (Scan, Exscan: MPI does not ask it of every rank), or every rank (Alltoall). The
+// verdict then rests on the out-of-place shape, which every rank knows.
+bool inPlaceRebound(hccl_coll_t c) {
+  return c == HCCL_COLL_REDUCE || c == HCCL_COLL_GATHER || c == HCCL_COLL_SCATTER ||
+         c == HCCL_COLL_ALLTOALL || c == HCCL_COLL_SCAN || c == HCCL_COLL_EXSCAN;
+}
+
 const char* collName(hccl_coll_t c) {
   static constexpr const char* kNames[HCCL_COLL_COUNT] = {
       "allreduce", "allgather",  "reduce_scatter", "reduce_scatter_block",
@@ -641,7 +650,7 @@ bool Communicator::fastMatches(const FastEntry& e, const hccl_coll_desc_t& d) co
   if (!e.used || d.coll != k.coll || d.in_place != k.in_place || d.count != k.count ||
       d.dtype != k.dtype || d.elem_size != k.elem_size || d.op != k.op || d.root != k.root)
     return false;
-  if (d.coll != HCCL_COLL_REDUCE_SCATTER) return true;
+  if (d.coll != HCCL_COLL_REDUCE_SCATTER && d.coll != HCCL_COLL_ALLGATHERV) return true;
   return d.recvcounts && std::equal(e.recvcounts.begin(), e.recvcounts.end(), d.recvcounts);
 }
 
@@ -653,10 +662,11 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
   e.key.recvcounts = e.key.sendcounts = e.key.sdispls = e.key.rdispls = nullptr;
   e.key.user_fn = nullptr;
   e.key.user_ctx = nullptr;
-  if (d.coll == HCCL_COLL_REDUCE_SCATTER && d.recvcounts)
+  if ((d.coll == HCCL_COLL_REDUCE_SCATTER || d.coll == HCCL_COLL_ALLGATHERV) && d.recvcounts)
     e.recvcounts.assign(d.recvcounts, d.recvcounts + size_);
-  // Collectives whose problem is the same on every rank (a rooted call's root alone may be in
-  // place, so Reduce and Scatter stay on the executor), with an engine kernel.
+  // Collectives whose problem every rank knows whole from the shared arguments, with an engine
+  // kernel: Allgatherv's counts are shared (part of the key); the other V forms are rank-local (a
+  // rank knows its own counts only) and stay on the executor.
   switch (d.coll) {
     case HCCL_COLL_ALLREDUCE:
     case HCCL_COLL_ALLGATHER:
@@ -664,14 +674,25 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
     case HCCL_COLL_REDUCE_SCATTER_BLOCK:
     case HCCL_COLL_BCAST:
     case HCCL_COLL_BARRIER:
+    case HCCL_COLL_REDUCE:
+    case HCCL_COLL_GATHER:
+    case HCCL_COLL_SCATTER:
+    case HCCL_COLL_ALLTOALL:
+    case HCCL_COLL_SCAN:
+    case HCCL_COLL_EXSCAN:
+    case HCCL_COLL_ALLGATHERV:
       break;
     default:
       return;
   }
   if (d.op == HCCL_OP_USER) return;
+  // In place is a buffer choice here, not part of the verdict (fastStart rebinds the buffers):
+  // the program is compiled from the out-of-place shape, which every rank knows alike.
+  hccl_coll_desc_t shared = d;
+  if (inPlaceRebound(d.coll)) shared.in_place = 0;
   CallShape s;
   std::string why;
-  if (describe(d, s, why) != HCCL_SUCCESS) return;
+  if (describe(shared, s, why) != HCCL_SUCCESS) return;
   std::shared_ptr<const Plan> plan = planFor(s, why);
   if (!plan || plan->chunks.size() != 1 || plan->schedules.size() != 1) return;
   const algo::PlanKey composed = plan->decision.plan;
@@ -699,8 +720,35 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
   if (reduces(s.info.coll)) e.reduction.emplace(Reduction::predefined(*s.info.type, *s.info.op));
   e.elemSize = s.info.elemSize;
   e.scratchBytes = plan->scratchElems * e.elemSize;
-  if (fastScratch_.size() < e.scratchBytes) fastScratch_.resize(e.scratchBytes);
+  // After the schedule's scratch: where an in-place call keeps its input (or, for Scatter's root,
+  // the result it does not write).
+  if (inPlaceRebound(d.coll))
+    e.stageBytes = (d.coll == HCCL_COLL_GATHER || d.coll == HCCL_COLL_SCATTER ? s.info.count
+                                                                              : s.problem.total()) *
+                   e.elemSize;
+  if (fastScratch_.size() < e.scratchBytes + e.stageBytes)
+    fastScratch_.resize(e.scratchBytes + e.stageBytes);
   e.slots = true;
+}
+
+void Communicator::rebindInPlace(const FastEntry& e, const hccl_coll_desc_t& d,
+                                 std::byte* bufs[3]) {
+  std::byte* const stage = fastScratch_.data() + e.scratchBytes;
+  std::byte* const recv = bufs[1];
+  if (d.coll == HCCL_COLL_SCATTER) {
+    // The root's data is in its receive buffer, which stays unchanged; its own block lands in
+    // the stage and is dropped.
+    bufs[0] = recv;
+    bufs[1] = stage;
+    return;
+  }
+  // The input read from a copy, so that no schedule reads what it already wrote: Reduce, Scan,
+  // Exscan and Alltoall from the whole receive buffer, Gather's root from its own block there
+  // (written back unchanged).
+  const std::size_t at =
+      d.coll == HCCL_COLL_GATHER ? static_cast<std::size_t>(d.root) * e.stageBytes : 0;
+  std::memcpy(stage, recv + at, e.stageBytes);
+  bufs[0] = stage;
 }
 
 Communicator::FastEntry& Communicator::fastFind(const hccl_coll_desc_t& d) {
@@ -728,9 +776,10 @@ hccl_status_t Communicator::fastStart(const hccl_coll_desc_t& d, std::string& er
   if (!fastMatches(*e, d)) e = &fastFind(d);  // the last shape again: no call
   if (!e->slots) return HCCL_ERR_UNSUPPORTED;
   if (broken_) return brokenError(err);
-  std::byte* const bufs[3] = {
+  std::byte* bufs[3] = {
       d.in_place ? nullptr : static_cast<std::byte*>(const_cast<void*>(d.sendbuf)),
       static_cast<std::byte*>(d.recvbuf), fastScratch_.data()};
+  if (d.in_place && e->stageBytes) rebindInPlace(*e, d, bufs);
   // A number like any other call's, so that calls count alike on every rank whatever path they
   // took, and the header tells this call from its neighbours.
   fastSeq_ = seq_++;

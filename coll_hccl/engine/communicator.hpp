@@ -187,11 +187,14 @@ class Communicator {
     std::optional<Reduction> reduction;
     std::size_t elemSize = 1;
     std::size_t scratchBytes = 0;
+    std::size_t stageBytes = 0;  // after the scratch: an in-place call's rebound buffer
   };
   bool fastMatches(const FastEntry& e, const hccl_coll_desc_t& d) const;
   void fastBuild(FastEntry& e, const hccl_coll_desc_t& d);
   // The remembered entry of this shape (after the last one did not match), built on first sight.
   FastEntry& fastFind(const hccl_coll_desc_t& d);
+  // Input and Output of an in-place call of a collective whose program is out of place.
+  void rebindInPlace(const FastEntry& e, const hccl_coll_desc_t& d, std::byte* bufs[3]);
   hccl_status_t fastFail(hccl_status_t status, std::string message, std::string& err);
 
   EngineState* engine_ = nullptr;

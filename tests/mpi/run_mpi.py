@@ -287,7 +287,8 @@ MPI_TYPES = {"MPI_INT": "int32", "MPI_UNSIGNED": "uint32", "MPI_LONG": "int64",
 MPI_OPS = {"MPI_SUM": "sum", "MPI_PROD": "prod", "MPI_MAX": "max", "MPI_MIN": "min"}
 DECIDED = re.compile(r"^coll:hccl: (MPI_\w+) on MPI_COMM_WORLD \(cid 0, rank 0 of (\d+)\): "
                      r"(?:\d+ x )?(MPI_\w+), (?:(MPI_\w+), )?(\d+) bytes"
-                     r"(?: from root \d+| to root \d+| sent)?(, in place)? -> hccl: (.*)$")
+                     r"(?: from root \d+| to root \d+| sent)?(, in place)? -> hccl: (.*?)"
+                     r"(?:; on the shared-memory slots)?$")
 EXPLAIN_MAX = 511  # coll_hccl_decide.c's explain[512]: a longer decision is cut
 
 
