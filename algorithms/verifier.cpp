@@ -183,7 +183,7 @@ class Verifier final : public ReplayObserver {
     for (VerifyIssue& i : issues_) finals_.push_back(std::move(i));
     issues_ = std::move(caused);
     if (finals_.size() > 4 * opt_.maxIssues) trimFinals();
-    mem_[r] = {};
+    for (IntervalMap& m : mem_[r]) m = IntervalMap();
   }
   void trimFinals() {
     std::stable_sort(finals_.begin(), finals_.end(),
