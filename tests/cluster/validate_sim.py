@@ -195,7 +195,7 @@ def read_engine_plans(path):
     return plans
 
 
-def link_model(out, rate):
+def link_model(out):
     """The link's alpha (s) and beta (s/B) fitted from link.log, and the points used."""
     samples, _ = read_samples(os.path.join(out, "link.log"))
     points = [(b, statistics.median(t for t, _ in v)) for (c, a, b), v in sorted(samples.items())
@@ -246,7 +246,7 @@ def report(args):
     """Reads the raw logs in args.out, predicts, writes results.json and report.md."""
     rate = rate_bytes_per_s(args.rate) * PAYLOAD_PER_FRAME
     problems = []
-    fitted, points = link_model(args.out, rate)
+    fitted, points = link_model(args.out)
     if fitted is None:
         problems.append("no link samples in link.log")
         fitted = (25e-6, 1 / rate)
@@ -392,6 +392,7 @@ def main():
     args.build_dir = os.path.abspath(args.build_dir)
     args.component_dir = os.path.abspath(args.component_dir or
                                           os.path.join(args.build_dir, "coll_hccl", "private"))
+    args.tuning = os.path.abspath(args.tuning) if args.tuning else None
     args.out = os.path.abspath(args.report_only or args.out or
                                os.path.join(args.build_dir, "sim-validation"))
     shapes_text = args.shapes
@@ -416,6 +417,15 @@ def main():
     if not os.access(info, os.X_OK):
         die(f"no hccl_info in {args.build_dir}: build first")
     if args.report_only:
+        path = os.path.join(args.out, "params.json")
+        if not os.path.exists(path):
+            die(f"no params.json in {args.out} (not a directory validate_sim.py wrote)")
+        with open(path) as f:
+            saved = json.load(f)
+        args.shapes = [parse_shape(s) for s in saved["shapes"].split(",")]
+        args.sizes = [parse_size(s) for s in saved["sizes"].split(",")]
+        args.colls, args.algos = saved["colls"].split(","), saved["algos"].split(",")
+        args.rate, args.tuning = saved["rate"], saved.get("tuning")
         doc = report(args)
         print(report_text(args, doc), end="")
         return 1 if doc["problems"] else 0
@@ -437,6 +447,10 @@ def main():
     rate = rate_bytes_per_s(args.rate) * PAYLOAD_PER_FRAME
     write_json(os.path.join(args.out, "tuning-engine.json"), tuning_document(
         args.tuning, 25e-6, 1 / rate, f"validate_sim.py: the engine's model, {args.rate}"))
+    write_json(os.path.join(args.out, "params.json"), {
+        "shapes": shapes_text, "sizes": sizes_text, "colls": ",".join(args.colls),
+        "algos": ",".join(args.algos), "rate": args.rate, "reps": args.reps,
+        "link_sizes": link_sizes_text, "tuning": args.tuning})
     git = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
                          text=True).stdout.strip() or "unknown"
     t0 = time.time()
