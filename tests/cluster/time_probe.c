@@ -205,8 +205,8 @@ static long long measure(coll_t c, long long bytes, const options* o, int is_lea
         MPI_Reduce(&wrong, &sum, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
         all_wrong += sum;
         if (world_rank == 0)
-          printf("check coll=%s algo=%s bytes=%lld wrong=%lld\n", coll_names[c], o->algos[a],
-                 bytes, sum);
+          printf("check coll=%s algo=%s bytes=%lld wrong=%lld\n", coll_names[c], o->algos[a], bytes,
+                 sum);
       }
       if (world_rank == 0 && round >= 0) {
         printf(

@@ -15,20 +15,27 @@ One command, as root (about 5-10 minutes):
      allreduce, allgather, reduce_scatter at --sizes with every level-1 algorithm forced
      (hccl_algo=level0:NA;level1:ALGO), --reps timed rounds after one warm-up, algorithms rotated
      per round; the time of a sample is the slowest rank's;
-  4. writes the cluster model (tuning.json): --tuning FILE (e.g. one hccl_calibrate wrote on a
-     quiet machine) or the built-in defaults, with level1 and level2 replaced by the fitted link;
-     the engine ran with the same file before the fit (then with the link at the nominal rate:
-     only level1's numbers change afterwards, and the plan each row names is checked against
-     the engine's verbose line);
-  5. predicts every (shape, collective, size, algorithm) with `hccl_info predict --json` over
-     that model (column "simulated"), and over the nominal link (the tc rate less TCP/IP/Ethernet
-     framing, 1448 payload bytes per 1514-byte frame: column "at rate");
-  6. prints the table (report.md): measured median (min..max), predicted, predicted / measured,
-     within --tolerance (default 30%) or not, and the link use (bytes the busiest server's eth0
-     sent per second, over the nominal payload rate).
+  4. the same runs with the links unshaped (--control-reps rounds, default 1): the control that
+     tells whether the shaped link set a call's time at all (all "servers" share this machine's
+     CPUs; where unshaping does not at least halve the time, the row is CPU-bound and cannot test
+     the link model);
+  5. writes the cluster model: --tuning FILE (e.g. one hccl_calibrate wrote on a quiet machine)
+     or the built-in defaults (level0, the shared-memory link, gamma), with level1 and level2
+     replaced by the link: tuning-rate.json at the nominal rate (the tc rate less TCP/IP/Ethernet
+     framing, 1448 payload bytes per 1514-byte frame; alpha 25 us), tuning-fit.json as fitted in
+     step 2 (sensitive to the machine's load, as the fit runs on the same shared CPUs). The engine
+     ran with tuning-engine.json (= tuning-rate.json) so that its automatic level0 choice is the
+     model's; each row's plan is checked against the engine's verbose line;
+  6. predicts every (shape, collective, size, algorithm) with `hccl_info predict --json` over
+     tuning-rate.json (--model fit: tuning-fit.json) and over the other one, and writes the table
+     (report.md): measured median (min..max), predicted (the simulated time), predicted /
+     measured, within --tolerance (default 30%) or not, the other model's prediction, the link
+     use (bytes the busiest server's eth0 sent per second over the nominal payload rate), the
+     unshaped time and whether the row was link- or CPU-bound.
 
-Raw outputs stay in --out: machine.txt (load, git), link.log, probe-SHAPE.log (time_probe's
-lines and coll_hccl's verbose decisions), predict-*.json, tuning.json, results.json, report.md.
+Raw outputs stay in --out: machine.txt (load, git), params.json, link.log, probe-SHAPE.log and
+probe-SHAPE-unshaped.log (time_probe's lines and coll_hccl's verbose decisions), predict-*.json,
+tuning-*.json, results.json, report.md.
 `--report-only DIR` rebuilds the report from a directory's raw logs (no root, no rig): what the
 CI test runs on a saved sample. Exit status: 0 when the run completed (whatever the ratios; the
 table says which rows are outside the tolerance), 1 when something failed (a probe's check, a
@@ -36,7 +43,6 @@ missing sample, a predict error), 2 for a usage error, 77 when not root or no na
 """
 import argparse
 import json
-import math
 import os
 import re
 import statistics
@@ -55,6 +61,9 @@ PREDICT_COLL = {"allreduce": "allreduce", "allgather": "allgather",
                 "reduce_scatter": "reducescatter"}
 # TCP over Ethernet with timestamps: 1448 payload bytes per 1514-byte frame as tbf counts it.
 PAYLOAD_PER_FRAME = 1448 / 1514
+# The nominal link's latency: the built-in level1 alpha (a veth's TCP latency is of that order;
+# the shaped link at >= 1 MiB makes it a fraction of a percent).
+RATE_ALPHA = 25e-6
 SAMPLE_RE = re.compile(r"^sample coll=(\S+) algo=(\S+) bytes=(\d+) round=(\d+) calls=(\d+) "
                        r"time_per_call_s=([0-9.]+) tx_max_per_call=(-?[0-9.]+)")
 CHECK_RE = re.compile(r"^check coll=(\S+) algo=(\S+) bytes=(\d+) wrong=(\d+)")
@@ -142,6 +151,20 @@ def body(args):
                          ",".join(args.algos), "--reps", str(args.reps), "--warmup", "1",
                          *args.colls])
         failed |= status != 0
+    if args.control_reps:
+        # The control: the same runs with the links unshaped. Where a call takes about as long
+        # without the shaping, the link was not what limited it (the CPUs were: every "server"
+        # shares this machine's), and the row cannot test the link model.
+        subprocess.run([CLUSTER, "shape", "none"], check=True)
+        for servers, ranks in args.shapes:
+            hosts = ",".join(f"ns{k}:{ranks}" for k in range(servers))
+            log = os.path.join(args.out, f"probe-{servers}x{ranks}-unshaped.log")
+            print(f"validate_sim.py: {servers}x{ranks} unshaped (load {load()})", flush=True)
+            status = mpirun(args, hosts, servers * ranks, log, args.timeout,
+                            [probe, "--sizes", ",".join(str(s) for s in args.sizes), "--algos",
+                             ",".join(args.algos), "--reps", str(args.control_reps), "--warmup",
+                             "1", *args.colls])
+            failed |= status != 0
     return 1 if failed else 0
 
 
@@ -251,11 +274,15 @@ def report(args):
         problems.append("no link samples in link.log")
         fitted = (25e-6, 1 / rate)
     alpha, beta = fitted
-    write_json(os.path.join(args.out, "tuning.json"), tuning_document(
-        args.tuning, alpha, beta, f"validate_sim.py: {'built-in defaults' if not args.tuning else args.tuning} "
-        f"with level1/2 fitted on the rig's link ({args.rate})"))
+    base = args.tuning or "built-in defaults"
+    write_json(os.path.join(args.out, "tuning-fit.json"), tuning_document(
+        args.tuning, alpha, beta, f"validate_sim.py: {base} with level1/2 fitted on the rig's "
+        f"link ({args.rate})"))
     write_json(os.path.join(args.out, "tuning-rate.json"), tuning_document(
-        args.tuning, 25e-6, 1 / rate, f"validate_sim.py: level1/2 at the nominal {args.rate}"))
+        args.tuning, RATE_ALPHA, 1 / rate, f"validate_sim.py: {base} with level1/2 at the "
+        f"nominal {args.rate}"))
+    # The model the ratio is taken against (--model): the nominal link (default) or the fit.
+    primary, other = ("rate", "fit") if args.model == "rate" else ("fit", "rate")
     rows = []
     for shape in args.shapes:
         tag = f"{shape[0]}x{shape[1]}"
@@ -265,15 +292,20 @@ def report(args):
             continue
         samples, checks = read_samples(log)
         plans = read_engine_plans(log)
+        unshaped = {}
+        control = os.path.join(args.out, f"probe-{tag}-unshaped.log")
+        if os.path.exists(control):
+            unshaped, more = read_samples(control)
+            checks += more
         for c, a, b, wrong in checks:
             if wrong:
                 problems.append(f"{tag} {c} {a} {size_text(b)}: {wrong} wrong elements")
         for algo in args.algos:
             for size in args.sizes:
-                fit_rows, err = predict(args, os.path.join(args.out, "tuning.json"), shape, algo,
-                                        size, "fit")
-                rate_rows, err2 = predict(args, os.path.join(args.out, "tuning-rate.json"), shape,
-                                          algo, size, "rate")
+                fit_rows, err = predict(args, os.path.join(args.out, f"tuning-{primary}.json"),
+                                        shape, algo, size, primary)
+                rate_rows, err2 = predict(args, os.path.join(args.out, f"tuning-{other}.json"),
+                                          shape, algo, size, other)
                 for coll in args.colls:
                     row = {"shape": tag, "collective": coll, "bytes": size, "algorithm": algo}
                     times = [t for t, _ in samples.get((coll, algo, size), [])]
@@ -287,6 +319,12 @@ def report(args):
                     row["tx_max_per_call"] = statistics.median(tx) if tx else None
                     row["link_use"] = (row["tx_max_per_call"] / row["measured_s"] / rate
                                        if tx else None)
+                    free = [t for t, _ in unshaped.get((coll, algo, size), [])]
+                    row["unshaped_s"] = statistics.median(free) if free else None
+                    # Link-bound when removing the shaping at least halves the time.
+                    row["bound"] = (None if not free else
+                                    "link" if row["unshaped_s"] <= 0.5 * row["measured_s"]
+                                    else "CPU")
                     if fit_rows is None or rate_rows is None:
                         problems.append(f"{tag} {algo} {size_text(size)}: {err or err2}")
                         continue
@@ -298,7 +336,7 @@ def report(args):
                     row["predicted_s"] = p["simulated_s"]
                     row["formula_s"] = p["formula_s"]
                     row["own_nic_s"] = p["own_nic_s"]
-                    row["at_rate_s"] = rate_rows[PREDICT_COLL[coll]]["simulated_s"]
+                    row["other_model_s"] = rate_rows[PREDICT_COLL[coll]]["simulated_s"]
                     row["ratio"] = row["predicted_s"] / row["measured_s"]
                     row["within"] = abs(row["ratio"] - 1) <= args.tolerance
                     level0 = re.match(r"[^\[]*\[([^,\]]+)", p["plan"])
@@ -311,6 +349,7 @@ def report(args):
                                         f"{p['plan']}")
                     rows.append(row)
     doc = {"rate": args.rate, "payload_Bps": rate, "tolerance": args.tolerance,
+           "model": primary,
            "link_fit": {"alpha_s": alpha, "beta_s_per_B": beta, "bandwidth_Bps": 1 / beta,
                         "points": points}, "rows": rows, "problems": problems}
     write_json(os.path.join(args.out, "results.json"), doc)
@@ -340,13 +379,21 @@ def report_text(args, doc):
         "", "Machine:", "", machine, "",
         "Sizes as `hccl_info predict` counts them: allreduce the vector, allgather and "
         "reduce_scatter the per-rank block. measured: median (min..max) over the rounds of the "
-        "slowest rank's time; predicted: `hccl_info predict` simulated over tuning.json; ratio = "
-        f"predicted / measured; within: |ratio - 1| <= {doc['tolerance']:.0%}; at rate: the "
-        "prediction with the link at its nominal rate; link use: the busiest server's eth0 bytes "
-        "per second over the nominal payload rate.", "",
+        "slowest rank's time; predicted: `hccl_info predict` (simulated) over "
+        f"tuning-{doc['model']}.json, " + ("the link at its nominal rate"
+        if doc["model"] == "rate" else "the fitted link") + "; ratio = "
+        f"predicted / measured; within: |ratio - 1| <= {doc['tolerance']:.0%}; "
+        + ("fitted link: the prediction over the fitted link (tuning-fit.json)"
+           if doc["model"] == "rate" else "at rate: the prediction at the nominal rate")
+        + "; link use: the busiest server's eth0 bytes "
+        "per second over the nominal payload rate; unshaped: the same call with the links "
+        "unshaped (median of the control rounds); bound: link where that at least halves the "
+        "time, else CPU (the emulation's shared CPUs, not the link, set the time: such a row "
+        "cannot test the link model).", "",
         "| shape | collective | size | level1 | plan | measured ms | predicted ms | ratio | "
-        "within | at rate ms | link use |",
-        "|---|---|---|---|---|---|---|---|---|---|---|"]
+        f"within | {'fitted link' if doc['model'] == 'rate' else 'at rate'} ms | link use | "
+        "unshaped ms | bound |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["rows"]:
         if "predicted_s" not in r:
             continue
@@ -355,7 +402,9 @@ def report_text(args, doc):
             f"| {r['shape']} | {r['collective']} | {size_text(r['bytes'])} | {r['algorithm']} | "
             f"{r['plan']} | {ms(r['measured_s'])} ({ms(r['measured_min_s'])}.."
             f"{ms(r['measured_max_s'])}) | {ms(r['predicted_s'])} | {r['ratio']:.2f} | "
-            f"{'yes' if r['within'] else 'NO'} | {ms(r['at_rate_s'])} | {use} |")
+            f"{'yes' if r['within'] else 'NO'} | {ms(r['other_model_s'])} | {use} | "
+            f"{ms(r['unshaped_s']) if r.get('unshaped_s') is not None else '-'} | "
+            f"{r.get('bound') or '-'} |")
     done = [r for r in doc["rows"] if "within" in r]
     lines += ["", f"Within {doc['tolerance']:.0%}: {sum(r['within'] for r in done)} of "
               f"{len(done)} rows."]
@@ -364,6 +413,10 @@ def report_text(args, doc):
         lines.append(f"- {shape}: {sum(r['within'] for r in sel)} of {len(sel)}; ratio median "
                      f"{statistics.median(r['ratio'] for r in sel):.2f}, range "
                      f"{min(r['ratio'] for r in sel):.2f}..{max(r['ratio'] for r in sel):.2f}")
+        link = [r for r in sel if r.get("bound") == "link"]
+        if any(r.get("bound") for r in sel):
+            lines.append(f"  - link-bound rows (the only ones that test the link model): "
+                         f"{len(link)} of {len(sel)}, within {sum(r['within'] for r in link)}")
     if doc["problems"]:
         lines += ["", "Problems:", ""] + [f"- {p}" for p in doc["problems"]]
     return "\n".join(lines) + "\n"
@@ -383,8 +436,13 @@ def main():
     ap.add_argument("--reps", type=int, default=3, help="timed rounds (default 3)")
     ap.add_argument("--rate", default="1gbit", help="link rate, tc syntax (default 1gbit)")
     ap.add_argument("--link-sizes", default="1M,4M,16M", help="link fit sizes (default 1M,4M,16M)")
+    ap.add_argument("--control-reps", type=int, default=1,
+                    help="timed rounds of the unshaped control (default 1; 0: no control)")
     ap.add_argument("--tuning", help="base cost model (default: the built-in defaults)")
     ap.add_argument("--tolerance", type=float, default=0.30)
+    ap.add_argument("--model", choices=["rate", "fit"], default="rate",
+                    help="link model the ratio is taken against: rate (the nominal tc rate less "
+                    "framing, default) or fit (fitted on the rig, load-sensitive)")
     ap.add_argument("--timeout", type=int, default=900, help="bound per mpirun, s")
     ap.add_argument("--report-only", metavar="DIR", help="rebuild the report from DIR's logs")
     ap.add_argument("--body", action="store_true", help=argparse.SUPPRESS)
@@ -408,8 +466,8 @@ def main():
     for a in args.algos:
         if a not in ALGOS + ["auto"]:
             die(f"unknown algorithm '{a}' (valid: {', '.join(ALGOS)}, auto)")
-    if args.reps < 1 or not 0 < args.tolerance < 1:
-        die("--reps must be >= 1 and --tolerance in (0, 1)")
+    if args.reps < 1 or args.control_reps < 0 or not 0 < args.tolerance < 1:
+        die("--reps must be >= 1, --control-reps >= 0 and --tolerance in (0, 1)")
     rate_bytes_per_s(args.rate)
     if args.body:
         return body(args)
@@ -426,6 +484,7 @@ def main():
         args.sizes = [parse_size(s) for s in saved["sizes"].split(",")]
         args.colls, args.algos = saved["colls"].split(","), saved["algos"].split(",")
         args.rate, args.tuning = saved["rate"], saved.get("tuning")
+        args.model = saved.get("model", args.model)
         doc = report(args)
         print(report_text(args, doc), end="")
         return 1 if doc["problems"] else 0
@@ -446,11 +505,12 @@ def main():
     # fit replaces level1/2 afterwards; level0's choice under level0:NA does not depend on them).
     rate = rate_bytes_per_s(args.rate) * PAYLOAD_PER_FRAME
     write_json(os.path.join(args.out, "tuning-engine.json"), tuning_document(
-        args.tuning, 25e-6, 1 / rate, f"validate_sim.py: the engine's model, {args.rate}"))
+        args.tuning, RATE_ALPHA, 1 / rate, f"validate_sim.py: the engine's model, {args.rate}"))
     write_json(os.path.join(args.out, "params.json"), {
         "shapes": shapes_text, "sizes": sizes_text, "colls": ",".join(args.colls),
         "algos": ",".join(args.algos), "rate": args.rate, "reps": args.reps,
-        "link_sizes": link_sizes_text, "tuning": args.tuning})
+        "link_sizes": link_sizes_text, "tuning": args.tuning,
+        "model": args.model})
     git = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
                          text=True).stdout.strip() or "unknown"
     t0 = time.time()
@@ -464,7 +524,7 @@ def main():
            args.build_dir, "--component-dir", args.component_dir, "--out", args.out, "--shapes",
            shapes_text, "--sizes", sizes_text, "--link-sizes", link_sizes_text, "--colls",
            ",".join(args.colls), "--algos", ",".join(args.algos), "--reps", str(args.reps),
-           "--rate", args.rate, "--timeout", str(args.timeout)]
+           "--control-reps", str(args.control_reps), "--rate", args.rate, "--timeout", str(args.timeout)]
     status = subprocess.run(cmd).returncode
     if status in (2, SKIP) and not os.path.exists(os.path.join(args.out, "link.log")):
         print(f"validate_sim.py: the rig did not come up (cluster.sh exit {status})")

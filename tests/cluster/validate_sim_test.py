@@ -5,8 +5,9 @@ Rebuilds the report of a saved sample (tests/cluster/data/sim_validation_sample:
 2x2 run at 1 MiB, ring and AHC) with --report-only, and checks it against what this test computes
 itself from the same logs and from its own `hccl_info predict` runs:
   - every (collective, algorithm) of the sample has a row; measured = the median of the sample's
-    times; predicted = hccl_info predict's simulated time over the fitted model (the link fit
-    recomputed here: least squares of the relative error); ratio = predicted / measured;
+    times; predicted = hccl_info predict's simulated time over the nominal link (1 Gbit/s less
+    framing); tuning-fit.json holds the link fit recomputed here (least squares of the relative
+    error); ratio = predicted / measured;
     within = |ratio - 1| <= tolerance; the plan agrees with the engine's verbose lines;
   - report.md has the table header, one line per row with the same numbers, and the count line;
   - the fit recovers a known line, and holds alpha at 0 when the line would go negative;
@@ -92,10 +93,17 @@ def test_sample(build, tmp):
     check(close(doc["link_fit"]["alpha_s"], alpha, 1e-9) or alpha == doc["link_fit"]["alpha_s"],
           "link alpha = own fit")
     check(close(doc["link_fit"]["beta_s_per_B"], beta, 1e-9), "link beta = own fit")
-    with open(os.path.join(d, "tuning.json")) as f:
+    with open(os.path.join(d, "tuning-fit.json")) as f:
         tuning = json.load(f)
     check(close(tuning["levels"]["level1"]["bandwidth_GBps"], 1e-9 / beta, 1e-9),
-          "tuning.json level1 bandwidth = the fitted link")
+          "tuning-fit.json level1 bandwidth = the fitted link")
+    # The nominal link: 1 Gbit/s less Ethernet/IP/TCP framing (1448 payload bytes per 1514).
+    with open(os.path.join(d, "tuning-rate.json")) as f:
+        tuning = json.load(f)
+    for lvl in ("level1", "level2"):
+        check(close(tuning["levels"][lvl]["bandwidth_GBps"], 0.125 * 1448 / 1514, 1e-9),
+              f"tuning-rate.json {lvl} bandwidth = the nominal payload rate")
+    check(doc["model"] == "rate", "the ratio is taken against the nominal link by default")
     rows = {(r["collective"], r["algorithm"], r["bytes"]): r for r in doc["rows"]}
     expect = [(c, a, b) for c in params["colls"].split(",") for a in params["algos"].split(",")
               for b in [1 << 20]]
@@ -106,13 +114,13 @@ def test_sample(build, tmp):
     with open(os.path.join(d, "report.md")) as f:
         report = f.read()
     check("| shape | collective | size | level1 | plan | measured ms | predicted ms | ratio | "
-          "within | at rate ms | link use |" in report, "report.md has the table header")
+          "within | fitted link ms | link use | unshaped ms | bound |" in report, "report.md has the table header")
     for key, r in rows.items():
         coll, algo, size = key
         check(close(r["measured_s"], statistics.median(samples[key])), f"{key}: measured median")
         pred = subprocess.run(
             [info, "predict", "--shape", "2x2", "--coll", coll_name[coll], "--min", str(size),
-             "--max", str(size), "--json", "--tuning", os.path.join(d, "tuning.json"),
+             "--max", str(size), "--json", "--tuning", os.path.join(d, "tuning-rate.json"),
              "--mca", f"coll_hccl_algorithm=level0:NA;level1:{algo}"],
             capture_output=True, text=True)
         p = json.loads(pred.stdout)[0]
