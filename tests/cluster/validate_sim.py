@@ -337,6 +337,12 @@ def report(args):
                     row["formula_s"] = p["formula_s"]
                     row["own_nic_s"] = p["own_nic_s"]
                     row["other_model_s"] = rate_rows[PREDICT_COLL[coll]]["simulated_s"]
+                    # The bytes the model puts on the busiest server's NIC: its level1 busy time
+                    # at the nominal rate, times that rate (alpha adds a few us per step).
+                    nominal = (fit_rows if primary == "rate" else rate_rows)[PREDICT_COLL[coll]]
+                    row["model_tx"] = nominal["busy_s"][1] * rate
+                    row["tx_ratio"] = (row["tx_max_per_call"] / row["model_tx"]
+                                       if tx and row["model_tx"] > 0 else None)
                     row["ratio"] = row["predicted_s"] / row["measured_s"]
                     row["within"] = abs(row["ratio"] - 1) <= args.tolerance
                     level0 = re.match(r"[^\[]*\[([^,\]]+)", p["plan"])
@@ -386,25 +392,28 @@ def report_text(args, doc):
         + ("fitted link: the prediction over the fitted link (tuning-fit.json)"
            if doc["model"] == "rate" else "at rate: the prediction at the nominal rate")
         + "; link use: the busiest server's eth0 bytes "
-        "per second over the nominal payload rate; unshaped: the same call with the links "
+        "per second over the nominal payload rate; wire/model bytes: those bytes over the bytes "
+        "the model puts on that NIC (its level1 busy time at the nominal rate times the rate); "
+        "unshaped: the same call with the links "
         "unshaped (median of the control rounds); bound: link where that at least halves the "
         "time, else CPU (the emulation's shared CPUs, not the link, set the time: such a row "
         "cannot test the link model).", "",
         "| shape | collective | size | level1 | plan | measured ms | predicted ms | ratio | "
         f"within | {'fitted link' if doc['model'] == 'rate' else 'at rate'} ms | link use | "
-        "unshaped ms | bound |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        "wire/model bytes | unshaped ms | bound |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["rows"]:
         if "predicted_s" not in r:
             continue
         use = f"{r['link_use']:.0%}" if r.get("link_use") is not None else "-"
+        wire = f"{r['tx_ratio']:.3f}" if r.get("tx_ratio") is not None else "-"
+        free = ms(r["unshaped_s"]) if r.get("unshaped_s") is not None else "-"
         lines.append(
             f"| {r['shape']} | {r['collective']} | {size_text(r['bytes'])} | {r['algorithm']} | "
             f"{r['plan']} | {ms(r['measured_s'])} ({ms(r['measured_min_s'])}.."
             f"{ms(r['measured_max_s'])}) | {ms(r['predicted_s'])} | {r['ratio']:.2f} | "
-            f"{'yes' if r['within'] else 'NO'} | {ms(r['other_model_s'])} | {use} | "
-            f"{ms(r['unshaped_s']) if r.get('unshaped_s') is not None else '-'} | "
-            f"{r.get('bound') or '-'} |")
+            f"{'yes' if r['within'] else 'NO'} | {ms(r['other_model_s'])} | {use} | {wire} | "
+            f"{free} | {r.get('bound') or '-'} |")
     done = [r for r in doc["rows"] if "within" in r]
     lines += ["", f"Within {doc['tolerance']:.0%}: {sum(r['within'] for r in done)} of "
               f"{len(done)} rows."]

@@ -47,12 +47,11 @@ def run_report(build, d):
                           capture_output=True, text=True)
 
 
-def own_samples(path):
+def own_samples(path, field="time_per_call_s"):
     out = {}
     with open(path) as f:
         for line in f:
-            m = re.match(r"sample coll=(\S+) algo=(\S+) bytes=(\d+) .*time_per_call_s=([0-9.]+)",
-                         line)
+            m = re.match(rf"sample coll=(\S+) algo=(\S+) bytes=(\d+) .*{field}=([0-9.]+)", line)
             if m:
                 out.setdefault((m.group(1), m.group(2), int(m.group(3))), []).append(
                     float(m.group(4)))
@@ -86,6 +85,7 @@ def test_sample(build, tmp):
     with open(os.path.join(d, "params.json")) as f:
         params = json.load(f)
     samples = own_samples(os.path.join(d, "probe-2x2.log"))
+    tx_samples = own_samples(os.path.join(d, "probe-2x2.log"), "tx_max_per_call")
     link = own_samples(os.path.join(d, "link.log"))
     points = sorted((b, statistics.median(v)) for (_, _, b), v in link.items())
     alpha, beta = own_fit(points)
@@ -114,7 +114,7 @@ def test_sample(build, tmp):
     with open(os.path.join(d, "report.md")) as f:
         report = f.read()
     check("| shape | collective | size | level1 | plan | measured ms | predicted ms | ratio | "
-          "within | fitted link ms | link use | unshaped ms | bound |" in report, "report.md has the table header")
+          "within | fitted link ms | link use | wire/model bytes | unshaped ms | bound |" in report, "report.md has the table header")
     for key, r in rows.items():
         coll, algo, size = key
         check(close(r["measured_s"], statistics.median(samples[key])), f"{key}: measured median")
@@ -126,6 +126,9 @@ def test_sample(build, tmp):
         p = json.loads(pred.stdout)[0]
         check(close(r["predicted_s"], p["simulated_s"]), f"{key}: predicted = hccl_info predict")
         check(r["plan"] == p["plan"] and r["plan_matches"], f"{key}: plan {r['plan']} ran")
+        tx = statistics.median(tx_samples[key])
+        check(close(r["tx_ratio"], tx / (p["busy_s"][1] * 125e6 * 1448 / 1514)),
+              f"{key}: wire bytes over the model's level1 busy time at the nominal rate")
         ratio = p["simulated_s"] / statistics.median(samples[key])
         check(close(r["ratio"], ratio), f"{key}: ratio = predicted / measured")
         check(r["within"] == (abs(ratio - 1) <= doc["tolerance"]), f"{key}: within")
