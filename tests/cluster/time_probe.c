@@ -14,7 +14,7 @@
  * first W untimed), each running every algorithm once, in an order rotated by one per round so
  * that drift and position bias spread evenly: a barrier, the first rank of each server reads its
  * namespace's eth0 tx_bytes, K calls, the slowest rank's time per call (MPI_MAX of each rank's
- * time from the barrier), the counter again. Rank 0 prints one line per timed sample:
+ * time from the barrier), a barrier and the counter again. Rank 0 prints one line per timed sample:
  *   sample coll=C algo=A bytes=N round=I calls=K time_per_call_s=T tx_max_per_call=B
  * (B: the most bytes one server's eth0 sent per call; -1 when unreadable), and per algorithm
  * after the first round a check line comparing the last call's output with what every rank
@@ -194,6 +194,9 @@ static long long measure(coll_t c, long long bytes, const options* o, int is_lea
       const double t0 = MPI_Wtime();
       for (int j = 0; j < o->calls; ++j) call(c, in, out, (int)count, comms[a]);
       const double mine = (MPI_Wtime() - t0) / o->calls;
+      /* After every rank's calls: a server's other ranks may still be sending when its first
+       * rank is done (a few hundred bytes of barrier join the count). */
+      MPI_Barrier(MPI_COMM_WORLD);
       const long long tx1 = is_leader ? read_tx() : 0;
       long long tx = !is_leader ? 0 : tx0 < 0 || tx1 < 0 ? -1 : tx1 - tx0, tx_max = 0, tx_min = 0;
       double slowest = 0;

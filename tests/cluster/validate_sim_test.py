@@ -2,13 +2,15 @@
 """The logic of validate_sim.py, untimed and without the rig (meson test validate_sim_report).
 
 Rebuilds the report of a saved sample (tests/cluster/data/sim_validation_sample: raw logs of a
-2x2 run at 1 MiB, ring and AHC) with --report-only, and checks it against what this test computes
+2x2 run at 1 MiB, ring and AHC, at load 15-25) with --report-only, and checks it against what this test computes
 itself from the same logs and from its own `hccl_info predict` runs:
   - every (collective, algorithm) of the sample has a row; measured = the median of the sample's
     times; predicted = hccl_info predict's simulated time over the nominal link (1 Gbit/s less
     framing); tuning-fit.json holds the link fit recomputed here (least squares of the relative
     error); ratio = predicted / measured;
     within = |ratio - 1| <= tolerance; the plan agrees with the engine's verbose lines;
+  - the unshaped control's median per row, and the row link-bound iff unshaping at least
+    halved its time; the wire bytes over the model's level1 busy time at the nominal rate;
   - report.md has the table header, one line per row with the same numbers, and the count line;
   - the fit recovers a known line, and holds alpha at 0 when the line would go negative;
   - a sample with a wrong element, a missing sample, or a plan the engine did not run is reported
@@ -86,6 +88,8 @@ def test_sample(build, tmp):
         params = json.load(f)
     samples = own_samples(os.path.join(d, "probe-2x2.log"))
     tx_samples = own_samples(os.path.join(d, "probe-2x2.log"), "tx_max_per_call")
+    unshaped = own_samples(os.path.join(d, "probe-2x2-unshaped.log"))
+    bounds = {}
     link = own_samples(os.path.join(d, "link.log"))
     points = sorted((b, statistics.median(v)) for (_, _, b), v in link.items())
     alpha, beta = own_fit(points)
@@ -129,6 +133,11 @@ def test_sample(build, tmp):
         tx = statistics.median(tx_samples[key])
         check(close(r["tx_ratio"], tx / (p["busy_s"][1] * 125e6 * 1448 / 1514)),
               f"{key}: wire bytes over the model's level1 busy time at the nominal rate")
+        free = statistics.median(unshaped[key])
+        check(close(r["unshaped_s"], free), f"{key}: unshaped median")
+        bound = "link" if free <= 0.5 * statistics.median(samples[key]) else "CPU"
+        check(r["bound"] == bound, f"{key}: bound {r['bound']}, expected {bound}")
+        bounds[bound] = bounds.get(bound, 0) + 1
         ratio = p["simulated_s"] / statistics.median(samples[key])
         check(close(r["ratio"], ratio), f"{key}: ratio = predicted / measured")
         check(r["within"] == (abs(ratio - 1) <= doc["tolerance"]), f"{key}: within")
@@ -137,6 +146,12 @@ def test_sample(build, tmp):
         check(line in report, f"{key}: report line starts '{line}'")
         check(f"| {ratio:.2f} | {'yes' if r['within'] else 'NO'} |" in report,
               f"{key}: report line has ratio {ratio:.2f} and within")
+    # The sample (measured at load 15-25) holds both kinds, so the test sees each decision.
+    check(bounds.get("link", 0) >= 1 and bounds.get("CPU", 0) >= 1, f"both bounds: {bounds}")
+    link = [r for r in rows.values() if r["bound"] == "link"]
+    check(f"link-bound rows (the only ones that test the link model): {len(link)} of "
+          f"{len(rows)}, within {sum(r['within'] for r in link)}" in report,
+          "report's link-bound count")
     n_in = sum(r["within"] for r in rows.values())
     check(f"Within 30%: {n_in} of {len(rows)} rows." in report, "report's count line")
 
