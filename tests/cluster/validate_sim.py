@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Validation of the simulator (`hccl_info predict`) on the emulated cluster (issue 14 item 5).
 
-One command, as root (about 5-10 minutes):
+One command, as root (the shaped rounds' wire minimum is about 2.2 minutes; 16.5 minutes in all
+at load 20-28, where the shared CPUs, not the links, set most times: see the "bound" column):
 
   tests/cluster/validate_sim.py [--build-dir build] [--out build/sim-validation]
+  tests/cluster/validate_sim.py --rate 100mbit --sizes 1M,4M    # link-bound even under load
 
   1. brings up a rig of 4 servers x 2 slots at --rate (cluster.sh session, id "simval"; torn down
      whatever happens);
