@@ -114,11 +114,34 @@ IntervalMap::IntervalMap(std::uint64_t size, Value init) : size_(size) {
   if (size > 0) segs_.emplace(0, Seg{size, init});
 }
 
+Value IntervalMap::block(const Seg& s, std::uint64_t k) {
+  Value v = s.v;
+  v.set += static_cast<std::uint32_t>(k);
+  v.delta -= static_cast<std::int64_t>(k * s.period);
+  return v;
+}
+
+// Splits the run containing pos so that a run starts at pos. A ramp is cut into the blocks
+// before pos's block, that block (plain), and the blocks after it, before the plain cut.
 void IntervalMap::split(std::uint64_t pos) {
   if (pos == 0 || pos >= size_) return;
-  auto it = segs_.upper_bound(pos);
-  --it;  // the segment containing pos
+  auto it = std::prev(segs_.upper_bound(pos));  // the run containing pos
   if (it->first == pos) return;
+  if (it->second.period > 0) {
+    const Seg ramp = it->second;
+    const std::uint64_t start = it->first, c = ramp.period;
+    const std::uint64_t k = (pos - start) / c, blocks = (ramp.end - start) / c;
+    const std::uint64_t bs = start + k * c;
+    const auto part = [&](std::uint64_t from, std::uint64_t to) {  // blocks [from, to)
+      return Seg{start + to * c, block(ramp, from), to - from > 1 ? c : 0};
+    };
+    segs_.erase(it);
+    if (k > 0) segs_.emplace(start, part(0, k));
+    segs_.emplace(bs, part(k, k + 1));
+    if (k + 1 < blocks) segs_.emplace(bs + c, part(k + 1, blocks));
+    if (bs == pos) return;
+    it = segs_.find(bs);
+  }
   Seg tail = it->second;
   it->second.end = pos;
   segs_.emplace_hint(std::next(it), pos, tail);
@@ -127,14 +150,25 @@ void IntervalMap::split(std::uint64_t pos) {
 std::vector<Piece> IntervalMap::read(std::uint64_t off, std::uint64_t count) const {
   std::vector<Piece> out;
   if (count == 0) return out;
-  auto it = segs_.upper_bound(off);
-  --it;
+  auto it = std::prev(segs_.upper_bound(off));
   const std::uint64_t end = off + count;
-  for (; it != segs_.end() && it->first < end; ++it) {
-    const std::uint64_t b = std::max(it->first, off), e = std::min(it->second.end, end);
-    Value v = it->second.v;
+  const auto piece = [&](std::uint64_t from, std::uint64_t to, Value v) {
+    const std::uint64_t b = std::max(from, off), e = std::min(to, end);
     if (!v.uninit()) v.delta += static_cast<std::int64_t>(off);
     out.push_back({b - off, e - off, v});
+  };
+  for (; it != segs_.end() && it->first < end; ++it) {
+    const Seg& s = it->second;
+    if (s.period == 0) {
+      piece(it->first, s.end, s.v);
+      continue;
+    }
+    const std::uint64_t first = off > it->first ? (off - it->first) / s.period : 0;
+    for (std::uint64_t k = first;; ++k) {
+      const std::uint64_t bs = it->first + k * s.period;
+      if (bs >= s.end || bs >= end) break;
+      piece(bs, bs + s.period, block(s, k));
+    }
   }
   return out;
 }
@@ -160,8 +194,7 @@ void IntervalMap::write(std::uint64_t off, const std::vector<Piece>& pieces) {
     if (!v.uninit()) v.delta -= static_cast<std::int64_t>(off);
     segs_.emplace(off + p.begin, Seg{off + p.end, v});
   }
-  coalesceAround(off);
-  coalesceAround(end);
+  coalesce(off, end);
 }
 
 void IntervalMap::fill(std::uint64_t off, std::uint64_t count, Value v) {
@@ -170,26 +203,33 @@ void IntervalMap::fill(std::uint64_t off, std::uint64_t count, Value v) {
   write(off, {Piece{0, count, v}});
 }
 
-// Merge the segment starting at pos with its left neighbour when they hold the same value, and
-// merge equal runs inside written ranges too (pieces from one read often are).
-void IntervalMap::coalesceAround(std::uint64_t pos) {
-  auto it = segs_.lower_bound(pos);
-  if (it == segs_.begin()) return;
-  auto prev = std::prev(it);
-  // Walk left over equal neighbours written by the same write.
-  while (prev != segs_.begin()) {
-    auto pp = std::prev(prev);
-    if (pp->second.end == prev->first && pp->second.v == prev->second.v) {
-      pp->second.end = prev->second.end;
-      segs_.erase(prev);
-      prev = pp;
-    } else {
-      break;
+// Two neighbouring runs merge when they hold the same plain value, or when the right one
+// continues the left one's ramp (a plain run counts as a ramp of one block).
+void IntervalMap::coalesce(std::uint64_t lo, std::uint64_t hi) {
+  auto it = std::prev(segs_.upper_bound(lo > 0 ? lo - 1 : 0));
+  while (true) {
+    auto next = std::next(it);
+    if (next == segs_.end() || next->first > hi) return;
+    Seg& l = it->second;
+    const Seg& r = next->second;
+    bool merged = false;
+    if (l.period == 0 && r.period == 0 && l.v == r.v) {
+      l.end = r.end;
+      merged = true;
+    } else if (!l.v.uninit() && !r.v.uninit() && l.v.flags == r.v.flags) {
+      const std::uint64_t cl = l.period ? l.period : l.end - it->first;
+      const std::uint64_t cr = r.period ? r.period : r.end - next->first;
+      const std::uint64_t blocks = (l.end - it->first) / cl;
+      if (cl == cr && (l.end - it->first) % cl == 0 && block(Seg{l.end, l.v, cl}, blocks) == r.v) {
+        l.end = r.end;
+        l.period = cl;
+        merged = true;
+      }
     }
-  }
-  if (it != segs_.end() && prev->second.end == it->first && prev->second.v == it->second.v) {
-    prev->second.end = it->second.end;
-    segs_.erase(it);
+    if (merged)
+      segs_.erase(next);
+    else
+      it = next;
   }
 }
 

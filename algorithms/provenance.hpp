@@ -84,6 +84,13 @@ struct Piece {
 };
 
 // A buffer's content as runs [begin, end) -> Value, covering [0, size).
+//
+// A run may also be a ramp: consecutive blocks of `period` elements whose values step from one
+// block to the next, the set id by one and the delta by -period. That is what gathered blocks
+// are (block i of an AllGather result holds rank i's elements: set single(i), whose id is one
+// more than single(i-1)'s, at delta -offset(i)), so a result of p blocks is one run, not p, and
+// thousands of ranks' results fit in memory. Ramps are only a storage form: read() gives their
+// blocks as separate pieces, and write() folds pieces that continue one another back into one.
 class IntervalMap {
  public:
   explicit IntervalMap(std::uint64_t size = 0, Value init = {});
@@ -100,12 +107,17 @@ class IntervalMap {
  private:
   struct Seg {
     std::uint64_t end;
-    Value v;
+    Value v;                   // a ramp's first block
+    std::uint64_t period = 0;  // a ramp's block length, 0 for a plain run
   };
+  using Segs = std::map<std::uint64_t, Seg>;
+  // Block k of a ramp starting at `start`, as a plain value.
+  static Value block(const Seg& s, std::uint64_t k);
   void split(std::uint64_t pos);
-  void coalesceAround(std::uint64_t pos);
+  // Merges runs that continue one another from the run containing lo to the one starting at hi.
+  void coalesce(std::uint64_t lo, std::uint64_t hi);
   std::uint64_t size_;
-  std::map<std::uint64_t, Seg> segs_;
+  Segs segs_;
 };
 
 }  // namespace hccl::algo::prov

@@ -24,8 +24,8 @@ struct RankState {
 
 class Replayer {
  public:
-  Replayer(const std::vector<RankSchedule>& ranks, ReplayObserver& obs)
-      : ranks_(ranks), obs_(obs), p_(static_cast<std::uint32_t>(ranks.size())), state_(p_) {}
+  Replayer(StepSource& src, ReplayObserver& obs)
+      : src_(src), obs_(obs), p_(src.ranks()), state_(p_) {}
 
   std::vector<ReplayProblem> run() {
     for (std::uint32_t r = 0; r < p_; ++r) work_.push_back(r);
@@ -39,14 +39,13 @@ class Replayer {
   }
 
  private:
-  const Transfer& xfer(const XferRef& x) const {
-    return ranks_[x.rank].steps[x.step].xfers[x.index];
-  }
+  // Only current steps are referred to: a transfer end waits in its rank's current step.
+  const Transfer& xfer(const XferRef& x) { return src_.step(x.rank, x.step).xfers[x.index]; }
 
   void advance(std::uint32_t r) {
     RankState& st = state_[r];
-    const auto& steps = ranks_[r].steps;
-    while (st.step < steps.size()) {
+    const std::uint32_t steps = src_.steps(r);
+    while (st.step < steps) {
       if (st.posted) {
         if (st.remaining > 0) return;
         obs_.completed(r, st.step);
@@ -60,7 +59,7 @@ class Replayer {
 
   void post(std::uint32_t r) {
     RankState& st = state_[r];
-    const Step& step = ranks_[r].steps[st.step];
+    const Step& step = src_.step(r, st.step);
     st.posted = true;
     st.remaining = step.xfers.size();
     st.matched.assign(step.xfers.size(), false);
@@ -110,9 +109,10 @@ class Replayer {
   // How many messages rank x.rank sent to `to` before transfer x (its number between the pair,
   // from 0): counted from the schedule when a mismatch needs it, so the replay keeps no counter
   // per pair.
-  std::uint64_t sendsBefore(const XferRef& x, std::uint32_t to) const {
+  std::uint64_t sendsBefore(const XferRef& x, std::uint32_t to) {
     std::uint64_t n = 0;
-    const auto& steps = ranks_[x.rank].steps;
+    const RankSchedule all = src_.whole(x.rank);
+    const auto& steps = all.steps;
     for (std::uint32_t st = 0; st <= x.step; ++st) {
       const auto& xs = steps[st].xfers;
       const std::size_t end = st == x.step ? x.index : xs.size();
@@ -129,22 +129,22 @@ class Replayer {
     if (--st.remaining == 0) work_.push_back(x.rank);
   }
 
-  std::string whereIs(std::uint32_t r) const {
+  std::string whereIs(std::uint32_t r) {
     const RankState& st = state_[r];
-    if (st.step >= ranks_[r].steps.size())
-      return fmt::format("rank {} has finished all {} steps", r, ranks_[r].steps.size());
+    if (st.step >= src_.steps(r))
+      return fmt::format("rank {} has finished all {} steps", r, src_.steps(r));
     return fmt::format("rank {} is blocked in step {}", r, st.step);
   }
 
   void reportStuck() {
     for (std::uint32_t r = 0; r < p_; ++r) {
       const RankState& st = state_[r];
-      if (st.step >= ranks_[r].steps.size()) continue;
-      const Step& step = ranks_[r].steps[st.step];
+      if (st.step >= src_.steps(r)) continue;
+      const Step& step = src_.step(r, st.step);
       for (std::uint32_t i = 0; i < step.xfers.size(); ++i) {
         if (st.matched[i]) continue;
         const Transfer& t = step.xfers[i];
-        const bool peerDone = state_[t.peer].step >= ranks_[t.peer].steps.size();
+        const bool peerDone = t.peer < p_ && state_[t.peer].step >= src_.steps(t.peer);
         ReplayProblem::Kind kind = ReplayProblem::Kind::Deadlock;
         if (peerDone)
           kind = t.dir == Dir::Send ? ReplayProblem::Kind::UnmatchedSend
@@ -160,7 +160,7 @@ class Replayer {
     }
   }
 
-  const std::vector<RankSchedule>& ranks_;
+  StepSource& src_;
   ReplayObserver& obs_;
   std::uint32_t p_;
   std::vector<RankState> state_;
@@ -173,8 +173,13 @@ class Replayer {
 
 }  // namespace
 
+std::vector<ReplayProblem> replay(StepSource& src, ReplayObserver& obs) {
+  return Replayer(src, obs).run();
+}
+
 std::vector<ReplayProblem> replay(const std::vector<RankSchedule>& ranks, ReplayObserver& obs) {
-  return Replayer(ranks, obs).run();
+  HeldSteps src(ranks);
+  return replay(src, obs);
 }
 
 }  // namespace hccl::algo

@@ -42,8 +42,39 @@ struct ReplayProblem {
   std::string message;
 };
 
+// Where a replay reads the steps: all ranks' schedules held at once (the vector overload below),
+// or steps produced on demand so that thousands of ranks' schedules need not all be in memory
+// (verifier.hpp's streamed verify). The replay and its observers read only each rank's current
+// step (and, to explain a size mismatch, the steps before it through whole()): a reference
+// returned by step(r, k) must stay valid until step() is next called for rank r.
+class StepSource {
+ public:
+  virtual ~StepSource() = default;
+  virtual std::uint32_t ranks() const = 0;
+  virtual std::uint32_t steps(std::uint32_t rank) const = 0;
+  virtual const Step& step(std::uint32_t rank, std::uint32_t k) = 0;
+  // Rank r's whole schedule (error paths only).
+  virtual RankSchedule whole(std::uint32_t rank) = 0;
+};
+
 // Replays `ranks` (one schedule per rank, peers in [0, ranks.size())). Returns every matching
 // problem found; an empty result means every step of every rank completed.
 std::vector<ReplayProblem> replay(const std::vector<RankSchedule>& ranks, ReplayObserver& obs);
+std::vector<ReplayProblem> replay(StepSource& src, ReplayObserver& obs);
+
+// The source over schedules held in memory.
+class HeldSteps final : public StepSource {
+ public:
+  explicit HeldSteps(const std::vector<RankSchedule>& ranks) : ranks_(ranks) {}
+  std::uint32_t ranks() const override { return static_cast<std::uint32_t>(ranks_.size()); }
+  std::uint32_t steps(std::uint32_t r) const override {
+    return static_cast<std::uint32_t>(ranks_[r].steps.size());
+  }
+  const Step& step(std::uint32_t r, std::uint32_t k) override { return ranks_[r].steps[k]; }
+  RankSchedule whole(std::uint32_t r) override { return ranks_[r]; }
+
+ private:
+  const std::vector<RankSchedule>& ranks_;
+};
 
 }  // namespace hccl::algo

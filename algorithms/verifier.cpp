@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 
 #include "algorithms/provenance.hpp"
 #include "algorithms/replay.hpp"
@@ -58,15 +59,18 @@ VerifyOptions withScanOrder(VerifyOptions o, Collective c) {
 
 class Verifier final : public ReplayObserver {
  public:
-  Verifier(const Schedule& s, const VerifyOptions& opt)
-      : s_(s),
-        opt_(withScanOrder(opt, s.problem.coll)),
-        p_(s.problem.ranks),
+  // scratch: each rank's scratchCount().
+  Verifier(const Problem& pb, StepSource& src, const std::vector<std::uint64_t>& scratch,
+           const VerifyOptions& opt)
+      : pb_(pb),
+        src_(src),
+        opt_(withScanOrder(opt, pb.coll)),
+        p_(pb.ranks),
         sets_(p_),
         mem_(p_),
         words_((p_ + 63) / 64) {
     // Only a Barrier's result is what its ranks have heard of: the others' data says it.
-    if (s.problem.coll == Collective::Barrier) {
+    if (pb.coll == Collective::Barrier) {
       heard_.assign(std::size_t{p_} * words_, 0);
       heardIn_.assign(std::size_t{p_} * words_, 0);
     }
@@ -74,8 +78,7 @@ class Verifier final : public ReplayObserver {
       if (!heard_.empty()) heardRow(heard_, r)[r / 64] |= std::uint64_t{1} << (r % 64);
       for (int b = 0; b < kNumBufs; ++b) {
         const Buf buf = static_cast<Buf>(b);
-        const std::uint64_t n =
-            buf == Buf::Scratch ? scratchCount(s.ranks[r]) : s.problem.bufferCount(buf, r);
+        const std::uint64_t n = buf == Buf::Scratch ? scratch[r] : pb.bufferCount(buf, r);
         mem_[r][static_cast<std::size_t>(b)] = IntervalMap(n);
       }
       seedInputs(r);
@@ -86,7 +89,7 @@ class Verifier final : public ReplayObserver {
     // What the replay finds (mismatched, unmatched, stuck transfers) comes first and is never
     // crowded out by what it causes (at 1024 ranks one lost message leaves hundreds of ranks
     // reading what never arrived, more than maxIssues).
-    const auto problems = replay(s_.ranks, *this);
+    const auto problems = replay(src_, *this);
     std::vector<VerifyIssue> caused = std::move(issues_);
     issues_.clear();
     for (const ReplayProblem& rp : problems) {
@@ -108,15 +111,17 @@ class Verifier final : public ReplayObserver {
     }
     for (VerifyIssue& i : caused)
       if (issues_.size() < opt_.maxIssues) issues_.push_back(std::move(i));
-    if (issues_.empty())
-      for (std::uint32_t r = 0; r < p_; ++r) checkFinal(r);
-    return std::move(issues_);
+    if (!issues_.empty()) return std::move(issues_);
+    for (std::uint32_t r = 0; r < p_; ++r)
+      if (src_.steps(r) == 0) finish(r);
+    trimFinals();
+    return std::move(finals_);
   }
 
   // ---- replay hooks ----
 
   void posted(std::uint32_t r, std::uint32_t step) override {
-    const Step& st = s_.ranks[r].steps[step];
+    const Step& st = src_.step(r, step);
     for (const Transfer& t : st.xfers) {
       const auto what = [&t] { return toString(t); };
       if (!inBounds(r, step, t.slice, what)) continue;
@@ -139,8 +144,8 @@ class Verifier final : public ReplayObserver {
   // step's local ops, and no other transfer of its step touches its slice (else a hazard).
   // Nothing is held per transfer in flight.
   void matched(const XferRef& snd, const XferRef& rcv) override {
-    const Transfer& t = s_.ranks[rcv.rank].steps[rcv.step].xfers[rcv.index];
-    const Transfer& ts = s_.ranks[snd.rank].steps[snd.step].xfers[snd.index];
+    const Transfer& t = src_.step(rcv.rank, rcv.step).xfers[rcv.index];
+    const Transfer& ts = src_.step(snd.rank, snd.step).xfers[snd.index];
     if (t.slice.count != ts.slice.count) return;  // reported by the replay
     if (fits(snd.rank, ts.slice) && fits(rcv.rank, t.slice) && t.slice.count > 0)
       buf(rcv.rank, t.slice.buf)
@@ -160,11 +165,31 @@ class Verifier final : public ReplayObserver {
       const std::uint64_t* in = heardRow(heardIn_, r);
       for (std::uint32_t w = 0; w < words_; ++w) h[w] |= in[w];
     }
-    for (const LocalOp& op : s_.ranks[r].steps[step].ops) runOp(r, step, op);
+    for (const LocalOp& op : src_.step(r, step).ops) runOp(r, step, op);
+    if (step + 1 == src_.steps(r)) finish(r);
   }
 
  private:
   IntervalMap& buf(std::uint32_t r, Buf b) { return mem_[r][static_cast<std::size_t>(b)]; }
+
+  // A rank that has run its last step is checked at once and its buffers released (nothing
+  // reads them: every send it posted has met its receive), so the state held follows the ranks
+  // still running. The issues found are kept apart, reported only when the replay finds no
+  // problem, in rank order as a check of every rank at the end would give them.
+  void finish(std::uint32_t r) {
+    std::vector<VerifyIssue> caused;
+    std::swap(caused, issues_);
+    checkFinal(r);
+    for (VerifyIssue& i : issues_) finals_.push_back(std::move(i));
+    issues_ = std::move(caused);
+    if (finals_.size() > 4 * opt_.maxIssues) trimFinals();
+    for (IntervalMap& m : mem_[r]) m = IntervalMap();
+  }
+  void trimFinals() {
+    std::stable_sort(finals_.begin(), finals_.end(),
+                     [](const VerifyIssue& a, const VerifyIssue& b) { return a.rank < b.rank; });
+    if (finals_.size() > opt_.maxIssues) finals_.resize(opt_.maxIssues);
+  }
   std::uint64_t* heardRow(std::vector<std::uint64_t>& v, std::uint32_t r) {
     return v.data() + std::size_t{r} * words_;
   }
@@ -225,7 +250,7 @@ class Verifier final : public ReplayObserver {
 
   // Where each rank's input sits before the first step.
   void seedInputs(std::uint32_t r) {
-    const Problem& pb = s_.problem;
+    const Problem& pb = pb_;
     const std::uint64_t n = pb.total();
     const auto at = [&](std::uint32_t i) { return static_cast<std::int64_t>(pb.blocks.offset(i)); };
     switch (pb.coll) {
@@ -277,7 +302,7 @@ class Verifier final : public ReplayObserver {
   template <class What>
   void checkResultWrite(std::uint32_t r, std::uint32_t step, const Slice& sl, const What& what) {
     if (sl.buf != Buf::Output || sl.count == 0) return;
-    const std::vector<Slice> allowed = s_.problem.writableOutput(r);
+    const std::vector<Slice> allowed = pb_.writableOutput(r);
     std::string where;
     for (const Slice& a : allowed) {
       if (sl.offset >= a.offset && sl.end() <= a.end()) return;
@@ -412,7 +437,7 @@ class Verifier final : public ReplayObserver {
 
   // The output each rank must hold at the end, as runs of expected values.
   void checkFinal(std::uint32_t r) {
-    const Problem& pb = s_.problem;
+    const Problem& pb = pb_;
     const auto at = [&](std::uint32_t i) { return static_cast<std::int64_t>(pb.blocks.offset(i)); };
     const std::uint64_t n = pb.total();
     switch (pb.coll) {
@@ -484,7 +509,7 @@ class Verifier final : public ReplayObserver {
           any = true;
         }
       if (any)
-        add(Kind::MissingContribution, r, static_cast<std::uint32_t>(s_.ranks[r].steps.size()),
+        add(Kind::MissingContribution, r, src_.steps(r),
             fmt::format("rank {} leaves the barrier having heard only of ranks {}; missing {}", r,
                         formatRanks(h, p_), formatRanks(missing.data(), p_)));
     }
@@ -499,7 +524,7 @@ class Verifier final : public ReplayObserver {
 
   void expect(std::uint32_t r, std::uint64_t off, std::uint64_t count, std::uint32_t set,
               std::int64_t delta) {
-    const std::uint32_t last = static_cast<std::uint32_t>(s_.ranks[r].steps.size());
+    const std::uint32_t last = src_.steps(r);
     const std::string where = fmt::format("rank {} final out[{}+{}]", r, off, count);
     if (count == 0) return;
     if (off + count > buf(r, Buf::Output).size()) {
@@ -532,7 +557,8 @@ class Verifier final : public ReplayObserver {
     }
   }
 
-  const Schedule& s_;
+  const Problem& pb_;
+  StepSource& src_;
   VerifyOptions opt_;
   std::uint32_t p_;
   prov::RankSets sets_;
@@ -541,7 +567,59 @@ class Verifier final : public ReplayObserver {
   // others), and of those its current step's receives bring when the step completes.
   std::uint32_t words_;
   std::vector<std::uint64_t> heard_, heardIn_;
-  std::vector<VerifyIssue> issues_;
+  std::vector<VerifyIssue> issues_, finals_;
+};
+
+// Steps generated on demand: each rank keeps a window of consecutive steps (about `perRank`
+// transfers and ops, at least one step) and is generated again when the replay moves past it.
+class GeneratedSteps final : public StepSource {
+ public:
+  GeneratedSteps(const Problem& pb, const RankGenerator& gen, std::size_t heldItems)
+      : pb_(pb),
+        gen_(gen),
+        perRank_(std::max<std::size_t>(64, heldItems / std::max(1u, pb.ranks))),
+        ranks_(pb.ranks) {
+    for (std::uint32_t r = 0; r < pb.ranks; ++r) {
+      RankSchedule all = whole(r);
+      ranks_[r].steps = static_cast<std::uint32_t>(all.steps.size());
+      scratch_.push_back(scratchCount(all));
+      keep(r, std::move(all), 0);
+    }
+  }
+  const std::vector<std::uint64_t>& scratch() const { return scratch_; }
+  std::uint32_t ranks() const override { return pb_.ranks; }
+  std::uint32_t steps(std::uint32_t r) const override { return ranks_[r].steps; }
+  const Step& step(std::uint32_t r, std::uint32_t k) override {
+    Window& w = ranks_[r];
+    if (k < w.base || k >= w.base + w.held.size()) keep(r, whole(r), k);
+    return w.held[k - w.base];
+  }
+  RankSchedule whole(std::uint32_t r) override {
+    RankSchedule s = withPrivateInput(pb_, r, gen_);
+    prune(s);
+    return s;
+  }
+
+ private:
+  struct Window {
+    std::uint32_t steps = 0, base = 0;
+    std::vector<Step> held;
+  };
+  void keep(std::uint32_t r, RankSchedule all, std::uint32_t from) {
+    Window& w = ranks_[r];
+    std::uint32_t to = from;
+    for (std::size_t items = 0; to < all.steps.size() && (to == from || items < perRank_); ++to)
+      items += 1 + all.steps[to].xfers.size() + all.steps[to].ops.size();
+    w.base = from;
+    w.held.assign(std::make_move_iterator(all.steps.begin() + from),
+                  std::make_move_iterator(all.steps.begin() + to));
+  }
+
+  const Problem& pb_;
+  const RankGenerator& gen_;
+  std::size_t perRank_;
+  std::vector<Window> ranks_;
+  std::vector<std::uint64_t> scratch_;
 };
 
 }  // namespace
@@ -551,7 +629,16 @@ std::vector<VerifyIssue> verify(const Schedule& s, const VerifyOptions& opt) {
     return {{VerifyIssue::Kind::OutOfBounds, 0, 0,
              fmt::format("the schedule has {} rank schedules for a problem of {} ranks",
                          s.ranks.size(), s.problem.ranks)}};
-  return Verifier(s, opt).run();
+  HeldSteps src(s.ranks);
+  std::vector<std::uint64_t> scratch;
+  for (const RankSchedule& r : s.ranks) scratch.push_back(scratchCount(r));
+  return Verifier(s.problem, src, scratch, opt).run();
+}
+
+std::vector<VerifyIssue> verifyGenerated(const Problem& pb, const RankGenerator& gen,
+                                         const VerifyOptions& opt, std::size_t heldItems) {
+  GeneratedSteps src(pb, gen, heldItems);
+  return Verifier(pb, src, src.scratch(), opt).run();
 }
 
 }  // namespace hccl::algo

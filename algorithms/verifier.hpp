@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "algorithms/schedule.hpp"
+#include "algorithms/write_contract.hpp"
 
 namespace hccl::algo {
 
@@ -59,6 +60,15 @@ struct VerifyOptions {
 };
 
 std::vector<VerifyIssue> verify(const Schedule& s, const VerifyOptions& opt = {});
+
+// The same check of pb's schedule as `gen` builds it for each rank (through withPrivateInput,
+// empty steps pruned), streamed for thousands of ranks: no rank's whole schedule is held, only
+// a window of its next steps (about heldItems transfers and local ops over all ranks, at least
+// one step per rank), generated again when the replay moves past it; a rank is checked when it
+// finishes and its buffers are released. Costs a regeneration of every rank per window.
+std::vector<VerifyIssue> verifyGenerated(const Problem& pb, const RankGenerator& gen,
+                                         const VerifyOptions& opt = {},
+                                         std::size_t heldItems = std::size_t{1} << 22);
 
 // One line per issue, for test failure messages and tools.
 std::string describe(const std::vector<VerifyIssue>& issues);

@@ -405,7 +405,9 @@ void hccl_prepared_free(hccl_prepared_t* prepared);
  * one on this communicator), HCCL_ERR_UNSUPPORTED (this call shape does not run on slots;
  * nothing happened: ask hccl_coll_supported and start it), or the error that failed the call
  * (then the communicator is broken, as after any failed call). Whether a shape runs on slots
- * depends on [same] fields and communicator state only, so every rank decides alike. The
+ * depends on [same] fields and communicator state only, so every rank decides alike; in_place
+ * does not enter it for Reduce, Gather, Scatter, Alltoall, Scan and Exscan, where one rank alone
+ * may be in place (it only rebinds that rank's buffers). The
  * descriptor's buffers must stay valid until the call is over; user ops never run here. Not
  * with thread_multiple (always HCCL_ERR_UNSUPPORTED). */
 hccl_status_t hccl_fast_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, char* err,

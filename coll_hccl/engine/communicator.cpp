@@ -647,8 +647,10 @@ hccl_status_t Communicator::launch(const Prepared& call, std::unique_ptr<Request
 
 bool Communicator::fastMatches(const FastEntry& e, const hccl_coll_desc_t& d) const {
   const hccl_coll_desc_t& k = e.key;
-  if (!e.used || d.coll != k.coll || d.in_place != k.in_place || d.count != k.count ||
-      d.dtype != k.dtype || d.elem_size != k.elem_size || d.op != k.op || d.root != k.root)
+  // In place and not share an entry where in place only rebinds buffers (inPlaceRebound).
+  if (!e.used || d.coll != k.coll || (d.in_place != k.in_place && !inPlaceRebound(d.coll)) ||
+      d.count != k.count || d.dtype != k.dtype || d.elem_size != k.elem_size || d.op != k.op ||
+      d.root != k.root)
     return false;
   if (d.coll != HCCL_COLL_REDUCE_SCATTER && d.coll != HCCL_COLL_ALLGATHERV) return true;
   return d.recvcounts && std::equal(e.recvcounts.begin(), e.recvcounts.end(), d.recvcounts);

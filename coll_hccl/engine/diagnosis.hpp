@@ -13,8 +13,9 @@
 //   3. a rank that has not entered this call (its last call on the communicator is an earlier
 //      one, or it never ran one): it is busy elsewhere;
 //   3b. (a call ended because a peer gave the exchange up after its own failure) the culprit a
-//      rank of this host named when its own call failed first: that rank saw the cause (looked
-//      at again until it publishes or kVerdictWait passes);
+//      rank named when its own call failed first: that rank saw the cause (a rank of this host
+//      through the board, looked at again until it publishes or kVerdictWait passes; one of
+//      another host through the view its host sent, as it was then);
 //   4. the end of the wait-for chain from this rank: follow "waits for" through the records to a
 //      rank that waits for nobody, to a rank on another host (whose record this host cannot read),
 //      or round a cycle (the ranks' calls do not match; its lowest rank is named).

@@ -13,9 +13,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr std::uint32_t kMagic = 0x48434456;  // "HCDV"
-constexpr std::uint16_t kVersion = 1;
+constexpr std::uint16_t kVersion = 2;         // 2: records carry their culprit
 constexpr std::size_t kHeaderBytes = 24;
-constexpr std::size_t kEntryBytes = 48;
+constexpr std::size_t kEntryBytes = 52;
 // A lost peer its host still shows running is asked about again this often, for this long.
 constexpr auto kRequeryEvery = std::chrono::milliseconds(20);
 constexpr auto kAwaitExit = std::chrono::milliseconds(250);
@@ -89,6 +89,7 @@ std::vector<std::byte> encode(const HostView& v) {
     w.put(p.chunks);
     w.put(p.step);
     w.put(p.steps);
+    w.put(p.culprit);
   }
   return out;
 }
@@ -145,6 +146,7 @@ std::optional<HostView> decode(std::span<const std::byte> bytes, std::string* wh
     p.chunks = r.get<std::uint32_t>();
     p.step = r.get<std::uint32_t>();
     p.steps = r.get<std::uint32_t>();
+    p.culprit = r.get<std::int32_t>();
   }
   return v;
 }

@@ -501,3 +501,34 @@ TEST(VerifierAt1024, BarrierRankLeavingEarly) {
 
 }  // namespace
 }  // namespace hccl::algo
+
+// ---- one wrong block among 4096 ranks, through the streamed check ------------------------------
+
+namespace hccl::algo {
+namespace {
+
+// RHD AllGather of one element per rank at 4096 ranks, where rank 3001's block 1234 ends up
+// holding block 1235 (a last copy overwrites it): 4096 x 4096 blocks, one of them wrong. The
+// gathered blocks are held as ramps (provenance.hpp), so the check stays small.
+TEST(VerifierAt4096, OneWrongBlockOfOneRank) {
+  constexpr std::uint32_t p = 4096, bad = 3001, block = 1234;
+  const Problem pb = Problem::fromMpiCount(Collective::AllGather, p, 1, false, 0);
+  const RankGenerator broken = [&](const Problem& q, std::uint32_t r) {
+    RankSchedule s = rhdAllGather(q, r);
+    if (r == bad)
+      s.stepAfterTransfers().ops.push_back({OpKind::Copy, out(block, 1), out(block + 1, 1), {}});
+    return s;
+  };
+  EXPECT_TRUE(verifyGenerated(pb, rhdAllGather).empty());
+  const auto issues = verifyGenerated(pb, broken);
+  ASSERT_EQ(issues.size(), 1u) << describe(issues);
+  EXPECT_EQ(issues[0].kind, Kind::MissingContribution);
+  EXPECT_EQ(issues[0].rank, bad);
+  EXPECT_NE(issues[0].message.find("rank 3001 final out[1234+1]: contributions of ranks 1235; "
+                                   "missing 1234, unexpected 1235"),
+            std::string::npos)
+      << issues[0].message;
+}
+
+}  // namespace
+}  // namespace hccl::algo

@@ -1,8 +1,9 @@
-// verify_scale: builds one generator's schedule and verifies it, printing the time and the peak
-// memory of each phase, for measuring the verifier at thousands of ranks (not a test: run it
-// under /usr/bin/time -v or valgrind --tool=massif).
+// verify_scale: verifies one generator's schedule at a given rank count and prints the time and
+// the peak memory, for measuring the verifier at thousands of ranks and for the full tier of the
+// sweep (tests/algorithms/README.md). Streamed (verifyGenerated) unless `held` is given, which
+// builds every rank's schedule first and calls verify() as the quick tier does.
 //
-//   verify_scale ring_allreduce 1024 1025 [inplace]
+//   verify_scale ring_allreduce 1024 1025 [inplace] [held]
 #include <fmt/format.h>
 #include <sys/resource.h>
 
@@ -31,32 +32,47 @@ double since(std::chrono::steady_clock::time_point t0) {
 int main(int argc, char** argv) {
   using namespace hccl::algo;
   if (argc < 4) {
-    fmt::print(stderr, "usage: verify_scale <algorithm_collective> <ranks> <count> [inplace]\n");
+    fmt::print(stderr,
+               "usage: verify_scale <algorithm_collective> <ranks> <count> [inplace] [held]\n");
     return 2;
   }
   const std::string want = argv[1];
   const auto p = static_cast<std::uint32_t>(std::strtoul(argv[2], nullptr, 10));
   const std::uint64_t n = std::strtoull(argv[3], nullptr, 10);
-  const bool inPlace = argc > 4 && std::string(argv[4]) == "inplace";
+  bool inPlace = false, held = false;
+  for (int i = 4; i < argc; ++i) {
+    inPlace = inPlace || std::string(argv[i]) == "inplace";
+    held = held || std::string(argv[i]) == "held";
+  }
+  if (p == 0) {
+    fmt::print(stderr, "verify_scale: ranks must be at least 1, got {}\n", argv[2]);
+    return 2;
+  }
   for (const GeneratorSpec& g : generatorSpecs()) {
     if (test::specName(g) != want) continue;
-    const Problem pb = test::problemFor(g.coll, p, n, inPlace, (p * 7 + 3) % p);
-    auto t0 = std::chrono::steady_clock::now();
-    // Empty steps pruned, as the sweep's ThousandsOfRanks does (they change nothing verified).
-    Schedule s{pb, {}};
-    for (std::uint32_t r = 0; r < p; ++r) {
-      s.ranks.push_back(withPrivateInput(pb, r, g.generate));
-      prune(s.ranks.back());
-      s.ranks.back().steps.shrink_to_fit();
+    if (inPlace && !test::hasInPlaceVariant(g.coll)) {
+      fmt::print(stderr, "{} has no in-place form\n", want);
+      return 2;
     }
-    const double build = since(t0);
-    const long afterBuild = peakKiB();
-    t0 = std::chrono::steady_clock::now();
-    const auto issues = verify(s, {.requireRankOrder = g.rankOrdered});
-    fmt::print(
-        "{} p={} n={}{}: build {:.2f} s peak {} MiB; verify {:.2f} s peak {} MiB; {} issues\n",
-        want, p, n, inPlace ? " inplace" : "", build, afterBuild / 1024, since(t0),
-        peakKiB() / 1024, issues.size());
+    const Problem pb = test::problemFor(g.coll, p, n, inPlace, (p * 7 + 3) % p);
+    const VerifyOptions opt{.requireRankOrder = g.rankOrdered};
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<VerifyIssue> issues;
+    if (held) {
+      // Empty steps pruned, as the sweep's ThousandsOfRanks does (they change nothing verified).
+      Schedule s{pb, {}};
+      for (std::uint32_t r = 0; r < p; ++r) {
+        s.ranks.push_back(withPrivateInput(pb, r, g.generate));
+        prune(s.ranks.back());
+        s.ranks.back().steps.shrink_to_fit();
+      }
+      issues = verify(s, opt);
+    } else {
+      issues = verifyGenerated(pb, g.generate, opt);
+    }
+    fmt::print("{} p={} n={}{} {}: {:.2f} s, peak {} MiB, {} issues\n", want, p, n,
+               inPlace ? " inplace" : "", held ? "held" : "streamed", since(t0), peakKiB() / 1024,
+               issues.size());
     if (!issues.empty()) fmt::print("{}", describe(issues));
     return issues.empty() ? 0 : 1;
   }

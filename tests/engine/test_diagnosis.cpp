@@ -317,6 +317,39 @@ TEST(Diagnosis, AnotherHostsViewNamesItsStoppedRank) {
   EXPECT_NE(c.reason.find("which did not answer"), std::string::npos) << c.reason;
 }
 
+// A far rank's verdict travels in its host's view: rule 3b follows it as it would a server-mate's.
+TEST(HostViews, AFarRanksVerdictNamesTheCause) {
+  Fixture f(boardName());
+  f.world[2] = {"far", {4242, 99}, false};
+  f.world[3] = {"far", {4343, 98}, false};
+  f.boards[1]->publish(running(3, 0));
+  CallProgress verdict = running(3, 2);
+  verdict.state = CallProgress::State::Failed;
+  verdict.culprit = 2;
+  HostView far;
+  far.comm = 7;
+  far.seq = 3;
+  far.from = 3;
+  far.board = true;
+  far.ranks = {{2, 'R', true, true, false, running(3, 3)}, {3, 'R', true, true, false, verdict}};
+  std::string why;
+  const std::optional<HostView> back = decode(encode(far), &why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_EQ(back->ranks[1].record.culprit, 2);
+  EXPECT_EQ(back->ranks[0].record.culprit, -1);
+  std::vector<std::optional<RankView>> remote(4);
+  for (const RankView& r : back->ranks) remote[static_cast<std::size_t>(r.worldRank)] = r;
+  DiagnosisInput in = f.input(running(3, -1));
+  in.remote = remote;
+  in.peerFailed = true;
+  EXPECT_FALSE(culpritByState(in).has_value());
+  const std::optional<Culprit> c = culpritNamedByPeer(in);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->rank, 2) << c->reason;
+  EXPECT_NE(c->reason.find("named by rank 3 (world rank 3, host far"), std::string::npos)
+      << c->reason;
+}
+
 TEST(HostViews, MalformedViewsAreRefused) {
   HostView v;
   v.ranks.resize(2);
