@@ -89,6 +89,7 @@ Metrics nbAllReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t e
 // rs_gather_reduce.cpp: Reduce as the algorithm's ReduceScatter then its Gather to the root
 RankSchedule nhrReduce(const Problem& pb, std::uint32_t rank);
 RankSchedule nbReduce(const Problem& pb, std::uint32_t rank);
+RankSchedule meshReduce(const Problem& pb, std::uint32_t rank);
 
 // pairwise.cpp
 RankSchedule pairwiseAllToAll(const Problem& pb, std::uint32_t rank);

@@ -18,19 +18,20 @@ using C = Collective;
 // AllReduce reduce every block locally in rank order. NHR and NB reduce slice s along a binomial
 // tree over the ring that starts at rank s and wraps around rank 0 for every s but one. Pairwise
 // only copies; it needs equal blocks (AllToAllV would need per-pair counts). Every Gather is its
-// Scatter reversed (reverse.hpp); NHR's and NB's Reduce is their ReduceScatter then their Gather
-// (rs_gather_reduce.cpp), not rank-ordered as their ReduceScatter is not. Rank-local problems
-// (GatherV/ScatterV non-roots) are served by the direct (fullmesh) Scatter and Gather only: the
-// trees forward other ranks' blocks, whose counts a non-root does not know. Scan and Exscan (RHD's
-// distance doubling) keep lower ranks on the left by construction; Barrier moves no data.
-// Costs (rank_cost.hpp): lockstep unless named. Ring Broadcast and Reduce are chains; the trees of
-// RHD's Broadcast, Reduce and Exscan make ranks wait on partners whose schedules differ from
-// theirs (ranks outside the power of two), so they are replayed (p log p), as is Mesh's Broadcast
-// (its root's p-1 uneven blocks add up on a one-link port). NHR's and NB's AllReduce, Broadcast
-// and Reduce run in lockstep while every block holds an element; when some block is empty the
-// pruned transfers leave ranks waiting on partners (rank_cost_nhr/nb, p=9 count=7): AllReduce is
-// then costed from every rank's per-step counts (tree::phasesPath, O(p log p)), Broadcast and
-// Reduce replayed.
+// Scatter reversed (reverse.hpp); NHR's, NB's and Mesh's Reduce is their ReduceScatter then their
+// Gather (rs_gather_reduce.cpp), rank-ordered exactly when their ReduceScatter is (Mesh's only).
+// Rank-local problems (GatherV/ScatterV non-roots) are served by the direct (fullmesh) Scatter and
+// Gather only: the trees forward other ranks' blocks, whose counts a non-root does not know. Scan
+// and Exscan (RHD's distance doubling) keep lower ranks on the left by construction; Barrier moves
+// no data. Costs (rank_cost.hpp): lockstep unless named. Ring Broadcast and Reduce are chains; the
+// trees of RHD's Broadcast, Reduce and Exscan make ranks wait on partners whose schedules differ
+// from theirs (ranks outside the power of two), so they are replayed (p log p), as are Mesh's
+// Broadcast (its root's p-1 uneven blocks add up on a one-link port) and Reduce (with uneven blocks
+// the ReduceScatter ends at different times, and the root's Gather waits for the slowest). NHR's
+// and NB's AllReduce, Broadcast and Reduce run in lockstep while every block holds an element; when
+// some block is empty the pruned transfers leave ranks waiting on partners (rank_cost_nhr/nb, p=9
+// count=7): AllReduce is then costed from every rank's per-step counts (tree::phasesPath, O(p log
+// p)), Broadcast and Reduce replayed.
 constexpr std::array kSpecs = {
     GeneratorSpec{A::Ring, C::AllReduce, ringAllReduce, false, true, false, ringAllReduceCost},
     GeneratorSpec{A::Ring, C::ReduceScatter, ringReduceScatter, false, true, false},
@@ -50,6 +51,7 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::Mesh, C::ReduceScatter, meshReduceScatter, true, true, false},
     GeneratorSpec{A::Mesh, C::AllGather, meshAllGather, true, true, false},
     GeneratorSpec{A::Mesh, C::Broadcast, meshBroadcast, true, true, false, replayCost},
+    GeneratorSpec{A::Mesh, C::Reduce, meshReduce, true, true, false, replayCost},
     GeneratorSpec{A::Mesh, C::Scatter, meshScatter, true, true, true},
     GeneratorSpec{A::Mesh, C::Gather, meshGather, true, true, true},
     GeneratorSpec{A::Mesh, C::Barrier, meshBarrier, true, true, false},

@@ -1,7 +1,7 @@
 // Reduce as ReduceScatter + Gather, for the algorithms HCCL lists for Reduce that have no Reduce
-// of their own (NHR, NB; reference section 1: "Reduce (ReduceScatter + Gather)"): the vector's
-// p blocks are reduce-scattered with the algorithm's ReduceScatter, then gathered to the root
-// with its Gather (its Scatter reversed).
+// of their own (NHR, NB and Mesh; reference section 1: "Reduce (ReduceScatter + Gather)", Mesh's
+// row "2a + (2/p)n b + ((p-1)/p)n g"): the vector's p blocks are reduce-scattered with the
+// algorithm's ReduceScatter, then gathered to the root with its Gather (its Scatter reversed).
 //
 // Steps and peers (p ranks, root t, n elements split evenly over p as n_i = ceil or floor of
 // n/p, 0 allowed; any root, any n):
@@ -9,7 +9,8 @@
 //      ReduceScatter's input, since the ReduceScatter writes into Output (one local copy, as
 //      hier_reduce.cpp and an in-place ReduceScatter make).
 //   1. the algorithm's ReduceScatter over all p ranks (its own steps and peers: NHR's binomial
-//      slice trees towards r-2^k, NB's towards r+2^k): rank i ends with block i summed over
+//      slice trees towards r-2^k, NB's towards r+2^k, Mesh's one step with every peer, which
+//      reduces the p contributions in rank order): rank i ends with block i summed over
 //      every rank, at its natural offset of the working vector W (the root's Output, a
 //      non-root's Scratch[0, n): a non-root's Output is not result, the write contract).
 //   2. the algorithm's Gather of the blocks to the root, in place in W (block i read where
@@ -20,9 +21,15 @@
 //   RS: K a + ((p-1)/p) n b + ((p-1)/p) n c, Gather: K a + ((p-1)/p) n b, so
 //   2K a + 2((p-1)/p) n b + ((p-1)/p) n c   (HCCL's ReduceScatter + Gather form),
 // against a ring Reduce's (p-1)(a + n b + n c): fewer steps and 1/p of the reduction work per
-// rank, at twice the vector over the busiest link.
+// rank, at twice the vector over the busiest link. Mesh, every link at once (mesh.cpp):
+//   RS: a + (1/p) n b + ((p-1)/p) n c, Gather: a + (1/p) n b, so 2a + (2/p) n b + ((p-1)/p) n c.
+// At p = 2 on one server (shared memory) this is what makes Reduce cheaper than the ring's
+// chain: each rank reduces half the vector, at the same time, reading its peer's half in place
+// (the executor's direct reads), and the root then copies the other rank's half once, where the
+// chain has the root reduce the whole vector alone while the other rank waits.
 //
-// Rank order: no (the ReduceScatter's slice trees wrap around rank 0, see nhr.cpp and nb.cpp).
+// Rank order: no for NHR and NB (the ReduceScatter's slice trees wrap around rank 0, see nhr.cpp
+// and nb.cpp); yes for Mesh (its ReduceScatter folds x_0 (+) ... (+) x_{p-1}; the Gather copies).
 // Uneven blocks: yes (n not divisible by p, blocks of 0 included).
 #include "algorithms/generators.hpp"
 
@@ -67,6 +74,10 @@ RankSchedule nhrReduce(const Problem& pb, std::uint32_t rank) {
 
 RankSchedule nbReduce(const Problem& pb, std::uint32_t rank) {
   return reduceByScatterGather(pb, rank, nbReduceScatter, nbGather);
+}
+
+RankSchedule meshReduce(const Problem& pb, std::uint32_t rank) {
+  return reduceByScatterGather(pb, rank, meshReduceScatter, meshGather);
 }
 
 }  // namespace hccl::algo

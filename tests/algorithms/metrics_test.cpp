@@ -108,6 +108,8 @@ TEST(Metrics, Mesh) {
     expectMetrics(Algorithm::Mesh, Collective::AllReduce, p, {2, 2.0 / p, frac(p)});
     expectMetrics(Algorithm::Mesh, Collective::ReduceScatter, p, {1, 1.0 / p, frac(p)});
     expectMetrics(Algorithm::Mesh, Collective::AllGather, p, {1, 1.0 / p, 0});
+    // ReduceScatter + Gather, the reference's Mesh row 2a + (2/p)n b + ((p-1)/p)n g.
+    expectMetrics(Algorithm::Mesh, Collective::Reduce, p, {2, 2.0 / p, frac(p)});
     // One-shot: the whole vector to every peer, p-1 vectors folded into the own one.
     expectMetrics(Algorithm::MeshOneShot, Collective::AllReduce, p, {1, 1.0, double(p - 1)});
   }

@@ -1,7 +1,9 @@
 /*
  * large.c - one large case of each collective: 64 MiB buffers (8 Mi doubles) for allreduce, and
  * 64 MiB in total for allgather and reduce_scatter_block, so that an engine must chunk through
- * its scratch buffer (HCCL_BUFFSIZE) many times. Option --nonblocking: the MPI_I* forms.
+ * its scratch buffer (HCCL_BUFFSIZE) many times, and a reduce of an odd count just under 64 MiB
+ * to the last rank, out of place and in place (at np=2 on one server: fullmesh's ReduceScatter +
+ * Gather, each rank reading its peer's half in place). Option --nonblocking: the MPI_I* forms.
  */
 #include <stdlib.h>
 
@@ -62,6 +64,38 @@ int main(int argc, char** argv) {
   }
   check(0 == bad, "allgather of 64 MiB: %zu wrong elements", bad);
   guarded_untouched(&g, 0, per_rank * (size_t)nranks * sizeof(double), "allgather of 64 MiB");
+
+  /* reduce: n - 3 elements (odd, so the halves differ), root the last rank; out of place, then
+   * in place at the root. Non-roots' receive buffers are no output: untouched. */
+  const int root = nranks - 1;
+  const size_t rn = n - 3;
+  for (int in_place = 0; in_place < 2; ++in_place) {
+    if (in_place && rank == root)
+      for (size_t i = 0; i < rn; ++i) out[i] = value(rank, i);
+    guarded_snapshot(&g);
+    const void* sbuf = in_place && rank == root ? MPI_IN_PLACE : (const void*)in;
+    if (nb) {
+      MPI_Ireduce(sbuf, out, (int)rn, MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD, &req);
+      MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Reduce(sbuf, out, (int)rn, MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD);
+    }
+    if (rank == root) {
+      bad = 0;
+      for (size_t i = 0; i < rn; ++i) {
+        double e = 0;
+        for (int r = 0; r < nranks; ++r) e += value(r, i);
+        if (out[i] != e && 0 == bad++)
+          check(false, "%sreduce%s element %zu: %g expected %g", nb ? "i" : "",
+                in_place ? " in place" : "", i, out[i], e);
+      }
+      check(0 == bad, "%sreduce%s of %zu doubles: %zu wrong elements", nb ? "i" : "",
+            in_place ? " in place" : "", rn, bad);
+      guarded_untouched(&g, 0, rn * sizeof(double), "reduce to the root");
+    } else {
+      guarded_untouched(&g, 0, 0, "reduce on a non-root (no output)");
+    }
+  }
 
   guarded_snapshot(&g);
   /* reduce_scatter_block: 64 MiB of input per rank */
