@@ -6,6 +6,7 @@ of the winner per size (crossover.txt).
 
   mpi_examples/crossover.py build/coll_hccl/tools/hccl_info OUTDIR [--servers 8,64,512,4096]
       [--colls allreduce,allgather,reducescatter] [--min 1K] [--max 1G] [--factor 4]
+      [--algos ring,H-D_R,NHR,NB,pipeline,AHC]
 
 Servers have 8 ranks; a size predict refuses there (the servers are not alike, as for NB, AHC,
 H-D_R/NHR off powers of two, or some ranks' blocks are empty, as for a small AllReduce, and 8 ranks
@@ -38,7 +39,12 @@ def predict(exe, shape, coll, algo, a):
                        capture_output=True, text=True, timeout=3600)
     if p.returncode == 2:
         sys.exit(f"hccl_info predict {shape} {coll} {algo}: {p.stderr}")
-    return json.loads(p.stdout)
+    try:  # exit 1 with rows: some were refused or failed, each saying why
+        return json.loads(p.stdout)
+    except json.JSONDecodeError:  # e.g. out of memory under a ulimit: no curve, not no plot
+        print(f"hccl_info predict {shape} {coll} {algo} failed ({p.returncode}): "
+              f"{p.stderr.strip()[-300:]}", file=sys.stderr)
+        return []
 
 
 def ran(algo, plan):
@@ -55,13 +61,16 @@ def main():
     ap.add_argument("--min", default="1K")
     ap.add_argument("--max", default="1G")
     ap.add_argument("--factor", type=int, default=4)
+    ap.add_argument("--algos", default=",".join(ALGOS),
+                    help="level1 algorithms to force (NB and AHC need the whole simulation "
+                         "where servers are not alike: minutes and GB at 512 servers x 8)")
     a = ap.parse_args()
     os.makedirs(a.outdir, exist_ok=True)
     table = []
     for coll in a.colls.split(","):
         for servers in [int(s) for s in a.servers.split(",")]:
             curves = {}  # label -> [(bytes, seconds)]
-            for algo in ALGOS:
+            for algo in a.algos.split(","):
                 rows = predict(a.hccl_info, f"{servers}x8", coll, algo, a)
                 pts = [(r["bytes"], r["simulated_s"]) for r in rows
                        if r["error"] == "" and ran(algo, r["plan"])]
