@@ -6,10 +6,13 @@ of the winner per size (crossover.txt).
 
   mpi_examples/crossover.py build/coll_hccl/tools/hccl_info OUTDIR [--servers 8,64,512,4096]
       [--colls allreduce,allgather,reducescatter] [--min 1K] [--max 1G] [--factor 4]
+      [--algos ring,H-D_R,NHR,NB,pipeline,AHC]
 
-Servers have 8 ranks; where an algorithm's servers are not alike (NB, AHC, H-D_R/NHR off powers of
-two) and 8 ranks per server are above predict's whole-simulation limit (4096 ranks), that
-algorithm runs on servers of 1 rank instead and its curve is labelled "(x1)". A forced algorithm
+Servers have 8 ranks; a size predict refuses there (the servers are not alike, as for NB, AHC,
+H-D_R/NHR off powers of two, or some ranks' blocks are empty, as for a small AllReduce, and 8 ranks
+per server are above predict's whole-simulation limit of 4096 ranks) is left out of that curve;
+an algorithm refused at every size runs on servers of 1 rank instead, its curve labelled "(x1)"
+and left out of the winner table. A forced algorithm
 whose plan did not run it (it does not serve the collective) is left out. Needs matplotlib for the
 system python3: the Debian package python3-matplotlib."""
 import argparse
@@ -34,9 +37,14 @@ def predict(exe, shape, coll, algo, a):
                         "--max", a.max, "--factor", str(a.factor), "--json",
                         "--mca", f"coll_hccl_algorithm=level1:{algo}"],
                        capture_output=True, text=True, timeout=3600)
-    if p.returncode == 2:
+    if p.returncode == 2 and "bad_alloc" not in p.stderr:
         sys.exit(f"hccl_info predict {shape} {coll} {algo}: {p.stderr}")
-    return json.loads(p.stdout)
+    try:  # exit 1 with rows: some were refused or failed, each saying why
+        return json.loads(p.stdout)
+    except json.JSONDecodeError:  # e.g. out of memory under a ulimit: no curve, not no plot
+        print(f"hccl_info predict {shape} {coll} {algo} failed ({p.returncode}): "
+              f"{p.stderr.strip()[-300:]}", file=sys.stderr)
+        return []
 
 
 def ran(algo, plan):
@@ -53,23 +61,35 @@ def main():
     ap.add_argument("--min", default="1K")
     ap.add_argument("--max", default="1G")
     ap.add_argument("--factor", type=int, default=4)
+    ap.add_argument("--algos", default=",".join(ALGOS),
+                    help="level1 algorithms to force (NB and AHC need the whole simulation "
+                         "where servers are not alike: minutes and GB at 512 servers x 8)")
     a = ap.parse_args()
     os.makedirs(a.outdir, exist_ok=True)
     table = []
     for coll in a.colls.split(","):
         for servers in [int(s) for s in a.servers.split(",")]:
             curves = {}  # label -> [(bytes, seconds)]
-            for algo in ALGOS:
-                label = algo
+            for algo in a.algos.split(","):
                 rows = predict(a.hccl_info, f"{servers}x8", coll, algo, a)
-                if any(r["error"].startswith("refused") for r in rows):
-                    label = f"{algo} (x1)"
-                    rows = predict(a.hccl_info, f"{servers}x1", coll, algo, a)
                 pts = [(r["bytes"], r["simulated_s"]) for r in rows
                        if r["error"] == "" and ran(algo, r["plan"])]
+                refused = [r["bytes"] for r in rows if r["error"].startswith("refused")]
                 if pts:
-                    curves[label] = pts
-                print(f"{coll} {servers} servers {label}: {len(pts)} sizes", file=sys.stderr)
+                    curves[algo] = pts
+                print(f"{coll} {servers} servers {algo}: {len(pts)} sizes"
+                      + (f", {len(refused)} refused" if refused else ""), file=sys.stderr)
+                # Sizes the simulator refused on x8 (fewer elements than ranks, or servers that
+                # differ) are left out of the x8 curve; an algorithm with no x8 size at all gets a
+                # curve on servers of 1 rank, which is another cluster and competes with no one.
+                if refused and not pts:
+                    rows = predict(a.hccl_info, f"{servers}x1", coll, algo, a)
+                    pts = [(r["bytes"], r["simulated_s"]) for r in rows
+                           if r["error"] == "" and ran(algo, r["plan"])]
+                    if pts:
+                        curves[f"{algo} (x1)"] = pts
+                    print(f"{coll} {servers} servers {algo} (x1): {len(pts)} sizes",
+                          file=sys.stderr)
             fig, ax = plt.subplots(figsize=(8, 5))
             for label, pts in curves.items():
                 ax.loglog([b for b, _ in pts], [t for _, t in pts], marker="o", label=label)
