@@ -30,6 +30,8 @@ class RankSets {
   // Ranks in both, as "0-3,7".
   std::string common(std::uint32_t a, std::uint32_t b) const;
   std::string toString(std::uint32_t s) const;
+  // The ranks whose bit is set in `bits` (n ranks), as "0-3,7", or "none".
+  static std::string format(const std::uint64_t* bits, std::uint32_t n);
 
  private:
   using Bits = std::vector<std::uint64_t>;
@@ -50,7 +52,6 @@ class RankSets {
     return bits_.data() + std::size_t{id} * words_;
   }
   std::uint32_t intern(const Bits& bits);
-  static std::string format(const std::uint64_t* bits, std::uint32_t n);
 
   std::uint32_t n_, words_;
   std::vector<std::uint64_t> bits_;  // set id i: words [i * words_, (i + 1) * words_)

@@ -33,24 +33,6 @@ using prov::Piece;
 using prov::Value;
 using Kind = VerifyIssue::Kind;
 
-// Ranks whose bit is set in `bits` (n ranks), as "0-3,7", or "none".
-std::string formatRanks(const std::uint64_t* bits, std::uint32_t n) {
-  std::string out;
-  const auto has = [&](std::uint32_t x) { return (bits[x / 64] >> (x % 64)) & 1; };
-  for (std::uint32_t r = 0; r < n;) {
-    if (!has(r)) {
-      ++r;
-      continue;
-    }
-    std::uint32_t e = r;
-    while (e + 1 < n && has(e + 1)) ++e;
-    if (!out.empty()) out += ',';
-    out += e == r ? std::to_string(r) : fmt::format("{}-{}", r, e);
-    r = e + 1;
-  }
-  return out.empty() ? "none" : out;
-}
-
 // MPI defines Scan and Exscan in rank order (their ops may be non-commutative): always checked.
 VerifyOptions withScanOrder(VerifyOptions o, Collective c) {
   if (c == Collective::Scan || c == Collective::Exscan) o.requireRankOrder = true;
@@ -511,7 +493,7 @@ class Verifier final : public ReplayObserver {
       if (any)
         add(Kind::MissingContribution, r, src_.steps(r),
             fmt::format("rank {} leaves the barrier having heard only of ranks {}; missing {}", r,
-                        formatRanks(h, p_), formatRanks(missing.data(), p_)));
+                        prov::RankSets::format(h, p_), prov::RankSets::format(missing.data(), p_)));
     }
   }
 
