@@ -694,7 +694,7 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
   }
   const std::size_t payload = fastLink_->slotBytes() - SlotProgram::kHeaderBytes;
   if (!SlotProgram::compile(all, static_cast<std::uint32_t>(rank_), members_, s.info.elemSize,
-                            payload, e.program, why))
+                            payload, e.program, why, fastLink_->slotsPerChannel()))
     return;
   if (reduces(s.info.coll)) e.reduction.emplace(Reduction::predefined(*s.info.type, *s.info.op));
   e.elemSize = s.info.elemSize;

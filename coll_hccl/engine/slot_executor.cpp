@@ -8,13 +8,19 @@ namespace hccl::engine {
 
 bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, std::uint32_t me,
                           std::span<const int> linkRank, std::size_t elemSize,
-                          std::size_t payloadBytes, SlotProgram& out, std::string& why) {
+                          std::size_t payloadBytes, SlotProgram& out, std::string& why,
+                          std::size_t window) {
   const std::size_t p = schedules.size();
-  if (p < 2 || me >= p || linkRank.size() != p || elemSize == 0) {
-    why = fmt::format("{} ranks, rank {}, {} link ranks, element size {}", p, me, linkRank.size(),
-                      elemSize);
+  if (p < 2 || me >= p || linkRank.size() != p || elemSize == 0 || window == 0) {
+    why = fmt::format("{} ranks, rank {}, {} link ranks, element size {}, window {}", p, me,
+                      linkRank.size(), elemSize, window);
     return false;
   }
+  if (payloadBytes < elemSize) {
+    why = fmt::format("an element of {} bytes does not fit a slot's {}", elemSize, payloadBytes);
+    return false;
+  }
+  out.chunkElems = payloadBytes / elemSize;
   // posts[w]: the element counts of w's broadcast posts in order; from[r][w]: what r receives
   // from w, in order. Every rank's program needs both to agree.
   std::vector<std::vector<std::uint64_t>> posts(p);
@@ -49,9 +55,9 @@ bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, 
         why = fmt::format("rank {} step {} sends to {} of its {} peers", r, s, sends, p - 1);
         return false;
       }
-      if (sent->count * elemSize > payloadBytes) {
-        why = fmt::format("rank {} step {} sends {} bytes, above a slot's {}", r, s,
-                          sent->count * elemSize, payloadBytes);
+      if (out.chunksOf(sent->count) > window) {
+        why = fmt::format("rank {} step {} sends {} bytes, above {} slots of {}", r, s,
+                          sent->count * elemSize, window, payloadBytes);
         return false;
       }
       posts[r].push_back(sent->count);
@@ -71,8 +77,9 @@ bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, 
       if (x.dir == algo::Dir::Send) {
         mine.post = true;
         mine.send = x.slice;
+        mine.postChunks = out.chunksOf(x.slice.count);
       } else {
-        mine.recvs.push_back({linkRank[x.peer], x.slice});
+        mine.recvs.push_back({linkRank[x.peer], x.slice, out.chunksOf(x.slice.count)});
       }
     }
     mine.ops = st.ops;
@@ -89,7 +96,8 @@ void SlotRun::begin(const SlotProgram& program, tl::ShmLink& link, std::byte* co
   reduction_ = reduction;
   tag_ = tag;
   step_ = recv_ = 0;
-  posted_ = moved_ = flagSet_ = false;
+  chunk_ = posted_ = 0;
+  moved_ = flagSet_ = false;
   error_.clear();
 }
 
@@ -102,14 +110,17 @@ SlotRun::Result SlotRun::poll() {
   const std::vector<SlotProgram::Step>& steps = program_->steps;
   while (step_ < steps.size()) {
     const SlotProgram::Step& st = steps[step_];
-    if (st.post && !posted_) {
+    while (posted_ < st.postChunks) {
       const std::span<std::byte> slot = link_->tryAcquire(tl::ShmLink::kEveryPeer);
       if (slot.empty()) return Result::Pending;
-      const std::size_t n = st.send.count * elemSize_;
+      const std::uint64_t first = posted_ * program_->chunkElems;
+      const std::size_t n = std::min(program_->chunkElems, st.send.count - first) * elemSize_;
       std::memcpy(slot.data(), &tag_, SlotProgram::kHeaderBytes);
-      if (n) std::memcpy(slot.data() + SlotProgram::kHeaderBytes, at(st.send), n);
+      if (n)
+        std::memcpy(slot.data() + SlotProgram::kHeaderBytes, at(st.send) + first * elemSize_, n);
       link_->publish(tl::ShmLink::kEveryPeer, SlotProgram::kHeaderBytes + n);
-      posted_ = moved_ = true;
+      ++posted_;
+      moved_ = true;
     }
     while (recv_ < st.recvs.size()) {
       const SlotProgram::Recv& r = st.recvs[recv_];
@@ -122,22 +133,26 @@ SlotRun::Result SlotRun::poll() {
       flagSet_ = false;
       tl::ShmLink::Post post;
       if (!link_->tryPeek(r.writer, true, &post)) return Result::Pending;
-      const std::size_t n = r.dst.count * elemSize_;
+      const std::uint64_t first = chunk_ * program_->chunkElems;
+      const std::size_t n = std::min(program_->chunkElems, r.dst.count - first) * elemSize_;
       std::uint64_t tag = 0;
       if (!post.block && post.data.size() >= SlotProgram::kHeaderBytes)
         std::memcpy(&tag, post.data.data(), SlotProgram::kHeaderBytes);
       if (post.block || tag != tag_ || post.data.size() != SlotProgram::kHeaderBytes + n) {
         return fail(fmt::format(
             "step {}: the post of rank {} on its broadcast slots is {} bytes of call {:#x}, this "
-            "rank expects {} bytes of call {:#x}: the ranks' calls do not match",
+            "rank expects {} bytes of call {:#x} (slot {} of {}): the ranks' calls do not match",
             step_, r.writer,
-            post.data.size() - std::min(post.data.size(), SlotProgram::kHeaderBytes), tag, n,
-            tag_));
+            post.data.size() - std::min(post.data.size(), SlotProgram::kHeaderBytes), tag, n, tag_,
+            chunk_ + 1, r.chunks));
       }
-      if (n) std::memcpy(at(r.dst), post.data.data() + SlotProgram::kHeaderBytes, n);
+      if (n)
+        std::memcpy(at(r.dst) + first * elemSize_, post.data.data() + SlotProgram::kHeaderBytes, n);
       link_->release(r.writer, true);
-      ++recv_;
       moved_ = true;
+      if (++chunk_ < r.chunks) continue;
+      chunk_ = 0;
+      ++recv_;
     }
     for (const algo::LocalOp& op : st.ops) {
       if (op.kind == algo::OpKind::Copy) {
@@ -148,7 +163,7 @@ SlotRun::Result SlotRun::poll() {
     }
     ++step_;
     recv_ = 0;
-    posted_ = false;
+    posted_ = 0;
   }
   return Result::Done;
 }
@@ -192,7 +207,7 @@ __attribute__((noinline)) unsigned SlotRun::waitFlag(unsigned i, unsigned polls)
 int SlotRun::waitingFor() const {
   if (!program_ || step_ >= program_->steps.size()) return -1;
   const SlotProgram::Step& st = program_->steps[step_];
-  if (st.post && !posted_) return -1;
+  if (posted_ < st.postChunks) return -1;
   return recv_ < st.recvs.size() ? st.recvs[recv_].writer : -1;
 }
 

@@ -20,7 +20,12 @@
 // order, so every rank reduces alike). Back to back: a writer reuses a slot only when every
 // reader released it (ShmLink's ring of slotsPerChannel), so a fast rank can run that many
 // posts ahead of a slow reader and then waits; a reader copies before it releases, so nothing
-// it still reads can change.
+// it still reads can change. A slice larger than a slot travels as consecutive posts of at most
+// a slot each (up to the channel's slotsPerChannel), each with the header: a pipeline in which
+// the reader copies chunk i while the writer writes chunk i + 1, and the writer, which never
+// waits for its own step's releases, returns as soon as it has written the last one (the
+// chunked pipeline through shared fragments of Open MPI's coll/sm and XHC, with no system call
+// and no handshake, against one CMA copy the writer waits for on the general executor).
 //
 // Every rank compiles every rank's schedule and decides from the same data, so all ranks of a
 // group run a call on slots or all run it on the general executor. The broadcast channels are
@@ -47,26 +52,39 @@ namespace hccl::engine {
 
 struct SlotProgram {
   struct Recv {
-    int writer = -1;  // link rank whose broadcast post this is
-    algo::Slice dst;  // where the schedule receives it
+    int writer = -1;           // link rank whose broadcast post this is
+    algo::Slice dst;           // where the schedule receives it
+    std::uint32_t chunks = 1;  // slots it spans
   };
   struct Step {
     bool post = false;
-    algo::Slice send;  // the one slice sent to every peer, when post
+    std::uint32_t postChunks = 0;  // slots the post spans (0: no post)
+    algo::Slice send;              // the one slice sent to every peer, when post
     std::vector<Recv> recvs;
     std::vector<algo::LocalOp> ops;
   };
   std::vector<Step> steps;
+  // Elements of a slot's payload: a post of c elements spans max(1, ceil(c / chunkElems)) slots
+  // of its writer's broadcast channel, chunk i holding elements [i * chunkElems, ...).
+  std::uint64_t chunkElems = 1;
 
   // Bytes of call header in front of every post's payload.
   static constexpr std::size_t kHeaderBytes = 8;
 
   // schedules[r]: group rank r's schedule; linkRank[r]: its rank on the link. Returns false, with
-  // why, unless every step of every rank has the form above and every post fits
-  // payloadBytes (slot bytes less the header). Then `out` is rank me's program.
+  // why, unless every step of every rank has the form above and every post fits `window` slots
+  // of payloadBytes each (slot bytes less the header). Then `out` is rank me's program.
+  // window <= the link's slotsPerChannel: a step's posts then never wait for a release of a post
+  // of the same step, only of earlier steps (and calls), which every reader finishes without
+  // waiting for this step; so a post of several slots is written whole, then read whole.
   static bool compile(std::span<const algo::RankSchedule* const> schedules, std::uint32_t me,
                       std::span<const int> linkRank, std::size_t elemSize, std::size_t payloadBytes,
-                      SlotProgram& out, std::string& why);
+                      SlotProgram& out, std::string& why, std::size_t window = 1);
+  // Slots a post of `count` elements spans.
+  std::uint32_t chunksOf(std::uint64_t count) const {
+    return count <= chunkElems ? 1
+                               : static_cast<std::uint32_t>((count + chunkElems - 1) / chunkElems);
+  }
 };
 
 class SlotRun {
@@ -111,7 +129,8 @@ class SlotRun {
   std::uint64_t tag_ = 0;
   std::size_t step_ = 0;
   std::size_t recv_ = 0;
-  bool posted_ = false;
+  std::uint32_t chunk_ = 0;   // chunks of recv_ taken
+  std::uint32_t posted_ = 0;  // chunks of step_'s post published
   bool moved_ = false;
   std::string error_;
 };
