@@ -209,6 +209,7 @@ std::vector<std::byte> expected(const Shape& s, std::uint32_t p, int me, std::ui
 struct Totals {
   std::uint64_t run = 0, skipped = 0, waits = 0;
   std::uint64_t pipelined = 0;  // calls with a post spanning several slots
+  std::uint64_t blocks = 0;     // calls with a block post
 };
 
 // Runs `calls` back-to-back calls; rank `slow` sleeps or spins at random points, before calls
@@ -255,8 +256,12 @@ Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow) {
         all.push_back(algo::withPrivateInput(pb, static_cast<std::uint32_t>(r), gen));
       for (const RankSchedule& r : all) ptrs.push_back(&r);
       std::string why;
+      // Half the copy-only shapes send what exceeds a slot as blocks read with one copy (as the
+      // engine does where the link has single copy), the rest through several slots.
+      const bool blocks = (s.coll == Coll::Broadcast || s.coll == Coll::AllGather) &&
+                          s.root % 2 == 0 && link.singleCopy() != tl::SingleCopy::None;
       c.slots = SlotProgram::compile(ptrs, static_cast<std::uint32_t>(me), linkRank, sizeOf(s.type),
-                                     payload, c.program, why, window);
+                                     payload, c.program, why, window, blocks ? payload + 1 : 0);
       c.scratch = algo::scratchCount(all[static_cast<std::size_t>(me)]);
     }
     if (!c.slots) {
@@ -342,16 +347,21 @@ Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow) {
           fmt::format("call {}: in-place input beyond the result changed", call));
     }
     ++t.run;
-    for (const SlotProgram::Step& st : c.program.steps)
-      if (st.postChunks > 1) {
-        ++t.pipelined;
-        break;
-      }
+    bool several = false, block = false;
+    for (const SlotProgram::Step& st : c.program.steps) {
+      several = several || st.postChunks > 1;
+      block = block || st.block;
+      for (const SlotProgram::Recv& rv : st.recvs) block = block || rv.block;
+    }
+    t.pipelined += several;
+    t.blocks += block;
   }
   child.report(
-      fmt::format("rank {}: {} calls on slots ({} with posts of several slots), {} not "
-                  "for slots, {} waits",
-                  me, t.run, t.pipelined, t.skipped, t.waits));
+      fmt::format("rank {}: {} calls on slots ({} with posts of several slots, {} with blocks), "
+                  "{} not for slots, {} waits",
+                  me, t.run, t.pipelined, t.blocks, t.skipped, t.waits));
+  CHILD_CHECK(link.singleCopy() == tl::SingleCopy::None || t.blocks > calls / 100,
+              fmt::format("only {} of {} calls read a block", t.blocks, calls));
   CHILD_CHECK(t.pipelined > calls / 50,
               fmt::format("only {} of {} calls posted more than a slot", t.pipelined, calls));
   // Every two-rank schedule fits the slots; on three ranks those that send each peer another
