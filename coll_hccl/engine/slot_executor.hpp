@@ -20,12 +20,19 @@
 // order, so every rank reduces alike). Back to back: a writer reuses a slot only when every
 // reader released it (ShmLink's ring of slotsPerChannel), so a fast rank can run that many
 // posts ahead of a slow reader and then waits; a reader copies before it releases, so nothing
-// it still reads can change. A slice larger than a slot travels as consecutive posts of at most
-// a slot each (up to the channel's slotsPerChannel), each with the header: a pipeline in which
-// the reader copies chunk i while the writer writes chunk i + 1, and the writer, which never
-// waits for its own step's releases, returns as soon as it has written the last one (the
-// chunked pipeline through shared fragments of Open MPI's coll/sm and XHC, with no system call
-// and no handshake, against one CMA copy the writer waits for on the general executor).
+// it still reads can change.
+//
+// A slice larger than a slot travels one of two ways, chosen by the caller (compile's window and
+// blockFromBytes, equal on every rank):
+//  - as a block: one post holding a descriptor of the writer's memory (and the header as its
+//    meta); each reader copies it once straight into its destination (CMA) and releases it, and
+//    the writer waits for every release at the end of the step, before its ops may change the
+//    slice. A run that fails withdraws its block (abandon), so a late reader's copy fails.
+//    Measured at np=2, this beats both two copies through the slots and the general executor's
+//    CMA path (which adds a request, tag matching and progress rounds) for Bcast and AllGather.
+//  - as consecutive posts of at most a slot each (up to the channel's slotsPerChannel), each with
+//    the header: a pipeline in which the reader copies chunk i while the writer writes chunk
+//    i + 1 (the chunked pipeline of Open MPI's coll/sm), for links without single copy.
 //
 // Every rank compiles every rank's schedule and decides from the same data, so all ranks of a
 // group run a call on slots or all run it on the general executor. The broadcast channels are
