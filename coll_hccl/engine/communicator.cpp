@@ -716,8 +716,18 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
     all[r] = &others[r];
   }
   const std::size_t payload = fastLink_->slotBytes() - SlotProgram::kHeaderBytes;
+  // A post larger than a slot, in a call that only copies (Bcast, AllGather): read in place with
+  // one copy where the link has single copy (measured at np=2, load 25, median per call: Bcast
+  // of 32 KiB 3.4 us against 3.8 through two slots, 4.3 on tuned), else through up to
+  // slotsPerChannel slots. A reduction keeps to posts of one slot: above that the general
+  // executor reduces straight from the peer's memory in one pass, where the slots would copy
+  // first (measured: AllReduce of 64-128 KiB 0.84-0.89x with blocks).
+  const bool copies = !reduces(s.info.coll);
+  const std::size_t window = copies ? fastLink_->slotsPerChannel() : 1;
+  const std::size_t blockFrom =
+      copies && fastLink_->singleCopy() != tl::SingleCopy::None ? payload + 1 : 0;
   if (!SlotProgram::compile(all, static_cast<std::uint32_t>(rank_), members_, s.info.elemSize,
-                            payload, e.program, why))
+                            payload, e.program, why, window, blockFrom))
     return;
   if (reduces(s.info.coll)) e.reduction.emplace(Reduction::predefined(*s.info.type, *s.info.op));
   e.elemSize = s.info.elemSize;
@@ -815,6 +825,7 @@ hccl_status_t Communicator::fastFail(hccl_status_t status, std::string message, 
       err = fmt::format("call {} failed: {}. Here, {}: {}", fastSeq_ + 1, c.reason,
                         describeRank(in, rank_), err);
   }
+  fastRun_.abandon();
   markBroken(fastSeq_, status, err);
   return status;
 }
@@ -824,7 +835,17 @@ hccl_status_t Communicator::fastPoll(unsigned spins, std::string& err) {
     case SlotRun::Result::Done:
       return HCCL_SUCCESS;
     case SlotRun::Result::Failed:
-      return fastFail(HCCL_ERR_MISMATCH, fastRun_.error(), err);
+      switch (fastRun_.fault()) {
+        case tl::Fault::Timeout:
+          return fastFail(HCCL_ERR_TIMEOUT, fastRun_.error(), err);
+        case tl::Fault::PeerLost:
+        case tl::Fault::Withdrawn:  // the writer's call failed first
+          return fastFail(HCCL_ERR_PEER_LOST, fastRun_.error(), err);
+        case tl::Fault::Mismatch:
+          return fastFail(HCCL_ERR_MISMATCH, fastRun_.error(), err);
+        default:
+          return fastFail(HCCL_ERR_TRANSPORT, fastRun_.error(), err);
+      }
     case SlotRun::Result::Pending:
       break;
   }

@@ -8,13 +8,22 @@ namespace hccl::engine {
 
 bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, std::uint32_t me,
                           std::span<const int> linkRank, std::size_t elemSize,
-                          std::size_t payloadBytes, SlotProgram& out, std::string& why) {
+                          std::size_t payloadBytes, SlotProgram& out, std::string& why,
+                          std::size_t window, std::size_t blockFromBytes) {
   const std::size_t p = schedules.size();
-  if (p < 2 || me >= p || linkRank.size() != p || elemSize == 0) {
-    why = fmt::format("{} ranks, rank {}, {} link ranks, element size {}", p, me, linkRank.size(),
-                      elemSize);
+  if (p < 2 || me >= p || linkRank.size() != p || elemSize == 0 || window == 0) {
+    why = fmt::format("{} ranks, rank {}, {} link ranks, element size {}, window {}", p, me,
+                      linkRank.size(), elemSize, window);
     return false;
   }
+  if (payloadBytes < elemSize) {
+    why = fmt::format("an element of {} bytes does not fit a slot's {}", elemSize, payloadBytes);
+    return false;
+  }
+  out.chunkElems = payloadBytes / elemSize;
+  out.blockFrom = blockFromBytes == 0
+                      ? 0
+                      : std::max<std::uint64_t>((blockFromBytes + elemSize - 1) / elemSize, 1);
   // posts[w]: the element counts of w's broadcast posts in order; from[r][w]: what r receives
   // from w, in order. Every rank's program needs both to agree.
   std::vector<std::vector<std::uint64_t>> posts(p);
@@ -49,9 +58,9 @@ bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, 
         why = fmt::format("rank {} step {} sends to {} of its {} peers", r, s, sends, p - 1);
         return false;
       }
-      if (sent->count * elemSize > payloadBytes) {
-        why = fmt::format("rank {} step {} sends {} bytes, above a slot's {}", r, s,
-                          sent->count * elemSize, payloadBytes);
+      if (!out.blockPost(sent->count) && out.chunksOf(sent->count) > window) {
+        why = fmt::format("rank {} step {} sends {} bytes, above {} slots of {}", r, s,
+                          sent->count * elemSize, window, payloadBytes);
         return false;
       }
       posts[r].push_back(sent->count);
@@ -71,8 +80,12 @@ bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, 
       if (x.dir == algo::Dir::Send) {
         mine.post = true;
         mine.send = x.slice;
+        mine.block = out.blockPost(x.slice.count);
+        mine.postChunks = mine.block ? 1 : out.chunksOf(x.slice.count);
       } else {
-        mine.recvs.push_back({linkRank[x.peer], x.slice});
+        const bool block = out.blockPost(x.slice.count);
+        mine.recvs.push_back(
+            {linkRank[x.peer], x.slice, block ? 1 : out.chunksOf(x.slice.count), block});
       }
     }
     mine.ops = st.ops;
@@ -89,12 +102,16 @@ void SlotRun::begin(const SlotProgram& program, tl::ShmLink& link, std::byte* co
   reduction_ = reduction;
   tag_ = tag;
   step_ = recv_ = 0;
-  posted_ = moved_ = flagSet_ = false;
+  chunk_ = posted_ = 0;
+  block_ = 0;
+  moved_ = flagSet_ = false;
   error_.clear();
+  fault_ = tl::Fault::None;
 }
 
-SlotRun::Result SlotRun::fail(std::string message) {
+SlotRun::Result SlotRun::fail(std::string message, tl::Fault fault) {
   error_ = std::move(message);
+  fault_ = fault;
   return Result::Failed;
 }
 
@@ -102,14 +119,27 @@ SlotRun::Result SlotRun::poll() {
   const std::vector<SlotProgram::Step>& steps = program_->steps;
   while (step_ < steps.size()) {
     const SlotProgram::Step& st = steps[step_];
-    if (st.post && !posted_) {
+    while (posted_ < st.postChunks) {
       const std::span<std::byte> slot = link_->tryAcquire(tl::ShmLink::kEveryPeer);
       if (slot.empty()) return Result::Pending;
-      const std::size_t n = st.send.count * elemSize_;
+      if (st.block) {  // the slot is free: publishBlock takes it without waiting
+        const tl::IoVec whole{at(st.send), st.send.count * elemSize_};
+        const tl::Completion c = link_->publishBlock(
+            tl::ShmLink::kEveryPeer, tl::ShmLink::Segments(&whole, 1),
+            {reinterpret_cast<const std::byte*>(&tag_), SlotProgram::kHeaderBytes}, &block_);
+        if (c.state != tl::Completion::State::Done) return fail(c.error, c.fault);
+        ++posted_;
+        moved_ = true;
+        break;
+      }
+      const std::uint64_t first = posted_ * program_->chunkElems;
+      const std::size_t n = std::min(program_->chunkElems, st.send.count - first) * elemSize_;
       std::memcpy(slot.data(), &tag_, SlotProgram::kHeaderBytes);
-      if (n) std::memcpy(slot.data() + SlotProgram::kHeaderBytes, at(st.send), n);
+      if (n)
+        std::memcpy(slot.data() + SlotProgram::kHeaderBytes, at(st.send) + first * elemSize_, n);
       link_->publish(tl::ShmLink::kEveryPeer, SlotProgram::kHeaderBytes + n);
-      posted_ = moved_ = true;
+      ++posted_;
+      moved_ = true;
     }
     while (recv_ < st.recvs.size()) {
       const SlotProgram::Recv& r = st.recvs[recv_];
@@ -122,21 +152,51 @@ SlotRun::Result SlotRun::poll() {
       flagSet_ = false;
       tl::ShmLink::Post post;
       if (!link_->tryPeek(r.writer, true, &post)) return Result::Pending;
-      const std::size_t n = r.dst.count * elemSize_;
+      if (r.block) {
+        const std::size_t n = r.dst.count * elemSize_;
+        std::uint64_t tag = 0;
+        if (post.block && post.meta.size() == SlotProgram::kHeaderBytes)
+          std::memcpy(&tag, post.meta.data(), SlotProgram::kHeaderBytes);
+        if (!post.block || tag != tag_ || post.blockBytes != n) {
+          return fail(fmt::format(
+              "step {}: the post of rank {} on its broadcast slots is {} of {} bytes of call "
+              "{:#x}, this rank expects a block of {} bytes of call {:#x}: the ranks' calls do "
+              "not match",
+              step_, r.writer, post.block ? "a block" : "inline data",
+              post.block ? post.blockBytes : post.data.size(), tag, n, tag_));
+        }
+        const tl::Completion c = link_->read(post, 0, at(r.dst), n);
+        link_->release(r.writer, true);
+        if (c.state != tl::Completion::State::Done) return fail(c.error, c.fault);
+        moved_ = true;
+        ++recv_;
+        continue;
+      }
+      const std::uint64_t first = chunk_ * program_->chunkElems;
+      const std::size_t n = std::min(program_->chunkElems, r.dst.count - first) * elemSize_;
       std::uint64_t tag = 0;
       if (!post.block && post.data.size() >= SlotProgram::kHeaderBytes)
         std::memcpy(&tag, post.data.data(), SlotProgram::kHeaderBytes);
       if (post.block || tag != tag_ || post.data.size() != SlotProgram::kHeaderBytes + n) {
         return fail(fmt::format(
             "step {}: the post of rank {} on its broadcast slots is {} bytes of call {:#x}, this "
-            "rank expects {} bytes of call {:#x}: the ranks' calls do not match",
+            "rank expects {} bytes of call {:#x} (slot {} of {}): the ranks' calls do not match",
             step_, r.writer,
-            post.data.size() - std::min(post.data.size(), SlotProgram::kHeaderBytes), tag, n,
-            tag_));
+            post.data.size() - std::min(post.data.size(), SlotProgram::kHeaderBytes), tag, n, tag_,
+            chunk_ + 1, r.chunks));
       }
-      if (n) std::memcpy(at(r.dst), post.data.data() + SlotProgram::kHeaderBytes, n);
+      if (n)
+        std::memcpy(at(r.dst) + first * elemSize_, post.data.data() + SlotProgram::kHeaderBytes, n);
       link_->release(r.writer, true);
+      moved_ = true;
+      if (++chunk_ < r.chunks) continue;
+      chunk_ = 0;
       ++recv_;
+    }
+    // The sent slice stays as it is until every reader copied it (ops may write it).
+    if (block_ != 0) {
+      if (!link_->released(tl::ShmLink::kEveryPeer, block_)) return Result::Pending;
+      block_ = 0;
       moved_ = true;
     }
     for (const algo::LocalOp& op : st.ops) {
@@ -148,7 +208,7 @@ SlotRun::Result SlotRun::poll() {
     }
     ++step_;
     recv_ = 0;
-    posted_ = false;
+    posted_ = 0;
   }
   return Result::Done;
 }
@@ -189,10 +249,15 @@ __attribute__((noinline)) unsigned SlotRun::waitFlag(unsigned i, unsigned polls)
   return i;
 }
 
+void SlotRun::abandon() {
+  if (block_ != 0 && link_) link_->revoke(tl::ShmLink::kEveryPeer, block_);
+  block_ = 0;
+}
+
 int SlotRun::waitingFor() const {
   if (!program_ || step_ >= program_->steps.size()) return -1;
   const SlotProgram::Step& st = program_->steps[step_];
-  if (st.post && !posted_) return -1;
+  if (posted_ < st.postChunks) return -1;
   return recv_ < st.recvs.size() ? st.recvs[recv_].writer : -1;
 }
 

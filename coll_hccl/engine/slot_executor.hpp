@@ -22,6 +22,18 @@
 // posts ahead of a slow reader and then waits; a reader copies before it releases, so nothing
 // it still reads can change.
 //
+// A slice larger than a slot travels one of two ways, chosen by the caller (compile's window and
+// blockFromBytes, equal on every rank):
+//  - as a block: one post holding a descriptor of the writer's memory (and the header as its
+//    meta); each reader copies it once straight into its destination (CMA) and releases it, and
+//    the writer waits for every release at the end of the step, before its ops may change the
+//    slice. A run that fails withdraws its block (abandon), so a late reader's copy fails.
+//    Measured at np=2, this beats both two copies through the slots and the general executor's
+//    CMA path (which adds a request, tag matching and progress rounds) for Bcast and AllGather.
+//  - as consecutive posts of at most a slot each (up to the channel's slotsPerChannel), each with
+//    the header: a pipeline in which the reader copies chunk i while the writer writes chunk
+//    i + 1 (the chunked pipeline of Open MPI's coll/sm), for links without single copy.
+//
 // Every rank compiles every rank's schedule and decides from the same data, so all ranks of a
 // group run a call on slots or all run it on the general executor. The broadcast channels are
 // the fast path's alone (ShmTransport carries tagged messages on the pair channels), and only a
@@ -47,26 +59,48 @@ namespace hccl::engine {
 
 struct SlotProgram {
   struct Recv {
-    int writer = -1;  // link rank whose broadcast post this is
-    algo::Slice dst;  // where the schedule receives it
+    int writer = -1;           // link rank whose broadcast post this is
+    algo::Slice dst;           // where the schedule receives it
+    std::uint32_t chunks = 1;  // slots it spans
+    bool block = false;        // a descriptor of the writer's buffer, read with one copy
   };
   struct Step {
     bool post = false;
-    algo::Slice send;  // the one slice sent to every peer, when post
+    std::uint32_t postChunks = 0;  // slots the post spans (0: no post)
+    bool block = false;            // the post is a block (one slot, a descriptor)
+    algo::Slice send;              // the one slice sent to every peer, when post
     std::vector<Recv> recvs;
     std::vector<algo::LocalOp> ops;
   };
   std::vector<Step> steps;
+  // Elements of a slot's payload: a post of c elements spans max(1, ceil(c / chunkElems)) slots
+  // of its writer's broadcast channel, chunk i holding elements [i * chunkElems, ...).
+  std::uint64_t chunkElems = 1;
+  // Posts of at least this many elements travel as a descriptor of the writer's memory that
+  // readers copy once (ShmLink::publishBlock: CMA), the writer waiting for their release at the
+  // end of the step (0: never).
+  std::uint64_t blockFrom = 0;
+  bool blockPost(std::uint64_t count) const { return blockFrom != 0 && count >= blockFrom; }
 
   // Bytes of call header in front of every post's payload.
   static constexpr std::size_t kHeaderBytes = 8;
 
   // schedules[r]: group rank r's schedule; linkRank[r]: its rank on the link. Returns false, with
-  // why, unless every step of every rank has the form above and every post fits
-  // payloadBytes (slot bytes less the header). Then `out` is rank me's program.
+  // why, unless every step of every rank has the form above and every post fits `window` slots
+  // of payloadBytes each (slot bytes less the header), or is a block (at least blockFromBytes,
+  // when not 0). Then `out` is rank me's program.
+  // window <= the link's slotsPerChannel: a step's posts then never wait for a release of a post
+  // of the same step, only of earlier steps (and calls), which every reader finishes without
+  // waiting for this step; so a post of several slots is written whole, then read whole.
   static bool compile(std::span<const algo::RankSchedule* const> schedules, std::uint32_t me,
                       std::span<const int> linkRank, std::size_t elemSize, std::size_t payloadBytes,
-                      SlotProgram& out, std::string& why);
+                      SlotProgram& out, std::string& why, std::size_t window = 1,
+                      std::size_t blockFromBytes = 0);
+  // Slots a post of `count` elements spans.
+  std::uint32_t chunksOf(std::uint64_t count) const {
+    return count <= chunkElems ? 1
+                               : static_cast<std::uint32_t>((count + chunkElems - 1) / chunkElems);
+  }
 };
 
 class SlotRun {
@@ -80,6 +114,9 @@ class SlotRun {
              std::size_t elemSize, Reduction* reduction, std::uint64_t tag);
   // Advances without waiting.
   Result poll();
+  // The run ends here (failed): a block post of this rank its readers may still read is
+  // withdrawn, so that their reads fail instead of copying memory the caller reuses.
+  void abandon();
   // Polls up to `polls` times while pending, with the CPU's spin hint in between.
   Result spin(unsigned polls);
   // Something moved since the last call (for the caller's timeout).
@@ -91,12 +128,15 @@ class SlotRun {
   // The link rank the run waits for (-1 when it waits for readers of its own post).
   int waitingFor() const;
   const std::string& error() const { return error_; }
+  // Why the run failed: Mismatch (the calls differ), or the link's fault on a block read
+  // (PeerLost, Timeout, Withdrawn: the writer's own call failed and withdrew its block).
+  tl::Fault fault() const { return fault_; }
 
  private:
   std::byte* at(const algo::Slice& s) const {
     return bufs_[static_cast<int>(s.buf)] + s.offset * elemSize_;
   }
-  Result fail(std::string message);
+  Result fail(std::string message, tl::Fault fault = tl::Fault::Mismatch);
   // Spins on flag_ from turn i while turns remain; returns the turn it stopped at.
   unsigned waitFlag(unsigned i, unsigned polls) const;
   // The flag of the receive the run waits for (flagSet_: taken for recv_ of step_).
@@ -111,9 +151,12 @@ class SlotRun {
   std::uint64_t tag_ = 0;
   std::size_t step_ = 0;
   std::size_t recv_ = 0;
-  bool posted_ = false;
+  std::uint32_t chunk_ = 0;   // chunks of recv_ taken
+  std::uint32_t posted_ = 0;  // chunks of step_'s post published
+  std::uint64_t block_ = 0;   // step_'s block post, until its readers released it
   bool moved_ = false;
   std::string error_;
+  tl::Fault fault_ = tl::Fault::None;
 };
 
 }  // namespace hccl::engine

@@ -1,8 +1,8 @@
 // Small collectives on the shared-memory link's slots (engine::SlotProgram and SlotRun over
 // ShmLink's broadcast channels) over forked ranks: long runs of back-to-back calls of random
-// collective, schedule, size, type, op and placement, with random delays on one rank, every result
-// checked against an expectation computed from the inputs alone, and the bytes around every
-// result checked untouched.
+// collective, schedule, size (up to posts of several slots), type, op and placement, with random
+// delays on one rank, every result checked against an expectation computed from the inputs alone,
+// and the bytes around every result checked untouched.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -140,7 +140,7 @@ Problem problemOf(const Shape& s, std::uint32_t p) {
 }
 
 // Call `call`'s shape, equal on every rank.
-Shape shapeOf(std::uint64_t call, std::uint32_t p, std::size_t payload) {
+Shape shapeOf(std::uint64_t call, std::uint32_t p, std::size_t payload, std::size_t window) {
   std::mt19937_64 g(seedOf({77, call}));
   Shape s;
   s.coll = static_cast<Coll>(g() % 4);
@@ -154,9 +154,10 @@ Shape shapeOf(std::uint64_t call, std::uint32_t p, std::size_t payload) {
   } else {
     s.type = static_cast<DataType>(g() % kNumDataTypes);
   }
-  // What one post carries at most: the whole vector (one-shot, broadcast) or p blocks.
+  // What one post carries at most (`window` slots: a post larger than a slot is a pipeline of
+  // several): the whole vector (one-shot, broadcast), a block (AllGather) or p blocks.
   const std::size_t most =
-      payload / sizeOf(s.type) / (s.coll == Coll::AllReduce || s.coll == Coll::Broadcast ? 1 : p);
+      window * (payload / sizeOf(s.type)) / (s.coll == Coll::ReduceScatter ? p : 1);
   const std::uint64_t x = g();
   s.count = x % 8 == 0 ? most : 1 + (x >> 8) % std::max<std::size_t>(most, 1);
   s.inPlace = s.coll != Coll::Broadcast && g() % 3 == 0;
@@ -207,6 +208,8 @@ std::vector<std::byte> expected(const Shape& s, std::uint32_t p, int me, std::ui
 
 struct Totals {
   std::uint64_t run = 0, skipped = 0, waits = 0;
+  std::uint64_t pipelined = 0;  // calls with a post spanning several slots
+  std::uint64_t blocks = 0;     // calls with a block post
 };
 
 // Runs `calls` back-to-back calls; rank `slow` sleeps or spins at random points, before calls
@@ -220,6 +223,7 @@ Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow) {
   tl::ShmLink link(child.rank(), serverOf, child.allGather(), o);
   const int me = child.rank();
   const std::size_t payload = link.slotBytes() - SlotProgram::kHeaderBytes;
+  const std::size_t window = link.slotsPerChannel();
   std::vector<int> linkRank(static_cast<std::size_t>(p));
   for (int r = 0; r < p; ++r) linkRank[static_cast<std::size_t>(r)] = r;
   std::mt19937_64 rng(static_cast<std::uint64_t>(me) * 7919 + 5);
@@ -238,7 +242,7 @@ Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow) {
   std::vector<std::byte> in, outBuf, scratch;
   Totals t;
   for (std::uint64_t call = 0; call < calls; ++call) {
-    const Shape s = shapeOf(call, static_cast<std::uint32_t>(p), payload);
+    const Shape s = shapeOf(call, static_cast<std::uint32_t>(p), payload, window);
     auto [it, fresh] = programs.try_emplace(s);
     Compiled& c = it->second;
     const Problem pb = problemOf(s, static_cast<std::uint32_t>(p));
@@ -252,8 +256,12 @@ Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow) {
         all.push_back(algo::withPrivateInput(pb, static_cast<std::uint32_t>(r), gen));
       for (const RankSchedule& r : all) ptrs.push_back(&r);
       std::string why;
+      // Half the copy-only shapes send what exceeds a slot as blocks read with one copy (as the
+      // engine does where the link has single copy), the rest through several slots.
+      const bool blocks = (s.coll == Coll::Broadcast || s.coll == Coll::AllGather) &&
+                          s.root % 2 == 0 && link.singleCopy() != tl::SingleCopy::None;
       c.slots = SlotProgram::compile(ptrs, static_cast<std::uint32_t>(me), linkRank, sizeOf(s.type),
-                                     payload, c.program, why);
+                                     payload, c.program, why, window, blocks ? payload + 1 : 0);
       c.scratch = algo::scratchCount(all[static_cast<std::size_t>(me)]);
     }
     if (!c.slots) {
@@ -339,9 +347,23 @@ Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow) {
           fmt::format("call {}: in-place input beyond the result changed", call));
     }
     ++t.run;
+    bool several = false, block = false;
+    for (const SlotProgram::Step& st : c.program.steps) {
+      several = several || st.postChunks > 1;
+      block = block || st.block;
+      for (const SlotProgram::Recv& rv : st.recvs) block = block || rv.block;
+    }
+    t.pipelined += several;
+    t.blocks += block;
   }
-  child.report(fmt::format("rank {}: {} calls on slots, {} not for slots, {} waits", me, t.run,
-                           t.skipped, t.waits));
+  child.report(
+      fmt::format("rank {}: {} calls on slots ({} with posts of several slots, {} with blocks), "
+                  "{} not for slots, {} waits",
+                  me, t.run, t.pipelined, t.blocks, t.skipped, t.waits));
+  CHILD_CHECK(link.singleCopy() == tl::SingleCopy::None || t.blocks > calls / 100,
+              fmt::format("only {} of {} calls read a block", t.blocks, calls));
+  CHILD_CHECK(t.pipelined > calls / 50,
+              fmt::format("only {} of {} calls posted more than a slot", t.pipelined, calls));
   // Every two-rank schedule fits the slots; on three ranks those that send each peer another
   // slice do not (ReduceScatter, rings), and the calls still there are the rest.
   CHILD_CHECK(t.run > (p == 2 ? calls * 9 / 10 : calls / 8),
