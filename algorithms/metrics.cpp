@@ -66,24 +66,32 @@ double addStep(const Step& step, std::size_t elem, const CostParams& params, Met
     }
     load.resize(w);
   }
-  std::array<std::uint64_t, kNumLevels> busiest{};
-  std::array<std::array<std::uint64_t, 2>, kNumLevels> total{};  // per direction
-  std::array<bool, kNumLevels> used{};
-  for (const Load& ld : load) {
-    const std::uint8_t l = std::min<std::uint8_t>(ld.level, kNumLevels - 1);
-    used[l] = true;
-    busiest[l] = std::max(busiest[l], ld.bytes);
-    total[l][ld.dir == Dir::Send ? 0 : 1] += ld.bytes;
-  }
+  StepLoad sl;
+  for (const Load& ld : load) sl.add(ld.level, ld.dir, ld.bytes);
+  for (const LocalOp& op : step.ops)
+    if (op.kind == OpKind::Reduce) sl.reduced += op.dst.count * elem;
+  return addStepLoad(sl, params, path);
+}
+
+void StepLoad::add(std::uint8_t level, Dir dir, std::uint64_t bytes) {
+  const std::uint8_t l = std::min<std::uint8_t>(level, kNumLevels - 1);
+  used[l] = true;
+  busiest[l] = std::max(busiest[l], bytes);
+  total[l][dir == Dir::Send ? 0 : 1] += bytes;
+}
+
+double addStepLoad(const StepLoad& sl, const CostParams& params, Metrics& path) {
+  std::array<std::uint64_t, kNumLevels> busiest = sl.busiest;
   for (std::size_t l = 0; l < kNumLevels; ++l) {
-    const double shared = static_cast<double>(std::max(total[l][0], total[l][1])) / params.links[l];
+    const double shared =
+        static_cast<double>(std::max(sl.total[l][0], sl.total[l][1])) / params.links[l];
     if (shared > static_cast<double>(busiest[l]))
       busiest[l] = static_cast<std::uint64_t>(shared + 0.5);
   }
   int dominant = -1;
   double comm = 0;
   for (int l = 0; l < kNumLevels; ++l) {
-    if (!used[static_cast<std::size_t>(l)]) continue;
+    if (!sl.used[static_cast<std::size_t>(l)]) continue;
     const auto i = static_cast<std::size_t>(l);
     const double c = params.alpha[i] + params.beta[i] * static_cast<double>(busiest[i]);
     if (dominant < 0 || c > comm) {
@@ -98,11 +106,8 @@ double addStep(const Step& step, std::size_t elem, const CostParams& params, Met
     lc.bytes += busiest[static_cast<std::size_t>(dominant)];
     t += comm;
   }
-  std::uint64_t reduced = 0;
-  for (const LocalOp& op : step.ops)
-    if (op.kind == OpKind::Reduce) reduced += op.dst.count * elem;
-  path.reducedBytes += reduced;
-  return t + params.gamma * static_cast<double>(reduced);
+  path.reducedBytes += sl.reduced;
+  return t + params.gamma * static_cast<double>(sl.reduced);
 }
 
 Metrics rankPath(const RankSchedule& rs, std::size_t elemSize, const CostParams& params) {

@@ -57,6 +57,21 @@ Metrics criticalPath(const Schedule& s, std::size_t elemSize,
 // One step's cost under the rules above (its slowest level, then its reductions), added to `path`
 // (that level's step and bytes, the reduced bytes); returns the seconds it adds.
 double addStep(const Step& step, std::size_t elemSize, const CostParams& params, Metrics& path);
+
+// What the rules above read of a step: per level, its busiest peer-direction's bytes and the
+// bytes per direction, and the bytes reduced. addStep() sums a step's transfers into one; a
+// closed form that knows a step's loads without building it (pipeline_cost.cpp) fills it directly
+// and costs it by the same rules (addStepLoad()), to the last bit.
+struct StepLoad {
+  std::array<std::uint64_t, kNumLevels> busiest{};
+  std::array<std::array<std::uint64_t, 2>, kNumLevels> total{};  // per direction: send, recv
+  std::array<bool, kNumLevels> used{};
+  std::uint64_t reduced = 0;  // bytes
+
+  // All a step's transfers to one peer in one direction on `level`: `bytes` in all.
+  void add(std::uint8_t level, Dir dir, std::uint64_t bytes);
+};
+double addStepLoad(const StepLoad& load, const CostParams& params, Metrics& path);
 // One rank's steps one after the other, as if every partner were always ready: the critical path
 // of a schedule whose ranks all run in lockstep, from that rank's schedule alone (rank_cost.hpp).
 Metrics rankPath(const RankSchedule& rs, std::size_t elemSize, const CostParams& params);

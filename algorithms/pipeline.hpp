@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "algorithms/layout.hpp"
+#include "algorithms/metrics.hpp"
 #include "algorithms/schedule.hpp"
 
 namespace hccl::algo {
@@ -12,5 +13,13 @@ namespace hccl::algo {
 // Rank `rank`'s schedule for an AllGather, ReduceScatter or AllReduce over `lay`. Throws
 // std::invalid_argument for other collectives, asymmetric layouts or several supernodes.
 RankSchedule pipelineSchedule(const Layout& lay, const Problem& pb, std::uint32_t rank);
+
+// rankPath(pipelineSchedule(Layout::servers(servers, perServer), pb, rank), elemSize, params),
+// bit for bit, from the block counts alone (pipeline_cost.cpp): time O(servers x perServer) and
+// no memory, where building the schedule allocates servers (perServer + 1) transfers and the
+// layout a vector per server. Throws std::invalid_argument for the collectives the pipeline has
+// not.
+Metrics pipelineRankPath(std::uint32_t servers, std::uint32_t perServer, const Problem& pb,
+                         std::uint32_t rank, std::size_t elemSize, const CostParams& params);
 
 }  // namespace hccl::algo

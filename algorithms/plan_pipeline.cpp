@@ -2,7 +2,8 @@
 // intra-server transfers (pipeline.hpp), one schedule over level0 and level1. It serves
 // AllReduce, ReduceScatter and AllGather on servers of equal size within one supernode, never in
 // rank order. Its prediction is the critical path of its own schedule, from representative ranks
-// (its ranks run in lockstep; rank_cost.hpp).
+// (its ranks run in lockstep; rank_cost.hpp), each rank's path computed from the block counts
+// without building the schedule (pipeline_cost.cpp).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,11 +36,16 @@ class PipelinePlan final : public Plan {
   }
 
   Decision decide(const Selection& s, const CallInfo& call, const Choice& why) const override {
-    const Layout lay = Layout::servers(s.groupSize(1), s.groupSize(0));
-    // Its ranks run in lockstep: costed from representative ranks (rank_cost.hpp).
-    const std::vector<std::uint32_t> reps = planRepresentatives(lay);
-    const double predicted = s.predict(
-        call, lay, [&](const Problem& pb, std::uint32_t r) { return pipelineSchedule(lay, pb, r); },
+    const std::uint32_t servers = s.groupSize(1), perServer = s.groupSize(0);
+    // Its ranks run in lockstep: costed from representative ranks (rank_cost.hpp), each rank's
+    // path from its block counts, without building its schedule or the layout
+    // (pipeline_cost.cpp).
+    const std::vector<std::uint32_t> reps = planRepresentatives(servers, perServer);
+    const double predicted = s.predictFromPaths(
+        call, servers * perServer,
+        [&](const Problem& pb, std::uint32_t r, std::size_t elem, const CostParams& cp) {
+          return pipelineRankPath(servers, perServer, pb, r, elem, cp);
+        },
         reps);
     Decision d;
     for (const LevelGroup& g : s.shape().levels)

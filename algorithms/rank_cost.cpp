@@ -32,13 +32,34 @@ std::vector<std::uint32_t> planRepresentatives(const Layout& layout) {
   return out;
 }
 
+std::vector<std::uint32_t> planRepresentatives(std::uint32_t servers, std::uint32_t perServer) {
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t s : {0u, 1u, servers - 1}) {
+    if (s >= servers) continue;
+    out.push_back(s * perServer);
+    if (perServer > 1) out.push_back(s * perServer + 1);
+    out.push_back(s * perServer + perServer - 1);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 Metrics slowestRank(const RankGenerator& gen, const Problem& pb,
                     std::span<const std::uint32_t> ranks, std::size_t elemSize,
                     const CostParams& params) {
+  return slowestRankPath([&](const Problem& q, std::uint32_t r, std::size_t elem,
+                             const CostParams& cp) { return rankPath(gen(q, r), elem, cp); },
+                         pb, ranks, elemSize, params);
+}
+
+Metrics slowestRankPath(const RankPathFn& path, const Problem& pb,
+                        std::span<const std::uint32_t> ranks, std::size_t elemSize,
+                        const CostParams& params) {
   Metrics worst;
   bool first = true;
   for (std::uint32_t r : ranks) {
-    const Metrics m = rankPath(gen(pb, r), elemSize, params);
+    const Metrics m = path(pb, r, elemSize, params);
     if (first || m.time > worst.time) worst = m;
     first = false;
   }

@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 
 #include "algorithms/layout.hpp"
@@ -58,6 +59,14 @@ Metrics replayCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSi
 Metrics slowestRank(const RankGenerator& gen, const Problem& pb,
                     std::span<const std::uint32_t> ranks, std::size_t elemSize,
                     const CostParams& params);
+// A rank's path through its schedule (rankPath() of it) without building it: a closed form
+// (pipelineRankPath()).
+using RankPathFn = std::function<Metrics(const Problem& pb, std::uint32_t rank,
+                                         std::size_t elemSize, const CostParams& params)>;
+// The slowest of `ranks`' paths by `path`; the first of equal ones, as slowestRank().
+Metrics slowestRankPath(const RankPathFn& path, const Problem& pb,
+                        std::span<const std::uint32_t> ranks, std::size_t elemSize,
+                        const CostParams& params);
 // Rank 0, p-1, the root and its neighbours (distinct, in [0, p)).
 std::vector<std::uint32_t> representativeRanks(const Problem& pb);
 
@@ -66,6 +75,9 @@ std::vector<std::uint32_t> representativeRanks(const Problem& pb);
 // alike). tests/algorithms/rank_cost_test.cpp checks the plans' cost from these against the
 // replay.
 std::vector<std::uint32_t> planRepresentatives(const Layout& layout);
+// The same for `servers` servers of `perServer` ranks in block placement
+// (Layout::servers(servers, perServer)), without building the layout.
+std::vector<std::uint32_t> planRepresentatives(std::uint32_t servers, std::uint32_t perServer);
 
 // Some block holds no element while others do (fewer elements than ranks).
 bool someBlockEmpty(const Problem& pb);

@@ -160,6 +160,15 @@ double Selection::predict(const CallInfo& call, const Layout& layout,
   return slowestRank(rankSchedule, withoutEmptyBlocks(pb), representatives, call.elemSize, cp).time;
 }
 
+double Selection::predictFromPaths(const CallInfo& call, std::uint32_t ranks,
+                                   const RankPathFn& rankPath,
+                                   std::span<const std::uint32_t> representatives) const {
+  const Problem pb = Problem::fromMpiCount(call.coll, ranks, call.count, call.inPlace);
+  CostParams cp = model_.params(call.type, call.op);
+  if (!reduces(call.coll)) cp.gamma = 0;
+  return slowestRankPath(rankPath, withoutEmptyBlocks(pb), representatives, call.elemSize, cp).time;
+}
+
 std::vector<Candidate> Selection::candidates(const CallInfo& call, std::size_t levelIndex,
                                              const std::vector<Phase>& phases) const {
   const int level = shape_.levels[levelIndex].level;

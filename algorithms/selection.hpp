@@ -28,6 +28,7 @@
 #include "algorithms/decision.hpp"
 #include "algorithms/layout.hpp"
 #include "algorithms/phases.hpp"
+#include "algorithms/rank_cost.hpp"
 #include "algorithms/schedule.hpp"
 #include "algorithms/write_contract.hpp"  // RankGenerator
 
@@ -96,6 +97,10 @@ class Selection {
   // whose ranks run in lockstep) the slowest of those ranks' schedules (rank_cost.hpp).
   double predict(const CallInfo& call, const Layout& layout, const RankGenerator& rankSchedule,
                  std::span<const std::uint32_t> representatives = {}) const;
+  // The same on `ranks` ranks from `representatives`' paths computed without their schedules (a
+  // closed form whose result is rankPath() of the schedule, pipelineRankPath()).
+  double predictFromPaths(const CallInfo& call, std::uint32_t ranks, const RankPathFn& rankPath,
+                          std::span<const std::uint32_t> representatives) const;
 
   // The same communicator seen as one flat group over its outermost level.
   Selection flattened() const;

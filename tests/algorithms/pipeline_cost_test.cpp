@@ -1,0 +1,166 @@
+// The pipeline plan's costing without schedules (pipeline_cost.cpp, pipelineRankPath()):
+//   - PathEqualsItsSchedule: for every rank of every layout of up to 64 ranks (every server count
+//     and server size), every collective, in and out of place, even, uneven, one-element and
+//     empty blocks, under three parameter sets: pipelineRankPath() equals rankPath() of the built
+//     schedule, steps, bytes, reduced bytes and time, bit for bit.
+//   - EqualsTheReplay: the plan's cost as the selector computes it (the slowest of
+//     planRepresentatives()' paths, Selection::predictFromPaths()) against the critical path of
+//     every rank's schedule replayed, for every p <= 256 (a layout of servers of 8, 4, 3, 2 or 1
+//     ranks, the largest that divides p) and a spread to 1024, with level1 the slower level; the
+//     tolerance is rank_cost_test's (two elements' beta and gamma per step: lockstep cannot see
+//     which rank carries the larger block when).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "algorithms/metrics.hpp"
+#include "algorithms/pipeline.hpp"
+#include "algorithms/rank_cost.hpp"
+
+namespace hccl::algo {
+namespace {
+
+constexpr std::size_t kElem = 4;
+constexpr Collective kColls[] = {Collective::AllReduce, Collective::ReduceScatter,
+                                 Collective::AllGather};
+
+std::vector<CostParams> paramSets() {
+  CostParams hccl = CostParams::uniform(2e-6, 1e-9, 3e-10);
+  hccl.alpha[1] *= 5;  // the levels differ, as they do between servers
+  hccl.beta[1] *= 3;
+  CostParams oneLink = CostParams::uniform(20e-6, 4e-10, 1e-10);
+  oneLink.links.fill(1);
+  oneLink.alpha[1] *= 5;
+  oneLink.beta[1] *= 3;
+  CostParams slowIntra = CostParams::uniform(1e-6, 2e-9, 1e-10);  // level0 the slower one
+  slowIntra.beta[1] = 5e-10;
+  slowIntra.links[0] = 3;
+  return {hccl, oneLink, slowIntra};
+}
+
+// Problems of every kind of block on p ranks: even, uneven, fewer elements than ranks, and for
+// ReduceScatter and AllGather ragged counts with empty blocks among them.
+std::vector<Problem> problems(Collective c, std::uint32_t p, bool inPlace) {
+  std::vector<Problem> out;
+  for (std::uint64_t count :
+       {std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{p} * 5 + 3, std::uint64_t{p} / 3 + 1})
+    out.push_back(Problem::fromMpiCount(c, p, count, inPlace));
+  if (c != Collective::AllReduce) {
+    std::vector<std::uint64_t> ragged(p);
+    for (std::uint32_t r = 0; r < p; ++r) ragged[r] = (r * 7 + 3) % 5;  // 0..4, some empty
+    Problem pb = Problem::fromMpiCount(c, p, 1, inPlace);
+    pb.blocks = Blocks::of(ragged);
+    out.push_back(pb);
+  }
+  return out;
+}
+
+void expectSame(const Metrics& fast, const Metrics& built, const std::string& what) {
+  EXPECT_EQ(fast.time, built.time) << what;
+  EXPECT_EQ(fast.reducedBytes, built.reducedBytes) << what;
+  for (std::size_t l = 0; l < fast.level.size(); ++l) {
+    EXPECT_EQ(fast.level[l].steps, built.level[l].steps) << what << " level" << l;
+    EXPECT_EQ(fast.level[l].bytes, built.level[l].bytes) << what << " level" << l;
+  }
+}
+
+TEST(PipelineCost, PathEqualsItsSchedule) {
+  const std::vector<CostParams> params = paramSets();
+  for (std::uint32_t servers = 1; servers <= 16; ++servers)
+    for (std::uint32_t per = 1; per <= 8 && servers * per <= 64; ++per) {
+      const Layout lay = Layout::servers(servers, per);
+      const std::uint32_t p = lay.ranks();
+      for (Collective c : kColls)
+        for (bool inPlace : {false, true})
+          for (const Problem& pb : problems(c, p, inPlace))
+            for (std::uint32_t r = 0; r < p; ++r) {
+              const RankSchedule rs = pipelineSchedule(lay, pb, r);
+              for (std::size_t k = 0; k < params.size(); ++k) {
+                const std::string what =
+                    fmt::format("{}x{} {} rank {} total {}{} params {}", servers, per, name(c), r,
+                                pb.blocks.total(), inPlace ? " in place" : "", k);
+                expectSame(pipelineRankPath(servers, per, pb, r, kElem, params[k]),
+                           rankPath(rs, kElem, params[k]), what);
+                if (HasFailure()) return;
+              }
+            }
+    }
+}
+
+TEST(PipelineCost, RefusesWhatThePipelineRefuses) {
+  const CostParams cp = CostParams::uniform();
+  EXPECT_THROW(pipelineRankPath(2, 2, Problem::broadcast(4, 8, 0), 0, kElem, cp),
+               std::invalid_argument);
+  EXPECT_THROW(pipelineRankPath(2, 2, Problem::allReduce(5, 8), 0, kElem, cp),
+               std::invalid_argument);
+  EXPECT_THROW(pipelineRankPath(2, 2, Problem::allReduce(4, 8), 4, kElem, cp),
+               std::invalid_argument);
+  EXPECT_THROW(pipelineRankPath(0, 2, Problem::allReduce(4, 8), 0, kElem, cp),
+               std::invalid_argument);
+}
+
+TEST(PipelineCost, RepresentativesWithoutTheLayout) {
+  for (std::uint32_t servers = 1; servers <= 6; ++servers)
+    for (std::uint32_t per = 1; per <= 4; ++per)
+      EXPECT_EQ(planRepresentatives(servers, per),
+                planRepresentatives(Layout::servers(servers, per)))
+          << servers << "x" << per;
+  EXPECT_EQ(planRepresentatives(512, 8), planRepresentatives(Layout::servers(512, 8)));
+}
+
+// The server size the test replays p ranks on: the largest of 8, 4, 3, 2 that divides p into at
+// least two servers, else 1.
+std::uint32_t perServerOf(std::uint32_t p) {
+  for (std::uint32_t per : {8u, 4u, 3u, 2u})
+    if (p % per == 0 && p / per >= 2) return per;
+  return 1;
+}
+
+void expectPlanEqualsReplay(std::uint32_t servers, std::uint32_t per, bool big) {
+  // Level1 the slower level, as between servers: with level0 the slower one (the third set),
+  // representative ranks fall short of the replay by more than the tolerance (1.5% at 11x8).
+  std::vector<CostParams> params = paramSets();
+  params.resize(2);
+  const Layout lay = Layout::servers(servers, per);
+  const std::uint32_t p = lay.ranks();
+  const std::vector<std::uint32_t> reps = planRepresentatives(servers, per);
+  const RankPathFn path = [&](const Problem& pb, std::uint32_t r, std::size_t e,
+                              const CostParams& cp) {
+    return pipelineRankPath(servers, per, pb, r, e, cp);
+  };
+  std::vector<std::uint64_t> counts{std::uint64_t{p} * 5 + 3};
+  if (!big) counts.push_back(7);
+  for (Collective c : kColls)
+    for (std::uint64_t count : counts) {
+      const Problem pb = Problem::fromMpiCount(c, p, count, false);
+      Schedule whole{pb, {}};
+      for (std::uint32_t r = 0; r < p; ++r) whole.ranks.push_back(pipelineSchedule(lay, pb, r));
+      for (std::size_t k = 0; k < (big ? 1 : params.size()); ++k) {
+        const CostParams& cp = params[k];
+        const double exact = criticalPath(whole, kElem, cp).time;
+        const Metrics m = slowestRankPath(path, withoutEmptyBlocks(pb), reps, kElem, cp);
+        const double perStep =
+            2.0 * kElem * (*std::max_element(cp.beta.begin(), cp.beta.end()) + cp.gamma);
+        ASSERT_NEAR(m.time, exact, 1e-9 * exact + double(m.steps()) * perStep + 1e-15)
+            << lay.describe() << " " << name(c) << " count " << count << " params " << k;
+      }
+    }
+}
+
+TEST(PipelineCost, EqualsTheReplay) {
+  for (std::uint32_t p = 2; p <= 256; ++p) {
+    expectPlanEqualsReplay(p / perServerOf(p), perServerOf(p), false);
+    if (HasFatalFailure()) return;
+  }
+  for (const auto& [servers, per] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{
+           {64, 8}, {128, 4}, {125, 8}, {128, 8}, {64, 16}, {1024, 1}})
+    expectPlanEqualsReplay(servers, per, true);
+}
+
+}  // namespace
+}  // namespace hccl::algo
