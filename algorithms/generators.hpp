@@ -35,6 +35,9 @@ RankSchedule rhdReduceScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule rhdAllGather(const Problem& pb, std::uint32_t rank);
 RankSchedule rhdBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule rhdReduce(const Problem& pb, std::uint32_t rank);
+// Reduce's cost: the replay's rules on every rank's per-step counts, O(p log p), no schedule.
+Metrics rhdReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                      const CostParams& params);
 
 // rhd_scan.cpp
 RankSchedule rhdScan(const Problem& pb, std::uint32_t rank);
@@ -73,6 +76,9 @@ RankSchedule nhrBarrier(const Problem& pb, std::uint32_t rank);
 // counts (tree::phasesPath).
 Metrics nhrAllReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                          const CostParams& params);
+// Broadcast's: the same, with the Scatter and the AllGather that skips the root.
+Metrics nhrBroadcastCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                         const CostParams& params);
 
 // nb.cpp
 RankSchedule nbAllReduce(const Problem& pb, std::uint32_t rank);
@@ -85,11 +91,19 @@ RankSchedule nbBarrier(const Problem& pb, std::uint32_t rank);
 // As nhrAllReduceCost, with NB's Bruck AllGather.
 Metrics nbAllReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                         const CostParams& params);
+Metrics nbBroadcastCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                        const CostParams& params);
 
 // rs_gather_reduce.cpp: Reduce as the algorithm's ReduceScatter then its Gather to the root
 RankSchedule nhrReduce(const Problem& pb, std::uint32_t rank);
 RankSchedule nbReduce(const Problem& pb, std::uint32_t rank);
 RankSchedule meshReduce(const Problem& pb, std::uint32_t rank);
+// Lockstep, or with empty blocks the ReduceScatter and Gather from per-step counts
+// (tree::phasesPath).
+Metrics nhrReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                      const CostParams& params);
+Metrics nbReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                     const CostParams& params);
 
 // pairwise.cpp
 RankSchedule pairwiseAllToAll(const Problem& pb, std::uint32_t rank);

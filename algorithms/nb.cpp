@@ -135,6 +135,13 @@ RankSchedule nbBroadcast(const Problem& pb, std::uint32_t r) {
   return out;
 }
 
+Metrics nbBroadcastCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                        const CostParams& params) {
+  if (!someBlockEmpty(pb)) return lockstepCost(g, pb, elemSize, params);
+  constexpr std::array phases{tree::CostPhase::Scatter, tree::CostPhase::BruckAllGather};
+  return tree::phasesPath(bruckTree(pb.ranks), pb.blocks, phases, elemSize, params, pb.root);
+}
+
 RankSchedule nbGather(const Problem& pb, std::uint32_t r) {
   return gatherByReversing(pb, r, nbScatter);
 }

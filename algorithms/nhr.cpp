@@ -152,6 +152,13 @@ RankSchedule nhrBroadcast(const Problem& pb, std::uint32_t r) {
   return out;
 }
 
+Metrics nhrBroadcastCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                         const CostParams& params) {
+  if (!someBlockEmpty(pb)) return lockstepCost(g, pb, elemSize, params);
+  constexpr std::array phases{tree::CostPhase::Scatter, tree::CostPhase::AllGather};
+  return tree::phasesPath(renumbered(pb.ranks), pb.blocks, phases, elemSize, params, pb.root);
+}
+
 RankSchedule nhrGather(const Problem& pb, std::uint32_t r) {
   return gatherByReversing(pb, r, nhrScatter);
 }

@@ -135,9 +135,7 @@ std::uint64_t localCopies(Collective c, const CommShape& shape, std::uint64_t co
 Problem phaseProblem(const Phase& ph, std::uint32_t size, bool inPlace) {
   // AllToAll(V): the phase's count is per pair, as MPI's (AllToAllV costed as equal pairs).
   if (ph.coll == Collective::AllToAll) return Problem::allToAll(size, ph.total, inPlace);
-  if (ph.coll == Collective::AllToAllV)
-    return Problem::allToAllV(size, std::vector<std::uint64_t>(std::size_t{size} * size, ph.total),
-                              inPlace);
+  if (ph.coll == Collective::AllToAllV) return Problem::allToAllVEqual(size, ph.total, inPlace);
   if (ph.coll == Collective::Barrier) return Problem::barrier(size);
   Problem pb{ph.coll, size, 0, inPlace, Blocks::even(ph.total, size)};
   if (ph.coll == Collective::Broadcast) pb.inPlace = true;

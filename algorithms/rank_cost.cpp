@@ -96,12 +96,6 @@ bool someBlockEmpty(const Problem& pb) {
   return false;
 }
 
-Metrics lockstepUnlessEmpty(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
-                            const CostParams& params) {
-  return someBlockEmpty(pb) ? replayCost(g, pb, elemSize, params)
-                            : lockstepCost(g, pb, elemSize, params);
-}
-
 Metrics chainCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                   const CostParams& params) {
   if (pb.ranks <= 1) return {};

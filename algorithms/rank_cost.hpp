@@ -10,15 +10,15 @@
 //                 carry), so the critical path is the slowest of a few representative ranks'
 //                 schedules run step after step (rankPath()): rank 0, p-1, the root and its
 //                 neighbours. Time and memory: one rank's schedule, five times.
-//   lockstepUnlessEmpty  lockstep, but replayed when some block is empty (log-step trees).
 //   chainCost     a chain from the root (ring Broadcast and Reduce): p-1 hops, each the root's
 //                 one step (alpha + n beta [+ n gamma]).
 //   replayCost    the whole-group replay, for schedules whose ranks wait on each other in ways
 //                 one rank cannot show (trees over ranks that are not a power of two); these are
 //                 O(log p) steps per rank, so the replay is p log p.
 // A generator's own closed form is a function of the same type in its file (ringAllReduceCost;
-// nhrAllReduceCost and nbAllReduceCost: lockstep, or with empty blocks tree::phasesPath, the
-// replay's rules applied to every rank's per-step element counts without building a schedule).
+// the NHR and NB AllReduce, Broadcast and Reduce costs: lockstep, or with empty blocks
+// tree::phasesPath, the replay's rules applied to every rank's per-step element counts without
+// building a schedule).
 // tests/algorithms/rank_cost_test.cpp checks every entry against the replayed critical path for
 // every p <= 256 and a spread to 1024, every collective, root and several counts, so the fast
 // path cannot drift from the schedules.
@@ -45,10 +45,6 @@ using CostFn = Metrics (*)(const GeneratorSpec& g, const Problem& pb, std::size_
 
 Metrics lockstepCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                      const CostParams& params);
-// lockstepCost, or replayCost when some block is empty (fewer elements than ranks): the pruned
-// transfers leave ranks waiting on partners that have something to send.
-Metrics lockstepUnlessEmpty(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
-                            const CostParams& params);
 Metrics chainCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                   const CostParams& params);
 Metrics replayCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,

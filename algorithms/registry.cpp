@@ -25,13 +25,14 @@ using C = Collective;
 // and Exscan (RHD's distance doubling) keep lower ranks on the left by construction; Barrier moves
 // no data. Costs (rank_cost.hpp): lockstep unless named. Ring Broadcast and Reduce are chains; the
 // trees of RHD's Broadcast, Reduce and Exscan make ranks wait on partners whose schedules differ
-// from theirs (ranks outside the power of two), so they are replayed (p log p), as are Mesh's
-// Broadcast (its root's p-1 uneven blocks add up on a one-link port) and Reduce (with uneven blocks
-// the ReduceScatter ends at different times, and the root's Gather waits for the slowest). NHR's
-// and NB's AllReduce, Broadcast and Reduce run in lockstep while every block holds an element; when
-// some block is empty the pruned transfers leave ranks waiting on partners (rank_cost_nhr/nb, p=9
-// count=7): AllReduce is then costed from every rank's per-step counts (tree::phasesPath, O(p log
-// p)), Broadcast and Reduce replayed.
+// from theirs (ranks outside the power of two): Broadcast and Exscan are replayed (p log p), as are
+// Mesh's Broadcast (its root's p-1 uneven blocks add up on a one-link port) and Reduce (with uneven
+// blocks the ReduceScatter ends at different times, and the root's Gather waits for the slowest);
+// RHD's Reduce, whose schedule lists O(p) blocks a rank, applies the replay's rules to every rank's
+// per-step counts (rhdReduceCost, O(p log p)). NHR's and NB's AllReduce, Broadcast and Reduce run
+// in lockstep while every block holds an element; when some block is empty the pruned transfers
+// leave ranks waiting on partners (rank_cost_nhr/nb, p=9 count=7): they are then costed from every
+// rank's per-step counts (tree::phasesPath, O(p log p)).
 constexpr std::array kSpecs = {
     GeneratorSpec{A::Ring, C::AllReduce, ringAllReduce, false, true, false, ringAllReduceCost},
     GeneratorSpec{A::Ring, C::ReduceScatter, ringReduceScatter, false, true, false},
@@ -44,7 +45,7 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::Rhd, C::ReduceScatter, rhdReduceScatter, false, true, false},
     GeneratorSpec{A::Rhd, C::AllGather, rhdAllGather, true, true, false},
     GeneratorSpec{A::Rhd, C::Broadcast, rhdBroadcast, true, true, false, replayCost},
-    GeneratorSpec{A::Rhd, C::Reduce, rhdReduce, true, true, false, replayCost},
+    GeneratorSpec{A::Rhd, C::Reduce, rhdReduce, true, true, false, rhdReduceCost},
     GeneratorSpec{A::Rhd, C::Scan, rhdScan, true, true, false},
     GeneratorSpec{A::Rhd, C::Exscan, rhdExscan, true, true, false, replayCost},
     GeneratorSpec{A::Mesh, C::AllReduce, meshAllReduce, true, true, false},
@@ -63,19 +64,19 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::NHR, C::AllReduce, nhrAllReduce, false, true, false, nhrAllReduceCost},
     GeneratorSpec{A::NHR, C::ReduceScatter, nhrReduceScatter, false, true, false},
     GeneratorSpec{A::NHR, C::AllGather, nhrAllGather, true, true, false},
-    GeneratorSpec{A::NHR, C::Broadcast, nhrBroadcast, true, true, false, lockstepUnlessEmpty},
+    GeneratorSpec{A::NHR, C::Broadcast, nhrBroadcast, true, true, false, nhrBroadcastCost},
     GeneratorSpec{A::NHR, C::Scatter, nhrScatter, true, true, false},
     GeneratorSpec{A::NHR, C::Gather, nhrGather, true, true, false},
     GeneratorSpec{A::NHR, C::Barrier, nhrBarrier, true, true, false},
-    GeneratorSpec{A::NHR, C::Reduce, nhrReduce, false, true, false, lockstepUnlessEmpty},
+    GeneratorSpec{A::NHR, C::Reduce, nhrReduce, false, true, false, nhrReduceCost},
     GeneratorSpec{A::NB, C::AllReduce, nbAllReduce, false, true, false, nbAllReduceCost},
     GeneratorSpec{A::NB, C::ReduceScatter, nbReduceScatter, false, true, false},
     GeneratorSpec{A::NB, C::AllGather, nbAllGather, true, true, false},
-    GeneratorSpec{A::NB, C::Broadcast, nbBroadcast, true, true, false, lockstepUnlessEmpty},
+    GeneratorSpec{A::NB, C::Broadcast, nbBroadcast, true, true, false, nbBroadcastCost},
     GeneratorSpec{A::NB, C::Scatter, nbScatter, true, true, false},
     GeneratorSpec{A::NB, C::Gather, nbGather, true, true, false},
     GeneratorSpec{A::NB, C::Barrier, nbBarrier, true, true, false},
-    GeneratorSpec{A::NB, C::Reduce, nbReduce, false, true, false, lockstepUnlessEmpty},
+    GeneratorSpec{A::NB, C::Reduce, nbReduce, false, true, false, nbReduceCost},
     GeneratorSpec{A::Pairwise, C::AllToAll, pairwiseAllToAll, true, false, false},
     GeneratorSpec{A::Pairwise, C::AllToAllV, pairwiseAllToAllV, true, true, true},
 };

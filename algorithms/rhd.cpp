@@ -34,10 +34,14 @@
 //   Reduce:         fold (survivor chosen by the root's parity), the p' ReduceScatter, a binomial
 //                   gather to the root. cost (2floor(log p)+1)a + (2(p'-1)/p'+1)n b +
 //                   ((p'-1)/p'+1)n g
+//                   Costed by rhdReduceCost: the replay's rules (metrics.hpp) applied to every
+//                   rank's per-step counts (a rank waits on partners the fold delays, so lockstep
+//                   does not describe it), O(p log p) time and O(p) memory, no schedule built.
 //
 // Rank order: AllReduce and Reduce merge aligned groups of neighbouring ranks (pairs, then
 // distance doubling on an order-preserving renumbering) with the lower group on the left, so they
 // reduce in rank order. ReduceScatter pairs ranks p/2 apart first: not in rank order.
+#include <algorithm>
 #include <bit>
 #include <vector>
 
@@ -362,6 +366,97 @@ RankSchedule rhdReduce(const Problem& pb, std::uint32_t r) {
   }
   prune(out);
   return out;
+}
+
+namespace {
+
+// A rank's clock in the replay: when its last step finished and the path that led there.
+struct Clock {
+  double t = 0;
+  Metrics path;
+};
+
+}  // namespace
+
+Metrics rhdReduceCost(const GeneratorSpec&, const Problem& pb, std::size_t elemSize,
+                      const CostParams& params) {
+  const std::uint32_t p = pb.ranks;
+  if (p <= 1) return {};
+  const std::uint64_t n = pb.total();
+  const Fold f(p, pb.root % 2);
+  // Elements of core blocks [lo, hi) of Blocks::even(n, core).
+  const std::uint64_t base = n / f.core, ext = n % f.core;
+  const auto count = [&](std::uint64_t lo, std::uint64_t hi) {
+    return (hi - lo) * base + (std::min(hi, ext) - std::min(lo, ext));
+  };
+  std::vector<Clock> clock(p);
+  // One step of ranks a and b with each other: a sends `ab` elements to b and b `ba` to a;
+  // `reduced`: each reduces what it receives. A transfer of nothing is dropped, a step with
+  // nothing pruned; it starts when both have finished their previous steps.
+  const auto pairStep = [&](std::uint32_t a, std::uint32_t b, std::uint64_t ab, std::uint64_t ba,
+                            bool reduced) {
+    if (ab == 0 && ba == 0) return;
+    const auto run = [&](const Clock& own, const Clock& other, std::uint64_t tx, std::uint64_t rx) {
+      Clock c = other.t > own.t ? other : own;
+      std::uint64_t busiest = std::max(tx, rx) * elemSize;
+      const double shared = static_cast<double>(busiest) / params.links[0];
+      if (shared > static_cast<double>(busiest)) busiest = static_cast<std::uint64_t>(shared + 0.5);
+      c.t += params.alpha[0] + params.beta[0] * static_cast<double>(busiest);
+      c.path.level[0].steps += 1;
+      c.path.level[0].bytes += busiest;
+      if (reduced && rx > 0) {
+        c.path.reducedBytes += rx * elemSize;
+        c.t += params.gamma * static_cast<double>(rx * elemSize);
+      }
+      return c;
+    };
+    Clock na = run(clock[a], clock[b], ab, ba), nb = run(clock[b], clock[a], ba, ab);
+    clock[a] = std::move(na);
+    clock[b] = std::move(nb);
+  };
+  // The fold: each pair's other rank hands its whole vector to the survivor.
+  for (std::uint32_t i = 0; i < f.extra; ++i) {
+    const std::uint32_t survivor = 2 * i + f.keepOdd;
+    pairStep(f.pairPeer(survivor), survivor, n, 0, true);
+  }
+  // The ReduceScatter: at round k core rank c holds [lo[c], lo[c] + core/2^k) and exchanges
+  // halves with c ^ 2^k, the lower keeping the lower half.
+  std::vector<std::uint64_t> lo(f.core, 0);
+  for (std::uint32_t k = 0; k < f.rounds(); ++k) {
+    const std::uint32_t bit = 1u << k;
+    const std::uint64_t half = f.core >> (k + 1);
+    for (std::uint32_t c = 0; c < f.core; ++c) {
+      if (c & bit) continue;
+      const std::uint64_t l = lo[c], mid = l + half;
+      pairStep(f.rankOf(c), f.rankOf(c | bit), count(mid, mid + half), count(l, mid), true);
+      lo[c | bit] = mid;
+    }
+  }
+  // The binomial gather, the rounds undone in reverse. Before round k's gather step, core rank
+  // c holds the range it kept at ReduceScatter round k: core/2^(k+1) blocks from lo_{k+1}(c), the
+  // sum over i <= k of bit i of c times core/2^(i+1) (at[] below: c's low bits reversed). Relative
+  // to the root (rel = c ^ rootCore), the ranks with rel < 2^k receive it from c ^ 2^k.
+  const std::uint32_t rootCore = f.coreRank(pb.root);
+  std::vector<std::uint64_t> at(f.core, 0);
+  for (std::uint32_t c = 0; c < f.core; ++c)
+    for (std::uint32_t k = 0; k < f.rounds(); ++k)
+      if (c & (1u << k)) at[c] += f.core >> (k + 1);
+  for (std::uint32_t k = f.rounds(); k-- > 0;) {
+    const std::uint32_t bit = 1u << k, low = (bit << 1) - 1;
+    const std::uint64_t len = f.core >> (k + 1);
+    for (std::uint32_t c = 0; c < f.core; ++c) {
+      if ((c ^ rootCore) >= bit) continue;
+      const std::uint32_t from = c ^ bit;
+      const std::uint64_t start = at[from & low];
+      pairStep(f.rankOf(from), f.rankOf(c), count(start, start + len), 0, false);
+    }
+  }
+  const Clock* last = &clock.front();
+  for (const Clock& c : clock)
+    if (c.t > last->t) last = &c;
+  Metrics m = last->path;
+  m.time = last->t;
+  return m;
 }
 
 }  // namespace hccl::algo

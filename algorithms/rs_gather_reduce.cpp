@@ -31,7 +31,10 @@
 // Rank order: no for NHR and NB (the ReduceScatter's slice trees wrap around rank 0, see nhr.cpp
 // and nb.cpp); yes for Mesh (its ReduceScatter folds x_0 (+) ... (+) x_{p-1}; the Gather copies).
 // Uneven blocks: yes (n not divisible by p, blocks of 0 included).
+#include <array>
+
 #include "algorithms/generators.hpp"
+#include "algorithms/slice_trees.hpp"
 
 namespace hccl::algo {
 namespace {
@@ -66,7 +69,28 @@ RankSchedule reduceByScatterGather(const Problem& pb, std::uint32_t r, Generator
   return out;
 }
 
+// Lockstep, or with empty blocks the ReduceScatter's and Gather's critical path from per-step
+// counts (tree::phasesPath) on the generators' trees: identity-numbered slices, orientation +1
+// (NHR) or -1 (NB).
+Metrics treeReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                       const CostParams& params, int orient) {
+  if (!someBlockEmpty(pb)) return lockstepCost(g, pb, elemSize, params);
+  constexpr std::array phases{tree::CostPhase::ReduceScatter, tree::CostPhase::Gather};
+  return tree::phasesPath(tree::SliceTree(pb.ranks, orient), pb.blocks, phases, elemSize, params,
+                          pb.root);
+}
+
 }  // namespace
+
+Metrics nhrReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                      const CostParams& params) {
+  return treeReduceCost(g, pb, elemSize, params, +1);
+}
+
+Metrics nbReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                     const CostParams& params) {
+  return treeReduceCost(g, pb, elemSize, params, -1);
+}
 
 RankSchedule nhrReduce(const Problem& pb, std::uint32_t rank) {
   return reduceByScatterGather(pb, rank, nhrReduceScatter, nhrGather);

@@ -84,9 +84,19 @@ PairCounts PairCounts::of(std::uint32_t p, std::span<const std::uint64_t> counts
     throw std::invalid_argument(
         fmt::format("PairCounts::of: {} counts for {} ranks; valid: p * p counts, row-major",
                     counts.size(), p));
+  if (std::all_of(counts.begin(), counts.end(), [&](std::uint64_t v) { return v == counts[0]; }))
+    return equal(p, counts[0]);
   PairCounts c;
   c.p_ = p;
   c.counts_.assign(counts.begin(), counts.end());
+  return c;
+}
+
+PairCounts PairCounts::equal(std::uint32_t p, std::uint64_t count) {
+  if (p == 0) throw std::invalid_argument("PairCounts::equal: zero ranks");
+  PairCounts c;
+  c.p_ = p;
+  c.each_ = count;
   return c;
 }
 
@@ -101,12 +111,12 @@ PairCounts PairCounts::local(std::uint32_t p, std::uint32_t r, std::span<const s
     throw std::invalid_argument(
         fmt::format("PairCounts::local: rank {} sends {} elements to itself but receives {}", r,
                     send[r], recv[r]));
+  if (p == 1) return equal(1, send[0]);
   PairCounts c;
   c.p_ = p;
-  c.localTo_ = p == 1 ? kAll : r;
-  c.counts_.assign(std::size_t{p} * p, 0);
-  for (std::uint32_t j = 0; j < p; ++j) c.counts_[std::size_t{r} * p + j] = send[j];
-  for (std::uint32_t i = 0; i < p; ++i) c.counts_[std::size_t{i} * p + r] = recv[i];
+  c.localTo_ = r;
+  c.counts_.assign(send.begin(), send.end());
+  c.counts_.insert(c.counts_.end(), recv.begin(), recv.end());
   return c;
 }
 
@@ -119,7 +129,8 @@ std::uint64_t PairCounts::count(std::uint32_t from, std::uint32_t to) const {
         fmt::format("the count from rank {} to rank {} is not known to rank {}: it knows its own "
                     "row and column only (a rank-local problem)",
                     from, to, localTo_));
-  return counts_[std::size_t{from} * p_ + to];
+  if (!complete()) return from == localTo_ ? counts_[to] : counts_[std::size_t{p_} + from];
+  return counts_.empty() ? each_ : counts_[std::size_t{from} * p_ + to];
 }
 
 Blocks PairCounts::sendBlocks(std::uint32_t r) const {
@@ -144,6 +155,7 @@ PairCounts PairCounts::localTo(std::uint32_t r) const {
 }
 
 bool PairCounts::symmetric() const {
+  if (complete() && counts_.empty()) return true;
   for (std::uint32_t i = 0; i < p_; ++i)
     for (std::uint32_t j = i + 1; j < p_; ++j)
       if (count(i, j) != count(j, i)) return false;
@@ -222,6 +234,12 @@ Problem Problem::allToAllV(std::uint32_t p, std::span<const std::uint64_t> count
         "Problem::allToAllV: in place needs count(i, j) == count(j, i) for every pair");
   return pb;
 }
+Problem Problem::allToAllVEqual(std::uint32_t p, std::uint64_t perPair, bool inPlace) {
+  if (p == 0) throw std::invalid_argument("Problem::allToAllVEqual: zero ranks");
+  Problem pb{Collective::AllToAllV, p, 0, inPlace, Blocks::uniform(0, p)};
+  pb.pairs = PairCounts::equal(p, perPair);
+  return pb;
+}
 Problem Problem::gatherVNonRoot(std::uint32_t p, std::uint32_t root, std::uint32_t rank,
                                 std::uint64_t ownCount) {
   checkRoot(root, p, "gatherVNonRoot");
@@ -286,7 +304,7 @@ Problem Problem::fromMpiCount(Collective c, std::uint32_t p, std::uint64_t count
     case Collective::Gather:
       return gather(p, count, root, inPlace);
     case Collective::AllToAllV:
-      return allToAllV(p, std::vector<std::uint64_t>(std::size_t{p} * p, count), inPlace);
+      return allToAllVEqual(p, count, inPlace);
     case Collective::Barrier:
       return barrier(p);
     case Collective::Scan:

@@ -193,6 +193,8 @@ class PairCounts {
   PairCounts() = default;
   // Every pair, row-major: counts[i * p + j] = count(i, j).
   static PairCounts of(std::uint32_t p, std::span<const std::uint64_t> counts);
+  // Every pair `count` elements (what the selector costs): O(1) memory.
+  static PairCounts equal(std::uint32_t p, std::uint64_t count);
   // Rank r's view: send[j] = count(r, j), recv[i] = count(i, r); send[r] must equal recv[r].
   static PairCounts local(std::uint32_t p, std::uint32_t r, std::span<const std::uint64_t> send,
                           std::span<const std::uint64_t> recv);
@@ -217,7 +219,11 @@ class PairCounts {
   static constexpr std::uint32_t kAll = 0xffffffffu;
   std::uint32_t p_ = 0;
   std::uint32_t localTo_ = kAll;
-  std::vector<std::uint64_t> counts_;  // row-major; unknown pairs hold 0
+  // Complete: p * p counts row-major, or none when every pair holds each_ (of() stores an equal
+  // matrix so too, so that equal matrices compare equal). Rank-local: the row of localTo_, then
+  // its column (2p counts, never p * p: 65536 ranks would be 34 GB).
+  std::vector<std::uint64_t> counts_;
+  std::uint64_t each_ = 0;
 };
 
 // What is asked of a schedule. Buffer layouts, by collective (counts in elements):
@@ -295,6 +301,8 @@ struct Problem {
                           bool inPlace = false);
   static Problem allToAllV(std::uint32_t p, std::span<const std::uint64_t> counts,
                            bool inPlace = false);
+  // Every pair `perPair` elements, without a p * p matrix.
+  static Problem allToAllVEqual(std::uint32_t p, std::uint64_t perPair, bool inPlace = false);
   // What a rank knows of a V call (DESIGN-collectives.md, "What each rank knows"): a GatherV or
   // ScatterV non-root its own count; an AllToAllV rank its sendcounts and recvcounts (in place:
   // recvcounts for both).

@@ -10,10 +10,20 @@
 //   AllGather step k (k from K-1 down to 0): sends P_k(r) to r + o*h, receives P_k(r - o*h);
 //   Bruck AllGather step k, m = min(h, p-h), W(x) = w(x) + w(x-1) + .. + w(x-m+1): sends W(r)
 //     to r + h, receives W(r - h) from r - h.
+//   Scatter step k from root t, e the rank's scatter position (rank t - o*e), S_k(e) = sum over
+//     f = e, e+2h, .. < p of w(t - o*f): position e < h with e+h < p sends S_k(e+h) to r - o*h,
+//     position e in [h, 2h) receives S_k(e) from r + o*h;
+//   Gather: the Scatter reversed (steps K-1 down to 0, each transfer's direction swapped);
+//   with a root given, an AllGather sends nothing to it and it receives nothing (a Broadcast's
+//     root already holds every slice).
 // P_k along a cycle of stride 2h slides by one term a rank (P_k(x + o*2h) = P_k(x) + w(x + o*2h)
-// - w(x - o*2h*(J-1))), so a step costs O(p) for all ranks.
+// - w(x - o*2h*(J-1))), so a step costs O(p) for all ranks; S_k's terms are the positions f >= h
+// whose f mod 2h >= h, each counted once, O(p) a step too.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
 
 #include "algorithms/slice_trees.hpp"
 
@@ -60,12 +70,26 @@ std::vector<std::uint64_t> window(const std::vector<std::uint64_t>& w, std::uint
   return out;
 }
 
+// S[e - h] = S_k(e) for the receiving positions e in [h, min(2h, p)) of scatter step k.
+std::vector<std::uint64_t> subtrees(const SliceTree& t, const std::vector<std::uint64_t>& w,
+                                    std::uint32_t root, std::uint64_t h) {
+  const std::uint32_t p = t.ranks();
+  std::vector<std::uint64_t> out(std::min<std::uint64_t>(h, p - h));
+  for (std::uint64_t e = h; e < p && e < 2 * h; ++e)
+    for (std::uint64_t f = e; f < p; f += 2 * h) out[e - h] += w[t.inward(root, f)];
+  return out;
+}
+
 }  // namespace
 
 Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPhase> phases,
-                   std::size_t elemSize, const CostParams& params) {
+                   std::size_t elemSize, const CostParams& params, std::uint32_t root) {
   const std::uint32_t p = t.ranks();
   if (p <= 1) return {};
+  for (CostPhase ph : phases)
+    if ((ph == CostPhase::Scatter || ph == CostPhase::Gather) && root >= p)
+      throw std::invalid_argument(fmt::format(
+          "phasesPath: a Scatter or Gather phase needs a root in [0, {}), not {}", p, root));
   std::vector<std::uint64_t> w(p);  // per logical slice
   for (std::uint32_t s = 0; s < p; ++s) w[s] = bl.count(t.block(s));
   std::vector<std::uint64_t> wBlock(p);  // per block (Bruck: identity order)
@@ -74,11 +98,13 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
   std::vector<Clock> clock(p), next(p);
   const double elem = static_cast<double>(elemSize);
   // One step of every rank: r sends sent[r] elements to `to(r)` and receives got[r] from
-  // `from(r)`; reduced: whether it reduces what it receives.
+  // `from(r)`; reduced: whether it reduces what it receives; skipRoot: nothing goes to `root`
+  // (an AllGather's, when it already holds every slice).
   const auto step = [&](const auto& sent, const auto& got, const auto& to, const auto& from,
-                        bool reduced) {
+                        bool reduced, bool skipRoot = false) {
     for (std::uint32_t r = 0; r < p; ++r) {
-      const std::uint64_t tx = sent(r), rx = got(r);
+      const bool toRoot = skipRoot && to(r) == root, isRoot = skipRoot && r == root;
+      const std::uint64_t tx = toRoot ? 0 : sent(r), rx = isRoot ? 0 : got(r);
       if (tx == 0 && rx == 0) {
         next[r] = clock[r];
         continue;
@@ -105,6 +131,27 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
   const std::uint32_t steps = t.steps();
   for (CostPhase ph : phases) {
     for (std::uint32_t i = 0; i < steps; ++i) {
+      if (ph == CostPhase::Scatter || ph == CostPhase::Gather) {
+        const std::uint32_t k = ph == CostPhase::Scatter ? i : steps - 1 - i;
+        const std::uint64_t h = std::uint64_t{1} << k;
+        const std::vector<std::uint64_t> S = subtrees(t, w, root, h);
+        // What position e's rank hands on (e < h) and takes in (h <= e < 2h) in the Scatter.
+        const auto handsOn = [&](std::uint32_t r) -> std::uint64_t {
+          const std::uint64_t e = t.span(r, root);
+          return e < h && e + h < p ? S[e] : 0;
+        };
+        const auto takesIn = [&](std::uint32_t r) -> std::uint64_t {
+          const std::uint64_t e = t.span(r, root);
+          return e >= h && e < 2 * h ? S[e - h] : 0;
+        };
+        const auto in = [&](std::uint32_t r) { return t.inward(r, h); };
+        const auto out = [&](std::uint32_t r) { return t.outward(r, h); };
+        if (ph == CostPhase::Scatter)
+          step(handsOn, takesIn, in, out, false);
+        else
+          step(takesIn, handsOn, out, in, false);
+        continue;
+      }
       if (ph == CostPhase::BruckAllGather) {
         const std::uint64_t h = std::uint64_t{1} << i, m = std::min<std::uint64_t>(h, p - h);
         const std::vector<std::uint64_t> W = window(wBlock, m);
@@ -113,7 +160,7 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
           return static_cast<std::uint32_t>((r + p - h % p) % p);
         };
         step([&](std::uint32_t r) { return W[r]; }, [&](std::uint32_t r) { return W[minus(r)]; },
-             plus, minus, false);
+             plus, minus, false, true);
         continue;
       }
       const std::uint32_t k = ph == CostPhase::ReduceScatter ? i : steps - 1 - i;
@@ -126,7 +173,7 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
              out, true);
       else
         step([&](std::uint32_t r) { return P[r]; }, [&](std::uint32_t r) { return P[in(r)]; }, out,
-             in, false);
+             in, false, true);
     }
   }
   const Clock* last = &clock.front();

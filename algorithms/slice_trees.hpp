@@ -132,6 +132,8 @@ enum class CostPhase {
   ReduceScatter,   // reduceScatter(): step k, r sends positions h, 3h, .. to r - o*h
   AllGather,       // allGather(): the ReduceScatter's messages reversed
   BruckAllGather,  // NB's Bruck AllGather: step k, r sends blocks r, r-1, .., r-m+1 to r+h
+  Scatter,         // scatter(): step k, position e < h hands e+h's subtree to r - o*h
+  Gather,          // the Scatter reversed (reverse.hpp)
 };
 
 // The critical path of the phases run one after the other on blocks `bl` (logical slice s in
@@ -141,9 +143,11 @@ enum class CostPhase {
 // receives), so the step's cost is alpha + beta * max(sent, received) [+ gamma * received], a
 // step with nothing either way is pruned, and a step starts when its rank and the partners it
 // exchanges something with have all finished their previous steps (the replay's posting rule).
+// `root` is the Scatter's and Gather's root; an AllGather phase sends nothing to it and it
+// receives nothing there (allGather()'s holdsAll: a Broadcast's root); kNoRank for none.
 // Time O(p log p) and memory O(p), where the replay is O(p^2): every rank's step lists p/2h
 // slices. Used where some block is empty, which breaks lockstep (rank_cost.hpp).
 Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPhase> phases,
-                   std::size_t elemSize, const CostParams& params);
+                   std::size_t elemSize, const CostParams& params, std::uint32_t root = kNoRank);
 
 }  // namespace hccl::algo::tree

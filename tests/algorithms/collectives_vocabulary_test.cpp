@@ -108,6 +108,32 @@ TEST(Problem, AllToAllVRankKnowsItsRowAndColumn) {
   EXPECT_EQ(in.pairs.sendBlocks(1), in.pairs.recvBlocks(1));
 }
 
+// A rank's view and an equal-pairs problem hold O(p) counts, not p * p: at 65536 ranks a matrix
+// would be 34 GB (the selector builds both for every AllToAllV decision).
+TEST(Problem, AllToAllVWithoutAMatrix) {
+  const std::uint32_t p = 65536;
+  const Problem eq = Problem::allToAllVEqual(p, 3);
+  EXPECT_EQ(eq.pairs.count(p - 1, 7), 3u);
+  EXPECT_EQ(eq.bufferCount(Buf::Output, 5), 3u * p);
+  EXPECT_TRUE(eq.pairs.symmetric());
+  EXPECT_NO_THROW((void)Problem::allToAllVEqual(p, 3, true));
+  std::vector<std::uint64_t> row(p), col(p);
+  for (std::uint32_t i = 0; i < p; ++i) {
+    row[i] = i % 5;
+    col[i] = i % 7;
+  }
+  row[9] = col[9];
+  const Problem mine = Problem::allToAllVAt(p, 9, row, col);
+  EXPECT_EQ(mine.pairs.count(9, 12), 2u);
+  EXPECT_EQ(mine.pairs.count(12, 9), 5u);
+  EXPECT_THROW((void)mine.pairs.count(12, 13), std::logic_error);
+  EXPECT_EQ(eq.localView(9).pairs.count(9, 4), 3u);
+  EXPECT_EQ(eq.localView(9).pairs.count(4, 9), 3u);
+  // An equal matrix given whole is the same problem as the equal-pairs one.
+  EXPECT_EQ(Problem::allToAllV(3, std::vector<std::uint64_t>(9, 2)), Problem::allToAllVEqual(3, 2));
+  EXPECT_NE(Problem::allToAllV(3, std::vector<std::uint64_t>(9, 2)), Problem::allToAllVEqual(3, 1));
+}
+
 TEST(Problem, ConstructorsRejectBadArguments) {
   const std::vector<std::uint64_t> counts{1, 2};
   EXPECT_THROW((void)Problem::gatherV(counts, 2), std::invalid_argument);

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "algorithms/generators.hpp"
 #include "algorithms/metrics.hpp"
 #include "algorithms/pipeline.hpp"
 #include "algorithms/rank_cost.hpp"
@@ -89,6 +90,74 @@ TEST_P(RankCost, EqualsTheReplayedCriticalPath) {
 
 INSTANTIATE_TEST_SUITE_P(Generators, RankCost,
                          ::testing::ValuesIn(generatorSpecs().begin(), generatorSpecs().end()),
+                         [](const auto& param) { return test::specName(param.param); });
+
+// The entries that apply the replay's rules to every rank's per-step counts (tree::phasesPath
+// for NHR and NB with empty blocks, rhdReduceCost) are exact, not within the lockstep tolerance
+// above: the replay's critical path to rounding (1e-9 relative, no per-step slack), at every
+// p <= 256 (both tiers: these replays are cheap) for roots 0, p/3 and p-1 (every root up to 16
+// ranks), in and out of place, under both parameter sets, counts of 1, p/2 and p-1 (fewer
+// elements than ranks: the trees' lockstep otherwise) and for rhdReduceCost also 7, 3p+1 and 16p;
+// and the spread to 1024 at count p/2, root p/3, out of place.
+class ExactCost : public ::testing::TestWithParam<GeneratorSpec> {};
+
+bool onlyEmpty(const GeneratorSpec& g) {
+  return g.cost == nhrAllReduceCost || g.cost == nbAllReduceCost || g.cost == nhrBroadcastCost ||
+         g.cost == nbBroadcastCost || g.cost == nhrReduceCost || g.cost == nbReduceCost;
+}
+
+std::vector<GeneratorSpec> exactlyCosted() {
+  std::vector<GeneratorSpec> out;
+  for (const GeneratorSpec& g : generatorSpecs())
+    if (onlyEmpty(g) || g.cost == rhdReduceCost) out.push_back(g);
+  return out;
+}
+
+TEST_P(ExactCost, EqualsTheReplay) {
+  const GeneratorSpec& g = GetParam();
+  const std::vector<CostParams> params = paramSets();
+  std::vector<std::uint32_t> ps;
+  for (std::uint32_t p = 2; p <= 256; ++p) ps.push_back(p);
+  for (std::uint32_t p : {384u, 511u, 512u, 1000u, 1024u}) ps.push_back(p);
+  std::size_t cases = 0;
+  for (std::uint32_t p : ps) {
+    // Beyond 256 ranks one case (the replay lists p/2 slices a rank).
+    const bool big = p > 256;
+    std::vector<std::uint64_t> counts{p / 2};
+    if (!big) counts.insert(counts.end(), {1, p - 1});
+    if (!onlyEmpty(g) && !big) counts.insert(counts.end(), {7, 3 * std::uint64_t{p} + 1, 16 * p});
+    std::sort(counts.begin(), counts.end());
+    counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+    std::erase(counts, 0);
+    std::vector<std::uint32_t> roots{0};
+    if (rooted(g.coll))
+      for (std::uint32_t root = 1; root < p; ++root)
+        if (p <= 16 || root == p / 3 || (root == p - 1 && !big)) roots.push_back(root);
+    if (big && roots.size() > 1) roots.erase(roots.begin());
+    for (std::uint64_t count : counts)
+      for (std::uint32_t root : roots)
+        for (bool inPlace : {false, true}) {
+          if (inPlace && (!test::hasInPlaceVariant(g.coll) || big)) continue;
+          const Problem pb = test::problemFor(g.coll, p, count, inPlace, root);
+          if (onlyEmpty(g)) {
+            ASSERT_TRUE(someBlockEmpty(pb)) << p << " ranks, count " << count;
+          }
+          const Schedule whole = buildSchedule(g.generate, pb);
+          for (const CostParams& cp : params) {
+            const Metrics exact = criticalPath(whole, kElem, cp);
+            const Metrics m = predictedPath(g, pb, kElem, cp);
+            ++cases;
+            ASSERT_NEAR(m.time, exact.time, 1e-9 * exact.time)
+                << test::specName(g) << " p=" << p << " count=" << count << " root=" << root
+                << (inPlace ? " in place" : "") << ": steps " << m.steps() << " vs "
+                << exact.steps() << ", bytes " << m.bytes() << " vs " << exact.bytes();
+          }
+        }
+  }
+  EXPECT_GT(cases, 1000u);
+}
+
+INSTANTIATE_TEST_SUITE_P(PerStepCounts, ExactCost, ::testing::ValuesIn(exactlyCosted()),
                          [](const auto& param) { return test::specName(param.param); });
 
 }  // namespace
