@@ -302,11 +302,12 @@ void TransportState::shutdown() {
   // What failed peers left behind. Whole messages waiting in UCX's unexpected queue are received
   // into scratch and dropped, so their descriptors go back before the workers do. What UCX
   // cannot hand back (a receive it had begun to assemble when its sender died or stopped: UCX
-  // 1.13 can neither finish nor withdraw it) is counted.
-  const bool faulted =
-      std::any_of(links.begin(), links.end(), [](const Link& l) { return !l.failure.empty(); });
+  // 1.13 can neither finish nor withdraw it) is counted. Always, not only when a link failed: a
+  // peer that stopped (SIGSTOP, a debugger) leaves no link failure, only timed-out calls, and
+  // its messages in the queue. These workers are this transport's alone, so nothing drained
+  // here belonged to another communicator; with an empty queue it is one probe per worker.
   std::vector<std::vector<std::byte>> scratch;  // alive until the workers are gone
-  std::size_t held = faulted ? drainUnexpected(scratch) : 0;
+  std::size_t held = drainUnexpected(scratch);
   for (Op* op : pending) {
     if (op->request == nullptr) continue;
     if (ucp_request_check_status(op->request) == UCS_INPROGRESS) ++held;
