@@ -29,6 +29,18 @@ RankSchedule ringGather(const Problem& pb, std::uint32_t rank);
 Metrics ringAllReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                           const CostParams& params);
 
+// Rank paths (rank_cost.hpp, PathFn).
+Metrics ringAllReducePath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                          const CostParams& params);
+Metrics ringReduceScatterPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                              const CostParams& params);
+Metrics ringAllGatherPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                          const CostParams& params);
+Metrics ringScatterPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                        const CostParams& params);
+Metrics ringGatherPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                       const CostParams& params);
+
 // rhd.cpp
 RankSchedule rhdAllReduce(const Problem& pb, std::uint32_t rank);
 RankSchedule rhdReduceScatter(const Problem& pb, std::uint32_t rank);
@@ -80,6 +92,23 @@ Metrics nhrAllReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t 
 Metrics nhrBroadcastCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                          const CostParams& params);
 
+// Rank paths (rank_cost.hpp, PathFn); Reduce's is its ReduceScatter then its Gather
+// (rs_gather_reduce.cpp).
+Metrics nhrAllReducePath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                         const CostParams& params);
+Metrics nhrReduceScatterPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                             const CostParams& params);
+Metrics nhrAllGatherPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                         const CostParams& params);
+Metrics nhrBroadcastPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                         const CostParams& params);
+Metrics nhrScatterPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                       const CostParams& params);
+Metrics nhrGatherPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                      const CostParams& params);
+Metrics nhrReducePath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                      const CostParams& params);
+
 // nb.cpp
 RankSchedule nbAllReduce(const Problem& pb, std::uint32_t rank);
 RankSchedule nbReduceScatter(const Problem& pb, std::uint32_t rank);
@@ -93,6 +122,22 @@ Metrics nbAllReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t e
                         const CostParams& params);
 Metrics nbBroadcastCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                         const CostParams& params);
+
+// Rank paths, as NHR's.
+Metrics nbAllReducePath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                        const CostParams& params);
+Metrics nbReduceScatterPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                            const CostParams& params);
+Metrics nbAllGatherPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                        const CostParams& params);
+Metrics nbBroadcastPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                        const CostParams& params);
+Metrics nbScatterPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                      const CostParams& params);
+Metrics nbGatherPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                     const CostParams& params);
+Metrics nbReducePath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                     const CostParams& params);
 
 // rs_gather_reduce.cpp: Reduce as the algorithm's ReduceScatter then its Gather to the root
 RankSchedule nhrReduce(const Problem& pb, std::uint32_t rank);
@@ -126,6 +171,9 @@ struct GeneratorSpec {
   // How the selector costs its schedule without building every rank's (rank_cost.hpp); nullptr
   // is lockstepCost. tests/algorithms/rank_cost_test.cpp checks it against the replay.
   CostFn cost = nullptr;
+  // A rank's path without building its schedule (rank_cost.hpp, PathFn); lockstepCost and
+  // chainCost use it where set, else they build the representative ranks' schedules.
+  PathFn path = nullptr;
 };
 
 std::span<const GeneratorSpec> generatorSpecs();

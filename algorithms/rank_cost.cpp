@@ -70,10 +70,21 @@ Metrics lockstepCost(const GeneratorSpec& g, const Problem& pb, std::size_t elem
                      const CostParams& params) {
   if (pb.ranks <= 1) return {};
   const std::vector<std::uint32_t> reps = representativeRanks(pb);
+  if (g.path) return slowestRankPath(g.path, pb, reps, elemSize, params);
   const RankGenerator gen = [&](const Problem& q, std::uint32_t r) {
     return withPrivateInput(q, r, g.generate);
   };
   return slowestRank(gen, pb, reps, elemSize, params);
+}
+
+void addPairStep(Metrics& path, std::uint64_t sent, std::uint64_t got, std::uint64_t reduced,
+                 std::size_t elemSize, const CostParams& params) {
+  if (sent == 0 && got == 0 && reduced == 0) return;
+  StepLoad ld;
+  if (sent) ld.add(0, Dir::Send, sent * elemSize);
+  if (got) ld.add(0, Dir::Recv, got * elemSize);
+  ld.reduced = reduced * elemSize;
+  path.time += addStepLoad(ld, params, path);
 }
 
 Problem withoutEmptyBlocks(const Problem& pb) {

@@ -9,7 +9,9 @@
 //                 point of their own schedules, and ranks differ at most in which blocks they
 //                 carry), so the critical path is the slowest of a few representative ranks'
 //                 schedules run step after step (rankPath()): rank 0, p-1, the root and its
-//                 neighbours. Time and memory: one rank's schedule, five times.
+//                 neighbours. Time and memory: one rank's schedule, five times; with the entry's
+//                 `path` (PathFn: Ring's, NHR's and NB's) not even that is built, the path is
+//                 summed from the rank's per-step element counts.
 //   chainCost     a chain from the root (ring Broadcast and Reduce): p-1 hops, each the root's
 //                 one step (alpha + n beta [+ n gamma]).
 //   replayCost    the whole-group replay, for schedules whose ranks wait on each other in ways
@@ -42,6 +44,13 @@ struct GeneratorSpec;
 // contract as buildSchedule does).
 using CostFn = Metrics (*)(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                            const CostParams& params);
+// Rank `rank`'s path through g's schedule, rankPath() of withPrivateInput(pb, rank, generate), from
+// the rank's per-step element counts without building the schedule (O(steps) or O(p) a rank where
+// the schedule lists p blocks a rank). lockstepCost uses it when the entry has one;
+// tests/algorithms/rank_path_test.cpp checks it equals rankPath() of the built schedule, to the
+// last bit, for every rank.
+using PathFn = Metrics (*)(const Problem& pb, std::uint32_t rank, std::size_t elemSize,
+                           const CostParams& params);
 
 Metrics lockstepCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                      const CostParams& params);
@@ -63,6 +72,13 @@ using RankPathFn = std::function<Metrics(const Problem& pb, std::uint32_t rank,
 Metrics slowestRankPath(const RankPathFn& path, const Problem& pb,
                         std::span<const std::uint32_t> ranks, std::size_t elemSize,
                         const CostParams& params);
+// One step of a flat schedule in which the rank sends `sent` elements to one peer, receives `got`
+// from one (the same or another) and reduces `reduced`, added to `path` by the rules of
+// metrics.hpp (addStepLoad()) as rankPath() would add the built step; nothing when it moves and
+// reduces nothing (a pruned step). The closed forms of the PathFn entries are made of these.
+void addPairStep(Metrics& path, std::uint64_t sent, std::uint64_t got, std::uint64_t reduced,
+                 std::size_t elemSize, const CostParams& params);
+
 // Rank 0, p-1, the root and its neighbours (distinct, in [0, p)).
 std::vector<std::uint32_t> representativeRanks(const Problem& pb);
 

@@ -27,10 +27,13 @@
 //   cost (p-1)a + ((p-1)/p)n b
 //
 // Costed in lockstep (rank_cost.hpp); AllReduce with empty blocks by ringAllReduceCost below,
-// Broadcast and Reduce as chains.
+// Broadcast and Reduce as chains. A rank's path is summed from its per-step counts (the *Path
+// functions at the end, PathFn): O(p) small steps, no schedule.
 //
 // Rank order: no for the reductions (block b is accumulated starting from rank b+1); the
 // copies-only collectives trivially keep it.
+#include <utility>
+
 #include "algorithms/generators.hpp"
 #include "algorithms/reverse.hpp"
 
@@ -223,6 +226,93 @@ RankSchedule ringScatter(const Problem& pb, std::uint32_t r) {
 
 RankSchedule ringGather(const Problem& pb, std::uint32_t r) {
   return gatherByReversing(pb, r, ringScatter);
+}
+
+namespace {
+
+// Block indices that walk down the ring one step at a time.
+std::uint32_t down(std::uint32_t b, std::uint32_t p) {
+  return b == 0 ? p - 1 : b - 1;
+}
+
+// The ReduceScatter pass: step k sends block r-1-k, receives and reduces block r-2-k.
+void ringReducePassPath(Metrics& m, const Blocks& bl, std::uint32_t p, std::uint32_t r,
+                        std::size_t elem, const CostParams& cp) {
+  std::uint32_t sent = down(r, p);
+  for (std::uint32_t k = 0; k + 1 < p; ++k) {
+    const std::uint32_t got = down(sent, p);
+    addPairStep(m, bl.count(sent), bl.count(got), bl.count(got), elem, cp);
+    sent = got;
+  }
+}
+
+// The AllGather pass: step k forwards block r-k, receives block r-k-1.
+void ringGatherPassPath(Metrics& m, const Blocks& bl, std::uint32_t p, std::uint32_t r,
+                        std::size_t elem, const CostParams& cp) {
+  std::uint32_t sent = r;
+  for (std::uint32_t k = 0; k + 1 < p; ++k) {
+    const std::uint32_t got = down(sent, p);
+    addPairStep(m, bl.count(sent), bl.count(got), 0, elem, cp);
+    sent = got;
+  }
+}
+
+// ringScatter's step k at position e (of p, from `root`) as (sent, received) counts, k from e-1
+// (the root: 0) to p-2.
+std::pair<std::uint64_t, std::uint64_t> ringScatterStep(const Problem& pb, std::uint32_t e,
+                                                        std::uint32_t k) {
+  const std::uint32_t p = pb.ranks;
+  const auto at = [&](std::uint32_t d) { return pb.blocks.count((pb.root + d) % p); };
+  if (e == 0) return {at(p - 1 - k), 0};
+  return {k >= e ? at(p - 1 + e - k) : 0, at(p - 2 + e - k)};
+}
+
+}  // namespace
+
+Metrics ringReduceScatterPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                              const CostParams& params) {
+  Metrics m;
+  ringReducePassPath(m, pb.blocks, pb.ranks, r, elemSize, params);
+  return m;
+}
+
+Metrics ringAllGatherPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                          const CostParams& params) {
+  Metrics m;
+  ringGatherPassPath(m, pb.blocks, pb.ranks, r, elemSize, params);
+  return m;
+}
+
+Metrics ringAllReducePath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                          const CostParams& params) {
+  Metrics m;
+  ringReducePassPath(m, pb.blocks, pb.ranks, r, elemSize, params);
+  ringGatherPassPath(m, pb.blocks, pb.ranks, r, elemSize, params);
+  return m;
+}
+
+Metrics ringScatterPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                        const CostParams& params) {
+  Metrics m;
+  const std::uint32_t p = pb.ranks, e = wrap(static_cast<std::int64_t>(r) - pb.root, p);
+  for (std::uint32_t k = e == 0 ? 0 : e - 1; k + 1 < p; ++k) {
+    const auto [sent, got] = ringScatterStep(pb, e, k);
+    addPairStep(m, sent, got, 0, elemSize, params);
+  }
+  return m;
+}
+
+// The Scatter's steps backwards, every transfer turned around (reverse.hpp).
+Metrics ringGatherPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
+                       const CostParams& params) {
+  Metrics m;
+  const std::uint32_t p = pb.ranks, e = wrap(static_cast<std::int64_t>(r) - pb.root, p);
+  const std::uint32_t first = e == 0 ? 0 : e - 1;
+  for (std::uint32_t k = p - 1; k-- > first;) {
+    const auto [sent, got] = ringScatterStep(pb, e, k);
+    addPairStep(m, got, sent, 0, elemSize, params);
+  }
+  return m;
 }
 
 // With every block non-empty the ranks run in lockstep. With fewer elements than ranks the empty

@@ -25,6 +25,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "algorithms/rank_cost.hpp"
 #include "algorithms/slice_trees.hpp"
 
 namespace hccl::algo::tree {
@@ -182,6 +183,119 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
   Metrics m = last->path;
   m.time = last->t;
   return m;
+}
+
+namespace {
+
+// Sums of slice counts along a tree's strides, walking rank numbers without a division a term.
+class Counts {
+ public:
+  Counts(const SliceTree& t, const Blocks& bl) : t_(t), bl_(bl), p_(t.ranks()) {}
+
+  // The count of logical slice s.
+  std::uint64_t w(std::uint32_t s) const { return bl_.count(t_.block(s)); }
+  // P_k(x): sharesAt(p, k) slices x, x - o*2h, x - o*4h, ...
+  std::uint64_t strided(std::uint32_t x, std::uint32_t k) const {
+    const std::uint64_t h = std::uint64_t{1} << k;
+    const std::uint32_t step = inwardStep(2 * h);
+    std::uint64_t sum = 0;
+    for (std::uint64_t j = sharesAt(p_, k); j > 0; --j) {
+      sum += w(x);
+      x = advance(x, step);
+    }
+    return sum;
+  }
+  // W(x): blocks x, x-1, .., x-m+1 (Bruck, identity order).
+  std::uint64_t window(std::uint32_t x, std::uint64_t m) const {
+    std::uint64_t sum = 0;
+    for (; m > 0; --m) {
+      sum += bl_.count(x);
+      x = x == 0 ? p_ - 1 : x - 1;
+    }
+    return sum;
+  }
+  // S_k(e): the slices of scatter positions e, e+2h, .. < p from `root`.
+  std::uint64_t subtree(std::uint32_t root, std::uint64_t e, std::uint64_t h) const {
+    std::uint64_t sum = 0;
+    std::uint32_t x = t_.inward(root, e);
+    const std::uint32_t step = inwardStep(2 * h);
+    for (std::uint64_t f = e; f < p_; f += 2 * h) {
+      sum += w(x);
+      x = advance(x, step);
+    }
+    return sum;
+  }
+
+ private:
+  // inward(x, d) = x + inwardStep(d) mod p.
+  std::uint32_t inwardStep(std::uint64_t d) const {
+    const auto m = static_cast<std::uint32_t>(d % p_);
+    return t_.orient() > 0 ? (p_ - m) % p_ : m;
+  }
+  std::uint32_t advance(std::uint32_t x, std::uint32_t step) const {
+    const std::uint64_t y = std::uint64_t{x} + step;
+    return static_cast<std::uint32_t>(y >= p_ ? y - p_ : y);
+  }
+
+  const SliceTree& t_;
+  const Blocks& bl_;
+  std::uint32_t p_;
+};
+
+}  // namespace
+
+Metrics rankPhasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPhase> phases,
+                       std::uint32_t r, std::size_t elemSize, const CostParams& params,
+                       std::uint32_t root) {
+  const std::uint32_t p = t.ranks();
+  Metrics path;
+  if (p <= 1) return path;
+  const Counts c(t, bl);
+  const std::uint32_t steps = t.steps();
+  const std::uint64_t e = root < p ? t.span(r, root) : 0;  // r's scatter position
+  for (CostPhase ph : phases) {
+    if ((ph == CostPhase::Scatter || ph == CostPhase::Gather) && root >= p)
+      throw std::invalid_argument(fmt::format(
+          "rankPhasesPath: a Scatter or Gather phase needs a root in [0, {}), not {}", p, root));
+    for (std::uint32_t i = 0; i < steps; ++i) {
+      std::uint64_t sent = 0, got = 0, reduced = 0;
+      switch (ph) {
+        case CostPhase::ReduceScatter: {
+          const std::uint64_t h = std::uint64_t{1} << i;
+          sent = c.strided(t.inward(r, h), i);
+          got = reduced = c.strided(r, i);
+          break;
+        }
+        case CostPhase::AllGather: {
+          const std::uint32_t k = steps - 1 - i;
+          const std::uint64_t h = std::uint64_t{1} << k;
+          if (t.outward(r, h) != root) sent = c.strided(r, k);
+          if (r != root) got = c.strided(t.inward(r, h), k);
+          break;
+        }
+        case CostPhase::BruckAllGather: {
+          const std::uint64_t h = std::uint64_t{1} << i, m = std::min<std::uint64_t>(h, p - h);
+          const auto from = static_cast<std::uint32_t>((r + p - h % p) % p);
+          if ((r + h) % p != root) sent = c.window(r, m);
+          if (r != root) got = c.window(from, m);
+          break;
+        }
+        case CostPhase::Scatter:
+        case CostPhase::Gather: {
+          const std::uint32_t k = ph == CostPhase::Scatter ? i : steps - 1 - i;
+          const std::uint64_t h = std::uint64_t{1} << k;
+          std::uint64_t handsOn = 0, takesIn = 0;
+          if (e < h && e + h < p) handsOn = c.subtree(root, e + h, h);
+          if (e >= h && e < 2 * h) takesIn = c.subtree(root, e, h);
+          sent = ph == CostPhase::Scatter ? handsOn : takesIn;
+          got = ph == CostPhase::Scatter ? takesIn : handsOn;
+          break;
+        }
+      }
+      addPairStep(path, sent, got, reduced, elemSize, params);
+    }
+  }
+  return path;
 }
 
 }  // namespace hccl::algo::tree

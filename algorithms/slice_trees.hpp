@@ -150,4 +150,12 @@ enum class CostPhase {
 Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPhase> phases,
                    std::size_t elemSize, const CostParams& params, std::uint32_t root = kNoRank);
 
+// Rank r's own path through the phases (rankPath() of its built schedule, to the last bit), from
+// the same per-step counts: each step sends what r sends and receives what r receives, one after
+// the other, as if every partner were ready (lockstep costing). Time O(p) (the p/2h slices of
+// each step, as the schedule lists them), memory O(1).
+Metrics rankPhasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPhase> phases,
+                       std::uint32_t r, std::size_t elemSize, const CostParams& params,
+                       std::uint32_t root = kNoRank);
+
 }  // namespace hccl::algo::tree
