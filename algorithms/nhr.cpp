@@ -41,6 +41,7 @@
 // copies-only collectives trivially keep it. Uneven blocks: every generator handles them.
 #include <algorithm>
 #include <array>
+#include <optional>
 
 #include "algorithms/generators.hpp"
 #include "algorithms/reverse.hpp"
@@ -82,6 +83,14 @@ tree::SliceTree keepOrder(std::uint32_t p) {
 
 tree::SliceTree renumbered(std::uint32_t p) {
   return tree::SliceTree(p, +1, nhrSliceMap(p));
+}
+
+// The same, kept for the next call: the selector costs every representative rank, candidate and
+// size of a communicator on one p, and the map costs O(p log p) to make.
+const tree::SliceTree& renumberedOnce(std::uint32_t p) {
+  thread_local std::optional<tree::SliceTree> last;
+  if (!last || last->ranks() != p) last.emplace(renumbered(p));
+  return *last;
 }
 
 }  // namespace
@@ -133,7 +142,7 @@ Metrics nhrAllReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t 
                          const CostParams& params) {
   if (!someBlockEmpty(pb)) return lockstepCost(g, pb, elemSize, params);
   constexpr std::array phases{tree::CostPhase::ReduceScatter, tree::CostPhase::AllGather};
-  return tree::phasesPath(renumbered(pb.ranks), pb.blocks, phases, elemSize, params);
+  return tree::phasesPath(renumberedOnce(pb.ranks), pb.blocks, phases, elemSize, params);
 }
 
 RankSchedule nhrScatter(const Problem& pb, std::uint32_t r) {
@@ -156,7 +165,7 @@ Metrics nhrBroadcastCost(const GeneratorSpec& g, const Problem& pb, std::size_t 
                          const CostParams& params) {
   if (!someBlockEmpty(pb)) return lockstepCost(g, pb, elemSize, params);
   constexpr std::array phases{tree::CostPhase::Scatter, tree::CostPhase::AllGather};
-  return tree::phasesPath(renumbered(pb.ranks), pb.blocks, phases, elemSize, params, pb.root);
+  return tree::phasesPath(renumberedOnce(pb.ranks), pb.blocks, phases, elemSize, params, pb.root);
 }
 
 RankSchedule nhrGather(const Problem& pb, std::uint32_t r) {
@@ -202,13 +211,13 @@ Metrics nhrAllGatherPath(const Problem& pb, std::uint32_t r, std::size_t elemSiz
 
 Metrics nhrAllReducePath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                          const CostParams& params) {
-  return treePath(renumbered(pb.ranks), pb, r, std::array{P::ReduceScatter, P::AllGather}, elemSize,
-                  params);
+  return treePath(renumberedOnce(pb.ranks), pb, r, std::array{P::ReduceScatter, P::AllGather},
+                  elemSize, params);
 }
 
 Metrics nhrBroadcastPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                          const CostParams& params) {
-  return treePath(renumbered(pb.ranks), pb, r, std::array{P::Scatter, P::AllGather}, elemSize,
+  return treePath(renumberedOnce(pb.ranks), pb, r, std::array{P::Scatter, P::AllGather}, elemSize,
                   params, pb.root);
 }
 

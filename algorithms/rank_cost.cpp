@@ -77,14 +77,26 @@ Metrics lockstepCost(const GeneratorSpec& g, const Problem& pb, std::size_t elem
   return slowestRank(gen, pb, reps, elemSize, params);
 }
 
-void addPairStep(Metrics& path, std::uint64_t sent, std::uint64_t got, std::uint64_t reduced,
-                 std::size_t elemSize, const CostParams& params) {
+void PairPath::step(std::uint64_t sent, std::uint64_t got, std::uint64_t reduced) {
   if (sent == 0 && got == 0 && reduced == 0) return;
-  StepLoad ld;
-  if (sent) ld.add(0, Dir::Send, sent * elemSize);
-  if (got) ld.add(0, Dir::Recv, got * elemSize);
-  ld.reduced = reduced * elemSize;
-  path.time += addStepLoad(ld, params, path);
+  if (!known_ || sent != sent_ || got != got_ || reduced != reduced_) {
+    StepLoad ld;
+    if (sent) ld.add(0, Dir::Send, sent * elem_);
+    if (got) ld.add(0, Dir::Recv, got * elem_);
+    ld.reduced = reduced * elem_;
+    delta_ = Metrics{};
+    delta_.time = addStepLoad(ld, params_, delta_);
+    known_ = true;
+    sent_ = sent;
+    got_ = got;
+    reduced_ = reduced;
+  }
+  for (std::size_t l = 0; l < path_.level.size(); ++l) {
+    path_.level[l].steps += delta_.level[l].steps;
+    path_.level[l].bytes += delta_.level[l].bytes;
+  }
+  path_.reducedBytes += delta_.reducedBytes;
+  path_.time += delta_.time;
 }
 
 Problem withoutEmptyBlocks(const Problem& pb) {

@@ -72,12 +72,26 @@ using RankPathFn = std::function<Metrics(const Problem& pb, std::uint32_t rank,
 Metrics slowestRankPath(const RankPathFn& path, const Problem& pb,
                         std::span<const std::uint32_t> ranks, std::size_t elemSize,
                         const CostParams& params);
-// One step of a flat schedule in which the rank sends `sent` elements to one peer, receives `got`
-// from one (the same or another) and reduces `reduced`, added to `path` by the rules of
-// metrics.hpp (addStepLoad()) as rankPath() would add the built step; nothing when it moves and
-// reduces nothing (a pruned step). The closed forms of the PathFn entries are made of these.
-void addPairStep(Metrics& path, std::uint64_t sent, std::uint64_t got, std::uint64_t reduced,
-                 std::size_t elemSize, const CostParams& params);
+// A rank's path through steps of a flat schedule in which it sends `sent` elements to one peer,
+// receives `got` from one (the same or another) and reduces `reduced`: each step added by the
+// rules of metrics.hpp (addStepLoad()) as rankPath() adds the built step, nothing for a step that
+// moves and reduces nothing (a pruned step). The PathFn closed forms are made of these. A step
+// with the same counts as the one before (every step of a ring on equal blocks) reuses its cost:
+// the same additions, so the same bits, at a few instructions a step.
+class PairPath {
+ public:
+  PairPath(std::size_t elemSize, const CostParams& params) : elem_(elemSize), params_(params) {}
+  void step(std::uint64_t sent, std::uint64_t got, std::uint64_t reduced);
+  const Metrics& path() const { return path_; }
+
+ private:
+  std::size_t elem_;
+  const CostParams& params_;
+  Metrics path_;
+  bool known_ = false;
+  std::uint64_t sent_ = 0, got_ = 0, reduced_ = 0;
+  Metrics delta_;  // the last step's addition (its time in delta_.time)
+};
 
 // Rank 0, p-1, the root and its neighbours (distinct, in [0, p)).
 std::vector<std::uint32_t> representativeRanks(const Problem& pb);

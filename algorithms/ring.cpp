@@ -236,23 +236,21 @@ std::uint32_t down(std::uint32_t b, std::uint32_t p) {
 }
 
 // The ReduceScatter pass: step k sends block r-1-k, receives and reduces block r-2-k.
-void ringReducePassPath(Metrics& m, const Blocks& bl, std::uint32_t p, std::uint32_t r,
-                        std::size_t elem, const CostParams& cp) {
+void ringReducePassPath(PairPath& m, const Blocks& bl, std::uint32_t p, std::uint32_t r) {
   std::uint32_t sent = down(r, p);
   for (std::uint32_t k = 0; k + 1 < p; ++k) {
     const std::uint32_t got = down(sent, p);
-    addPairStep(m, bl.count(sent), bl.count(got), bl.count(got), elem, cp);
+    m.step(bl.count(sent), bl.count(got), bl.count(got));
     sent = got;
   }
 }
 
 // The AllGather pass: step k forwards block r-k, receives block r-k-1.
-void ringGatherPassPath(Metrics& m, const Blocks& bl, std::uint32_t p, std::uint32_t r,
-                        std::size_t elem, const CostParams& cp) {
+void ringGatherPassPath(PairPath& m, const Blocks& bl, std::uint32_t p, std::uint32_t r) {
   std::uint32_t sent = r;
   for (std::uint32_t k = 0; k + 1 < p; ++k) {
     const std::uint32_t got = down(sent, p);
-    addPairStep(m, bl.count(sent), bl.count(got), 0, elem, cp);
+    m.step(bl.count(sent), bl.count(got), 0);
     sent = got;
   }
 }
@@ -271,48 +269,48 @@ std::pair<std::uint64_t, std::uint64_t> ringScatterStep(const Problem& pb, std::
 
 Metrics ringReduceScatterPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                               const CostParams& params) {
-  Metrics m;
-  ringReducePassPath(m, pb.blocks, pb.ranks, r, elemSize, params);
-  return m;
+  PairPath m(elemSize, params);
+  ringReducePassPath(m, pb.blocks, pb.ranks, r);
+  return m.path();
 }
 
 Metrics ringAllGatherPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                           const CostParams& params) {
-  Metrics m;
-  ringGatherPassPath(m, pb.blocks, pb.ranks, r, elemSize, params);
-  return m;
+  PairPath m(elemSize, params);
+  ringGatherPassPath(m, pb.blocks, pb.ranks, r);
+  return m.path();
 }
 
 Metrics ringAllReducePath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                           const CostParams& params) {
-  Metrics m;
-  ringReducePassPath(m, pb.blocks, pb.ranks, r, elemSize, params);
-  ringGatherPassPath(m, pb.blocks, pb.ranks, r, elemSize, params);
-  return m;
+  PairPath m(elemSize, params);
+  ringReducePassPath(m, pb.blocks, pb.ranks, r);
+  ringGatherPassPath(m, pb.blocks, pb.ranks, r);
+  return m.path();
 }
 
 Metrics ringScatterPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                         const CostParams& params) {
-  Metrics m;
+  PairPath m(elemSize, params);
   const std::uint32_t p = pb.ranks, e = wrap(static_cast<std::int64_t>(r) - pb.root, p);
   for (std::uint32_t k = e == 0 ? 0 : e - 1; k + 1 < p; ++k) {
     const auto [sent, got] = ringScatterStep(pb, e, k);
-    addPairStep(m, sent, got, 0, elemSize, params);
+    m.step(sent, got, 0);
   }
-  return m;
+  return m.path();
 }
 
 // The Scatter's steps backwards, every transfer turned around (reverse.hpp).
 Metrics ringGatherPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                        const CostParams& params) {
-  Metrics m;
+  PairPath m(elemSize, params);
   const std::uint32_t p = pb.ranks, e = wrap(static_cast<std::int64_t>(r) - pb.root, p);
   const std::uint32_t first = e == 0 ? 0 : e - 1;
   for (std::uint32_t k = p - 1; k-- > first;) {
     const auto [sent, got] = ringScatterStep(pb, e, k);
-    addPairStep(m, got, sent, 0, elemSize, params);
+    m.step(got, sent, 0);
   }
-  return m;
+  return m.path();
 }
 
 // With every block non-empty the ranks run in lockstep. With fewer elements than ranks the empty

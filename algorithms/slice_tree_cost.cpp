@@ -31,28 +31,52 @@
 namespace hccl::algo::tree {
 namespace {
 
+// A rank's finish time and the level-0 path that led to it (all these schedules use): the
+// replay's Metrics without the levels they never touch, so a step copies 32 bytes, not 80.
 struct Clock {
   double t = 0;
-  Metrics path;
+  std::uint64_t steps = 0, bytes = 0, reduced = 0;
+};
+
+// Moves on the ring of p ranks by precomputed offsets, without a division a move (the sweeps
+// below make p of them a step).
+struct Moves {
+  std::uint32_t p;
+  int orient;
+  // inward(x, d) = add(x, inwardBy(d)), outward(x, d) = add(x, outwardBy(d)).
+  std::uint32_t inwardBy(std::uint64_t d) const {
+    const auto m = static_cast<std::uint32_t>(d % p);
+    return orient > 0 ? (p - m) % p : m;
+  }
+  std::uint32_t outwardBy(std::uint64_t d) const { return (p - inwardBy(d)) % p; }
+  std::uint32_t add(std::uint32_t x, std::uint32_t by) const {
+    const std::uint64_t y = std::uint64_t{x} + by;
+    return static_cast<std::uint32_t>(y >= p ? y - p : y);
+  }
 };
 
 // P[x] = sum over j < terms of w[x - o*stride*j], every x.
-std::vector<std::uint64_t> strided(const SliceTree& t, const std::vector<std::uint64_t>& w,
+std::vector<std::uint64_t> strided(const Moves& mv, const std::vector<std::uint64_t>& w,
                                    std::uint64_t stride, std::uint64_t terms) {
-  const std::uint32_t p = t.ranks();
+  const std::uint32_t p = mv.p;
   std::vector<std::uint64_t> out(p);
   if (terms == 0) return out;
   const std::uint64_t s = stride % p;
   const std::uint64_t cycles = s == 0 ? p : std::gcd(s, std::uint64_t{p});
+  const std::uint32_t in = mv.inwardBy(stride), fwd = mv.outwardBy(stride);
   for (std::uint32_t c = 0; c < cycles; ++c) {
     std::uint64_t sum = 0;
-    for (std::uint64_t j = 0; j < terms; ++j) sum += w[t.inward(c, (stride * j) % p)];
-    std::uint32_t x = c, tail = t.inward(c, (stride * (terms - 1)) % p);
+    std::uint32_t tail = c;
+    for (std::uint64_t j = 0; j < terms; ++j) {
+      sum += w[tail];
+      if (j + 1 < terms) tail = mv.add(tail, in);
+    }
+    std::uint32_t x = c;
     for (std::uint64_t i = 0; i < p / cycles; ++i) {
       out[x] = sum;
-      x = t.outward(x, s);
+      x = mv.add(x, fwd);
       sum = sum + w[x] - w[tail];
-      tail = t.outward(tail, s);
+      tail = mv.add(tail, fwd);
     }
   }
   return out;
@@ -64,9 +88,12 @@ std::vector<std::uint64_t> window(const std::vector<std::uint64_t>& w, std::uint
   std::vector<std::uint64_t> out(p);
   std::uint64_t sum = 0;
   for (std::uint64_t i = 0; i < m; ++i) sum += w[(p - i % p) % p];
+  std::size_t head = p == 1 ? 0 : 1, tail = (1 + p - m % p) % p;
   for (std::size_t x = 0; x < p; ++x) {
     out[x] = sum;
-    sum = sum + w[(x + 1) % p] - w[(x + 1 + p - m) % p];
+    sum = sum + w[head] - w[tail];
+    head = head + 1 == p ? 0 : head + 1;
+    tail = tail + 1 == p ? 0 : tail + 1;
   }
   return out;
 }
@@ -96,6 +123,14 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
   std::vector<std::uint64_t> wBlock(p);  // per block (Bruck: identity order)
   for (std::uint32_t b = 0; b < p; ++b) wBlock[b] = bl.count(b);
 
+  const Moves mv{p, t.orient()};
+  // Scatter positions (rank root - o*e), for the Scatter and Gather phases.
+  std::vector<std::uint32_t> position;
+  if (root < p) {
+    position.resize(p);
+    for (std::uint32_t r = 0; r < p; ++r) position[r] = t.span(r, root);
+  }
+
   std::vector<Clock> clock(p), next(p);
   const double elem = static_cast<double>(elemSize);
   // One step of every rank: r sends sent[r] elements to `to(r)` and receives got[r] from
@@ -118,13 +153,13 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
       const double shared = static_cast<double>(busiest) / params.links[0];
       if (shared > static_cast<double>(busiest)) busiest = static_cast<std::uint64_t>(shared + 0.5);
       c.t += params.alpha[0] + params.beta[0] * static_cast<double>(busiest);
-      c.path.level[0].steps += 1;
-      c.path.level[0].bytes += busiest;
+      c.steps += 1;
+      c.bytes += busiest;
       if (reduced) {
-        c.path.reducedBytes += rx * elemSize;
+        c.reduced += rx * elemSize;
         c.t += params.gamma * static_cast<double>(rx) * elem;
       }
-      next[r] = std::move(c);
+      next[r] = c;
     }
     clock.swap(next);
   };
@@ -138,15 +173,16 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
         const std::vector<std::uint64_t> S = subtrees(t, w, root, h);
         // What position e's rank hands on (e < h) and takes in (h <= e < 2h) in the Scatter.
         const auto handsOn = [&](std::uint32_t r) -> std::uint64_t {
-          const std::uint64_t e = t.span(r, root);
+          const std::uint64_t e = position[r];
           return e < h && e + h < p ? S[e] : 0;
         };
         const auto takesIn = [&](std::uint32_t r) -> std::uint64_t {
-          const std::uint64_t e = t.span(r, root);
+          const std::uint64_t e = position[r];
           return e >= h && e < 2 * h ? S[e - h] : 0;
         };
-        const auto in = [&](std::uint32_t r) { return t.inward(r, h); };
-        const auto out = [&](std::uint32_t r) { return t.outward(r, h); };
+        const std::uint32_t inBy = mv.inwardBy(h), outBy = mv.outwardBy(h);
+        const auto in = [&](std::uint32_t r) { return mv.add(r, inBy); };
+        const auto out = [&](std::uint32_t r) { return mv.add(r, outBy); };
         if (ph == CostPhase::Scatter)
           step(handsOn, takesIn, in, out, false);
         else
@@ -156,19 +192,19 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
       if (ph == CostPhase::BruckAllGather) {
         const std::uint64_t h = std::uint64_t{1} << i, m = std::min<std::uint64_t>(h, p - h);
         const std::vector<std::uint64_t> W = window(wBlock, m);
-        const auto plus = [&](std::uint32_t r) { return static_cast<std::uint32_t>((r + h) % p); };
-        const auto minus = [&](std::uint32_t r) {
-          return static_cast<std::uint32_t>((r + p - h % p) % p);
-        };
+        const auto up = static_cast<std::uint32_t>(h % p), down = (p - up) % p;
+        const auto plus = [&](std::uint32_t r) { return mv.add(r, up); };
+        const auto minus = [&](std::uint32_t r) { return mv.add(r, down); };
         step([&](std::uint32_t r) { return W[r]; }, [&](std::uint32_t r) { return W[minus(r)]; },
              plus, minus, false, true);
         continue;
       }
       const std::uint32_t k = ph == CostPhase::ReduceScatter ? i : steps - 1 - i;
       const std::uint64_t h = std::uint64_t{1} << k;
-      const std::vector<std::uint64_t> P = strided(t, w, 2 * h, sharesAt(p, k));
-      const auto in = [&](std::uint32_t r) { return t.inward(r, h); };
-      const auto out = [&](std::uint32_t r) { return t.outward(r, h); };
+      const std::vector<std::uint64_t> P = strided(mv, w, 2 * h, sharesAt(p, k));
+      const std::uint32_t inBy = mv.inwardBy(h), outBy = mv.outwardBy(h);
+      const auto in = [&](std::uint32_t r) { return mv.add(r, inBy); };
+      const auto out = [&](std::uint32_t r) { return mv.add(r, outBy); };
       if (ph == CostPhase::ReduceScatter)
         step([&](std::uint32_t r) { return P[in(r)]; }, [&](std::uint32_t r) { return P[r]; }, in,
              out, true);
@@ -180,7 +216,9 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
   const Clock* last = &clock.front();
   for (const Clock& c : clock)
     if (c.t > last->t) last = &c;
-  Metrics m = last->path;
+  Metrics m;
+  m.level[0] = {last->steps, last->bytes};
+  m.reducedBytes = last->reduced;
   m.time = last->t;
   return m;
 }
@@ -248,8 +286,8 @@ Metrics rankPhasesPath(const SliceTree& t, const Blocks& bl, std::span<const Cos
                        std::uint32_t r, std::size_t elemSize, const CostParams& params,
                        std::uint32_t root) {
   const std::uint32_t p = t.ranks();
-  Metrics path;
-  if (p <= 1) return path;
+  PairPath path(elemSize, params);
+  if (p <= 1) return path.path();
   const Counts c(t, bl);
   const std::uint32_t steps = t.steps();
   const std::uint64_t e = root < p ? t.span(r, root) : 0;  // r's scatter position
@@ -292,10 +330,10 @@ Metrics rankPhasesPath(const SliceTree& t, const Blocks& bl, std::span<const Cos
           break;
         }
       }
-      addPairStep(path, sent, got, reduced, elemSize, params);
+      path.step(sent, got, reduced);
     }
   }
-  return path;
+  return path.path();
 }
 
 }  // namespace hccl::algo::tree
