@@ -70,6 +70,7 @@ struct StepLoad {
 
   // All a step's transfers to one peer in one direction on `level`: `bytes` in all.
   void add(std::uint8_t level, Dir dir, std::uint64_t bytes);
+  bool operator==(const StepLoad&) const = default;
 };
 double addStepLoad(const StepLoad& load, const CostParams& params, Metrics& path);
 // One rank's steps one after the other, as if every partner were always ready: the critical path
