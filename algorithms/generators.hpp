@@ -39,6 +39,10 @@ RankSchedule rhdReduce(const Problem& pb, std::uint32_t rank);
 Metrics rhdReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                       const CostParams& params);
 
+// The binomial tree's rounds and the unfold, each a whole-buffer step (rhd.cpp), O(log p).
+Metrics rhdBroadcastCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                         const CostParams& params);
+
 // rhd_scan.cpp
 RankSchedule rhdScan(const Problem& pb, std::uint32_t rank);
 RankSchedule rhdExscan(const Problem& pb, std::uint32_t rank);

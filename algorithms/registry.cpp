@@ -25,8 +25,9 @@ using C = Collective;
 // and Exscan (RHD's distance doubling) keep lower ranks on the left by construction; Barrier moves
 // no data. Costs (rank_cost.hpp): lockstep unless named. Ring Broadcast and Reduce are chains; the
 // trees of RHD's Broadcast, Reduce and Exscan make ranks wait on partners whose schedules differ
-// from theirs (ranks outside the power of two): Broadcast is replayed (p log p), as is Mesh's
-// Broadcast (its root's p-1 uneven blocks add up on a one-link port); Exscan (rhdExscanCost,
+// from theirs (ranks outside the power of two): Broadcast is one chain of equal steps, the tree's
+// rounds then the unfold (rhdBroadcastCost, O(log p)); Mesh's Broadcast is replayed (its root's
+// p-1 uneven blocks add up on a one-link port); Exscan (rhdExscanCost,
 // O(p log p)) and RHD's Reduce, whose schedule lists O(p) blocks a rank (rhdReduceCost,
 // O(p log p)), apply the replay's rules to every rank's per-step counts, and Mesh's Reduce (with
 // uneven blocks the ReduceScatter ends at different times, and the root's Gather waits for the
@@ -45,7 +46,7 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::Rhd, C::AllReduce, rhdAllReduce, true, true, false},
     GeneratorSpec{A::Rhd, C::ReduceScatter, rhdReduceScatter, false, true, false},
     GeneratorSpec{A::Rhd, C::AllGather, rhdAllGather, true, true, false},
-    GeneratorSpec{A::Rhd, C::Broadcast, rhdBroadcast, true, true, false, replayCost},
+    GeneratorSpec{A::Rhd, C::Broadcast, rhdBroadcast, true, true, false, rhdBroadcastCost},
     GeneratorSpec{A::Rhd, C::Reduce, rhdReduce, true, true, false, rhdReduceCost},
     GeneratorSpec{A::Rhd, C::Scan, rhdScan, true, true, false},
     GeneratorSpec{A::Rhd, C::Exscan, rhdExscan, true, true, false, rhdExscanCost},

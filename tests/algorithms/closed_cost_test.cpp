@@ -1,11 +1,12 @@
 // The costings that replace a whole-communicator replay by the replay's own rules applied to
-// counts (Mesh Reduce: meshReduceCost, O(p); H-D_R Exscan: rhdExscanCost, O(p log p)) equal the
+// counts (Mesh Reduce: meshReduceCost, O(p); H-D_R Exscan: rhdExscanCost, O(p log p); H-D_R
+// Broadcast: rhdBroadcastCost, O(log p)) equal the
 // replayed critical path of the built schedule to the last bit: every p <= 256 (full tier, see
-// rankCounts()) and a spread to 1024 (Exscan to 4096), every root up to 16 ranks and then 0, p/3
-// and p-1, in and out of place, counts of fewer elements than ranks (empty blocks), 7, uneven
-// (3p+1) and even (16p), under HCCL's one-link-per-peer parameters, the shared-link ones (links =
-// 1) and a free reduction (gamma = 0, where ranks whose blocks differ tie in time). Mesh Reduce
-// also with arbitrary uneven blocks, zeros included, which its costing reads block by block.
+// rankCounts()) and a spread to 1024 (Exscan and Broadcast to 4096), every root up to 16 ranks and
+// then 0, p/3 and p-1, in and out of place, counts of fewer elements than ranks (empty blocks), 7,
+// uneven (3p+1) and even (16p), under HCCL's one-link-per-peer parameters, the shared-link ones
+// (links = 1) and a free reduction (gamma = 0, where ranks whose blocks differ tie in time). Mesh
+// Reduce also with arbitrary uneven blocks, zeros included, which its costing reads block by block.
 // (rank_cost_test.cpp checks every entry within the lockstep tolerance; this is the exact check.)
 #include <gtest/gtest.h>
 
@@ -145,6 +146,26 @@ TEST(ClosedCost, RhdExscanEqualsTheReplay) {
         if (inPlace && big) continue;
         cases +=
             expectExact(g, test::problemFor(Collective::Exscan, p, count, inPlace), "rhd_exscan");
+        if (HasFailure()) return;
+      }
+  }
+  EXPECT_GT(cases, 2000u);
+}
+
+TEST(ClosedCost, RhdBroadcastEqualsTheReplay) {
+  const GeneratorSpec& g = spec(Algorithm::Rhd, Collective::Broadcast);
+  ASSERT_EQ(g.cost, rhdBroadcastCost);
+  std::size_t cases = 0;
+  std::vector<std::uint32_t> ps = rankCounts();
+  for (std::uint32_t p : {2047u, 2048u, 4095u, 4096u}) ps.push_back(p);
+  for (std::uint32_t p : ps) {
+    const bool big = p > 256;
+    std::vector<std::uint32_t> roots = rootsFor(p, false);
+    if (big) roots = {0, p / 3, p - 1};
+    for (std::uint64_t count : countsFor(p, big))
+      for (std::uint32_t root : roots) {
+        cases += expectExact(g, test::problemFor(Collective::Broadcast, p, count, false, root),
+                             "rhd_broadcast");
         if (HasFailure()) return;
       }
   }
