@@ -51,9 +51,17 @@ RankSchedule rhdReduce(const Problem& pb, std::uint32_t rank);
 Metrics rhdReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                       const CostParams& params);
 
+// The binomial tree's rounds and the unfold, each a whole-buffer step (rhd.cpp), O(log p).
+Metrics rhdBroadcastCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                         const CostParams& params);
+
 // rhd_scan.cpp
 RankSchedule rhdScan(const Problem& pb, std::uint32_t rank);
 RankSchedule rhdExscan(const Problem& pb, std::uint32_t rank);
+// rhdExscan's critical path by the replay's rules from every rank's per-step counts, O(p log p)
+// with no schedule built.
+Metrics rhdExscanCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                      const CostParams& params);
 
 // mesh.cpp
 RankSchedule meshAllReduce(const Problem& pb, std::uint32_t rank);
@@ -72,6 +80,9 @@ RankSchedule meshAllToAllV(const Problem& pb, std::uint32_t rank);
 // of them left to right into dst. dst may be contribution(r) itself, not partly overlap it.
 void meshReduceStep(RankSchedule& out, std::uint32_t p, std::uint32_t r, std::uint64_t c, Slice dst,
                     const std::function<Slice(std::uint32_t)>& contribution);
+// meshReduce's critical path from its blocks' counts, O(p) (rs_gather_reduce.cpp).
+Metrics meshReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                       const CostParams& params);
 
 // mesh_oneshot.cpp
 RankSchedule meshOneShotAllReduce(const Problem& pb, std::uint32_t rank);

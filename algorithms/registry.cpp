@@ -25,15 +25,18 @@ using C = Collective;
 // and Exscan (RHD's distance doubling) keep lower ranks on the left by construction; Barrier moves
 // no data. Costs (rank_cost.hpp): lockstep unless named. Ring Broadcast and Reduce are chains; the
 // trees of RHD's Broadcast, Reduce and Exscan make ranks wait on partners whose schedules differ
-// from theirs (ranks outside the power of two): Broadcast and Exscan are replayed (p log p), as are
-// Mesh's Broadcast (its root's p-1 uneven blocks add up on a one-link port) and Reduce (with uneven
-// blocks the ReduceScatter ends at different times, and the root's Gather waits for the slowest);
-// RHD's Reduce, whose schedule lists O(p) blocks a rank, applies the replay's rules to every rank's
-// per-step counts (rhdReduceCost, O(p log p)). NHR's and NB's AllReduce, Broadcast and Reduce run
-// in lockstep while every block holds an element; when some block is empty the pruned transfers
-// leave ranks waiting on partners (rank_cost_nhr/nb, p=9 count=7): they are then costed from every
-// rank's per-step counts (tree::phasesPath, O(p log p)). Ring's, NHR's and NB's lockstep ranks are
-// costed from their per-step counts (`path`, rank_cost.hpp's PathFn) without building a schedule.
+// from theirs (ranks outside the power of two): Broadcast is one chain of equal steps, the tree's
+// rounds then the unfold (rhdBroadcastCost, O(log p)); Mesh's Broadcast is replayed (its root's
+// p-1 uneven blocks add up on a one-link port); Exscan (rhdExscanCost,
+// O(p log p)) and RHD's Reduce, whose schedule lists O(p) blocks a rank (rhdReduceCost,
+// O(p log p)), apply the replay's rules to every rank's per-step counts, and Mesh's Reduce (with
+// uneven blocks the ReduceScatter ends at different times, and the root's Gather waits for the
+// slowest) to every rank's block count (meshReduceCost, O(p) where the replay is p^2). NHR's and
+// NB's AllReduce, Broadcast and Reduce run in lockstep while every block holds an element; when
+// some block is empty the pruned transfers leave ranks waiting on partners (rank_cost_nhr/nb, p=9
+// count=7): they are then costed from every rank's per-step counts (tree::phasesPath, O(p log p)).
+// Ring's, NHR's and NB's lockstep ranks are costed from their per-step counts (`path`,
+// rank_cost.hpp's PathFn) without building a schedule.
 constexpr std::array kSpecs = {
     GeneratorSpec{A::Ring, C::AllReduce, ringAllReduce, false, true, false, ringAllReduceCost,
                   ringAllReducePath},
@@ -48,15 +51,15 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::Rhd, C::AllReduce, rhdAllReduce, true, true, false},
     GeneratorSpec{A::Rhd, C::ReduceScatter, rhdReduceScatter, false, true, false},
     GeneratorSpec{A::Rhd, C::AllGather, rhdAllGather, true, true, false},
-    GeneratorSpec{A::Rhd, C::Broadcast, rhdBroadcast, true, true, false, replayCost},
+    GeneratorSpec{A::Rhd, C::Broadcast, rhdBroadcast, true, true, false, rhdBroadcastCost},
     GeneratorSpec{A::Rhd, C::Reduce, rhdReduce, true, true, false, rhdReduceCost},
     GeneratorSpec{A::Rhd, C::Scan, rhdScan, true, true, false},
-    GeneratorSpec{A::Rhd, C::Exscan, rhdExscan, true, true, false, replayCost},
+    GeneratorSpec{A::Rhd, C::Exscan, rhdExscan, true, true, false, rhdExscanCost},
     GeneratorSpec{A::Mesh, C::AllReduce, meshAllReduce, true, true, false},
     GeneratorSpec{A::Mesh, C::ReduceScatter, meshReduceScatter, true, true, false},
     GeneratorSpec{A::Mesh, C::AllGather, meshAllGather, true, true, false},
     GeneratorSpec{A::Mesh, C::Broadcast, meshBroadcast, true, true, false, replayCost},
-    GeneratorSpec{A::Mesh, C::Reduce, meshReduce, true, true, false, replayCost},
+    GeneratorSpec{A::Mesh, C::Reduce, meshReduce, true, true, false, meshReduceCost},
     GeneratorSpec{A::Mesh, C::Scatter, meshScatter, true, true, true},
     GeneratorSpec{A::Mesh, C::Gather, meshGather, true, true, true},
     GeneratorSpec{A::Mesh, C::Barrier, meshBarrier, true, true, false},

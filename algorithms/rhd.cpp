@@ -10,7 +10,8 @@
 //   AllReduce: vector halving with distance doubling (ReduceScatter on n split in p pieces, blocks
 //     end bit-reversed, which AllReduce does not mind), then the mirror AllGather.
 //     cost 2log(p)a + 2((p-1)/p)n b + ((p-1)/p)n g
-//   Broadcast: binomial tree by distance halving, the whole buffer each round.
+//   Broadcast: binomial tree by distance halving, the whole buffer each round (costed by
+//   rhdBroadcastCost: the rounds and the unfold, one chain of equal steps).
 //     cost log(p)(a + n b)
 //   Reduce: the AllReduce ReduceScatter, then a binomial gather to the root.
 //     cost 2log(p)a + 2((p-1)/p)n b + ((p-1)/p)n g
@@ -309,6 +310,25 @@ RankSchedule rhdBroadcast(const Problem& pb, std::uint32_t r) {
   }
   unfold(out, f, r, all);
   return out;
+}
+
+// The replay of rhdBroadcast's schedule without building it. Every step moves the whole buffer to
+// or from one peer, so every step costs the same c. A core rank posts its receive at time 0 and
+// its sender reaches it after as many steps as the rounds before, then it sends at every later
+// round: every core rank finishes the tree after `rounds` steps in a chain (the replay sums the
+// same c step after step on every chain, so the times agree to the bit), and the pairs folded
+// out take one step more (the survivor's send, the other rank's receive posted at 0). Lockstep
+// cannot see that last step: no one rank's schedule holds the tree and the unfold.
+Metrics rhdBroadcastCost(const GeneratorSpec&, const Problem& pb, std::size_t elemSize,
+                         const CostParams& params) {
+  if (pb.ranks <= 1 || pb.total() == 0) return {};
+  const Fold f(pb.ranks, pb.root % 2);
+  StepLoad step;
+  step.add(0, Dir::Send, pb.total() * elemSize);
+  Metrics m;
+  for (std::uint32_t k = 0; k < f.rounds() + (f.extra > 0 ? 1u : 0u); ++k)
+    m.time += addStepLoad(step, params, m);
+  return m;
 }
 
 RankSchedule rhdReduce(const Problem& pb, std::uint32_t r) {

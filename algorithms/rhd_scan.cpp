@@ -16,6 +16,9 @@
 //   cost ceil(log2 p)(a + n b) + up to 2 ceil(log2 p) n g
 //
 // Rank order: yes, by construction (the verifier always checks it for Scan and Exscan).
+#include <utility>
+#include <vector>
+
 #include "algorithms/generators.hpp"
 
 namespace hccl::algo {
@@ -74,6 +77,57 @@ RankSchedule rhdScan(const Problem& pb, std::uint32_t r) {
 
 RankSchedule rhdExscan(const Problem& pb, std::uint32_t r) {
   return prefix(pb, r, true);
+}
+
+// The replay of rhdExscan's schedule (metrics.hpp's rules) from every rank's per-step counts.
+// Lockstep does not describe it: where p is not a power of two, the ranks near the top send less
+// and so finish steps earlier than the ranks they wait on. At step k (h = 2^k) rank r sends its
+// whole vector to r+h (if r+h < p) and receives one from r-h (if r >= h); it reduces x_r when a
+// later step still sends it (r+2h < p) and e_r after its first receipt (at step 0 for every
+// r >= 1, so at every later step it receives in). The step starts when r and both partners have
+// posted it, i.e. finished their previous (non-empty) steps: every pair meets once. Each step is
+// costed by addStepLoad(), so the times are the replay's to the last bit; where partners tie in
+// time the path kept may be another of the same length. O(p log p) time, O(p) memory.
+Metrics rhdExscanCost(const GeneratorSpec&, const Problem& pb, std::size_t elemSize,
+                      const CostParams& params) {
+  const std::uint32_t p = pb.ranks;
+  const std::uint64_t n = pb.total();
+  if (p <= 1 || n == 0) return {};
+  struct Timed {
+    double t = 0;
+    Metrics path;
+  };
+  std::vector<Timed> clock(p), next(p);
+  const std::uint64_t bytes = n * elemSize;
+  for (std::uint32_t k = 0; k < stepCount(p); ++k) {
+    const std::uint64_t h = std::uint64_t{1} << k;
+    for (std::uint32_t r = 0; r < p; ++r) {
+      const bool sends = r + h < p, receives = r >= h;
+      if (!sends && !receives) {  // an empty step, pruned
+        next[r] = clock[r];
+        continue;
+      }
+      const Timed* start = &clock[r];
+      if (receives && clock[r - h].t > start->t) start = &clock[r - h];
+      if (sends && clock[r + h].t > start->t) start = &clock[r + h];
+      StepLoad sl;
+      if (sends) sl.add(0, Dir::Send, bytes);
+      if (receives) {
+        sl.add(0, Dir::Recv, bytes);
+        sl.reduced = (std::uint64_t{r + 2 * h < p} + std::uint64_t{k > 0}) * bytes;
+      }
+      Timed now = *start;
+      now.t += addStepLoad(sl, params, now.path);
+      next[r] = std::move(now);
+    }
+    std::swap(clock, next);
+  }
+  const Timed* last = &clock.front();
+  for (const Timed& c : clock)
+    if (c.t > last->t) last = &c;
+  Metrics m = last->path;
+  m.time = last->t;
+  return m;
 }
 
 }  // namespace hccl::algo

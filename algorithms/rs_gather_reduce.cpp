@@ -31,7 +31,9 @@
 // Rank order: no for NHR and NB (the ReduceScatter's slice trees wrap around rank 0, see nhr.cpp
 // and nb.cpp); yes for Mesh (its ReduceScatter folds x_0 (+) ... (+) x_{p-1}; the Gather copies).
 // Uneven blocks: yes (n not divisible by p, blocks of 0 included).
+#include <algorithm>
 #include <array>
+#include <vector>
 
 #include "algorithms/generators.hpp"
 #include "algorithms/slice_trees.hpp"
@@ -102,6 +104,92 @@ RankSchedule nbReduce(const Problem& pb, std::uint32_t rank) {
 
 RankSchedule meshReduce(const Problem& pb, std::uint32_t rank) {
   return reduceByScatterGather(pb, rank, meshReduceScatter, meshGather);
+}
+
+// The replay of meshReduce's schedule without building it (whose p ranks list p-1 transfers each:
+// p^2). Every rank posts its ReduceScatter step at time 0 (the in-place root's copy before it is
+// free), so rank r's finishes at R_r = its own step's cost: it sends block j to every j != r,
+// receives its own block c_r from every peer and reduces p-1 times c_r. The Gather step then
+// starts when both ends are posted: a non-root r (c_r > 0) sends c_r once the root has finished
+// its ReduceScatter, max(R_r, R_root); the root receives every c_j > 0 once all of those have,
+// max over them and itself. The critical path is the latest finish, the lowest rank of equal
+// ones, as the replay's. Each step is costed by addStepLoad() from its loads, so the times are
+// the replay's to the last bit; where two paths tie in time the replay keeps whichever partner
+// matched first, which this does not model (only the steps and bytes of equal times may differ).
+// O(p) time and memory.
+Metrics meshReduceCost(const GeneratorSpec&, const Problem& pb, std::size_t elemSize,
+                       const CostParams& params) {
+  const std::uint32_t p = pb.ranks;
+  const std::uint64_t n = pb.total();
+  if (p <= 1 || n == 0) return {};
+  const Blocks& bl = pb.blocks;
+  const std::uint32_t root = pb.root;
+  // The two largest blocks, for the largest block other than r's.
+  std::uint32_t top = 0;
+  std::uint64_t second = 0;
+  for (std::uint32_t j = 1; j < p; ++j) {
+    const std::uint64_t c = bl.count(j);
+    if (c > bl.count(top)) {
+      second = bl.count(top);
+      top = j;
+    } else {
+      second = std::max(second, c);
+    }
+  }
+  const auto largestBut = [&](std::uint32_t r) { return r == top ? second : bl.count(top); };
+  struct Timed {
+    double t = 0;
+    Metrics path;
+  };
+  const auto scatterStep = [&](std::uint32_t r) {
+    const std::uint64_t c = bl.count(r);
+    StepLoad sl;
+    // Every send is one peer-direction; the busiest is the largest block sent. The total per
+    // direction is what the shared-link rule reads.
+    if (n > c) {
+      sl.add(0, Dir::Send, largestBut(r) * elemSize);
+      sl.total[0][0] = (n - c) * elemSize;
+    }
+    if (c > 0) {
+      sl.add(0, Dir::Recv, c * elemSize);
+      sl.total[0][1] = (p - 1) * c * elemSize;
+      sl.reduced = (p - 1) * c * elemSize;
+    }
+    Timed out;
+    out.t = addStepLoad(sl, params, out.path);
+    return out;
+  };
+  const Timed rootScatter = scatterStep(root);
+  // The root's Gather step starts at the latest of its own and its senders' ReduceScatter
+  // finishes (the first of equal ones: its own, then ranks in order).
+  Timed rootStart = rootScatter;
+  std::vector<Timed> done(p);
+  for (std::uint32_t r = 0; r < p; ++r) {
+    if (r == root) continue;
+    Timed t = scatterStep(r);
+    const std::uint64_t c = bl.count(r);
+    if (c > 0) {
+      if (t.t > rootStart.t) rootStart = t;
+      if (rootScatter.t > t.t) t = rootScatter;
+      StepLoad sl;
+      sl.add(0, Dir::Send, c * elemSize);
+      t.t += addStepLoad(sl, params, t.path);
+    }
+    done[r] = std::move(t);
+  }
+  done[root] = rootStart;
+  if (n > bl.count(root)) {
+    StepLoad sl;
+    sl.add(0, Dir::Recv, largestBut(root) * elemSize);
+    sl.total[0][1] = (n - bl.count(root)) * elemSize;
+    done[root].t += addStepLoad(sl, params, done[root].path);
+  }
+  const Timed* last = &done.front();
+  for (const Timed& d : done)
+    if (d.t > last->t) last = &d;
+  Metrics m = last->path;
+  m.time = last->t;
+  return m;
 }
 
 }  // namespace hccl::algo
