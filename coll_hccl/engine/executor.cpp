@@ -606,9 +606,15 @@ bool Executor::runFed(std::size_t index, const algo::LocalOp& op, const Feed& fe
     std::byte* dp = d.ptr();
     const std::byte* ap = nullptr;
     const std::byte* bp = nullptr;
+    // One operand from the peer and a destination apart from the other: the peer's piece is
+    // copied straight into the destination and reduced in place there (the kernels take dst equal
+    // to an operand), so no bounce buffer is written and read back; the destination is written
+    // anyway. An in-place reduction (dst is the local operand) still goes through the bounce.
+    const std::byte* local = !reduce || linkA == linkB ? nullptr : linkA ? b.ptr() : a.ptr();
+    const bool intoDst = local != nullptr && !memOverlap(dp, local, bytes);
     if (linkA) {
       const std::span<std::byte> into =
-          reduce ? std::span(bounce_.data(), bytes) : std::span(dp, bytes);
+          reduce && !intoDst ? std::span(bounce_.data(), bytes) : std::span(dp, bytes);
       if (!read(feed.a, at, into, &ap)) return false;
     } else {
       ap = a.ptr();
@@ -618,8 +624,10 @@ bool Executor::runFed(std::size_t index, const algo::LocalOp& op, const Feed& fe
       stats_.elementsCopied += n;
     } else {
       if (linkB) {
-        if (!read(feed.b, at, std::span(bounce_.data() + pieceElems * elemSize_, bytes), &bp))
-          return false;
+        const std::span<std::byte> into =
+            intoDst ? std::span(dp, bytes)
+                    : std::span(bounce_.data() + pieceElems * elemSize_, bytes);
+        if (!read(feed.b, at, into, &bp)) return false;
       } else {
         bp = b.ptr();
       }
