@@ -54,8 +54,16 @@ std::optional<ConfigError> readLinkParams(const json& val, const std::string& wh
     } else if (field == "links") {
       if (auto e = rd.positive(v, where + ".links", x)) return e;
       lp.links = x;
+    } else if (field == "step_us") {
+      if (auto e = rd.positive(v, where + ".step_us", x, true)) return e;
+      lp.step = x * 1e-6;
+    } else if (field == "step_from_bytes") {
+      if (!v.is_number_unsigned())
+        return rd.error(where + ".step_from_bytes",
+                        fmt::format("expected a byte count (an integer >= 0), found {}", v.dump()));
+      lp.stepFrom = v.get<std::uint64_t>();
     } else {
-      rd.unknown(where, field, "alpha_us, bandwidth_GBps, links");
+      rd.unknown(where, field, "alpha_us, bandwidth_GBps, links, step_us, step_from_bytes");
     }
   }
   return std::nullopt;
@@ -66,6 +74,10 @@ json linkJson(const LinkParams& lp) {
   j["alpha_us"] = lp.alpha * 1e6;
   j["bandwidth_GBps"] = lp.beta > 0 ? 1.0 / lp.beta / 1e9 : 0.0;
   if (lp.links < 1e300) j["links"] = lp.links;
+  if (lp.step > 0) {
+    j["step_us"] = lp.step * 1e6;
+    j["step_from_bytes"] = lp.stepFrom;
+  }
   return j;
 }
 
@@ -196,6 +208,8 @@ CostParams CostModel::params(std::optional<DataType> type, std::optional<ReduceO
     p.alpha[l] = level[l].alpha;
     p.beta[l] = level[l].beta;
     p.links[l] = level[l].links;
+    p.step[l] = level[l].step;
+    p.stepFrom[l] = level[l].stepFrom;
   }
   p.gamma = type && op ? gamma(*type, *op) : 0;
   return p;

@@ -16,8 +16,11 @@
 //     },
 //     "link_classes": {                            // a level's link when it rides another
 //       "shm": {"alpha_us": 0.3,                   //   class: "shm", the shared-memory link
-//               "bandwidth_GBps": 8.0}             //   (slots, single copy) that carries
-//     },                                           //   level0 unless level0_link=tagged
+//               "bandwidth_GBps": 8.0,             //   (slots, single copy) that carries
+//               "step_us": 20.0,                   //   level0 unless level0_link=tagged;
+//               "step_from_bytes": 16360}          //   step_us: added to a step whose largest
+//     },                                           //   message exceeds step_from_bytes (any
+//                                                  //   level or class may carry both)
 //     "gamma": {                                   // reduction throughput in GB/s of output
 //       "fp32": {"sum": 12.0, "*": 10.0},          //   per type, per op; "*" = any
 //       "*": {"*": 8.0}
@@ -55,6 +58,13 @@ struct LinkParams {
   // How many peers a rank can drive at full speed at once. HCCL's formulas assume one link per
   // peer (Mesh moves n/p per step); shared memory or a single NIC serialises a rank's transfers.
   double links = std::numeric_limits<double>::infinity();
+  // Seconds a step adds when one of its messages to or from a peer exceeds stepFrom bytes: the
+  // round a link runs for what it does not carry inline. On the shared-memory link (the general
+  // executor's block round: the writer publishes a descriptor, the reader copies with CMA and
+  // releases, the writer's step ends on that release) it is what makes a schedule of more rounds,
+  // Mesh Reduce's ReduceScatter + Gather at two ranks, cost what the machine takes for it.
+  double step = 0;
+  std::uint64_t stepFrom = std::numeric_limits<std::uint64_t>::max();
 };
 
 struct SizeRule {

@@ -93,7 +93,7 @@ double addStepLoad(const StepLoad& sl, const CostParams& params, Metrics& path) 
   for (int l = 0; l < kNumLevels; ++l) {
     if (!sl.used[static_cast<std::size_t>(l)]) continue;
     const auto i = static_cast<std::size_t>(l);
-    const double c = params.alpha[i] + params.beta[i] * static_cast<double>(busiest[i]);
+    const double c = params.linkTime(i, sl.busiest[i], busiest[i]);
     if (dominant < 0 || c > comm) {
       comm = c;
       dominant = l;

@@ -30,6 +30,19 @@ struct CostParams {
   // formulas assume.
   std::array<double, kNumLevels> links{kUnlimited, kUnlimited, kUnlimited};
   static constexpr double kUnlimited = 1e300;
+  // Seconds a step adds, per level, when its largest peer-direction carries more than
+  // stepFrom bytes: the round a link runs for a message it does not carry inline (the
+  // shared-memory link's block: descriptor, single copy, release; cost_model.hpp's step_us).
+  std::array<double, kNumLevels> step{};
+  std::array<std::uint64_t, kNumLevels> stepFrom{kNever, kNever, kNever};
+  static constexpr std::uint64_t kNever = ~std::uint64_t{0};
+
+  // One step's time on `level` for a rank whose largest peer-direction carries `largest` bytes
+  // and whose link moves `busiest` (largest, or more when the rank's links are shared).
+  double linkTime(std::size_t level, std::uint64_t largest, std::uint64_t busiest) const {
+    return alpha[level] + beta[level] * static_cast<double>(busiest) +
+           (largest > stepFrom[level] ? step[level] : 0.0);
+  }
 
   // Same link everywhere: alpha = 1 us, beta = 0.1 ns/B (10 GB/s), gamma = 0.1 ns/B. Used to pick
   // the critical path when only the metrics are wanted.

@@ -418,10 +418,11 @@ Metrics rhdReduceCost(const GeneratorSpec&, const Problem& pb, std::size_t elemS
     if (ab == 0 && ba == 0) return;
     const auto run = [&](const Clock& own, const Clock& other, std::uint64_t tx, std::uint64_t rx) {
       Clock c = other.t > own.t ? other : own;
-      std::uint64_t busiest = std::max(tx, rx) * elemSize;
+      const std::uint64_t largest = std::max(tx, rx) * elemSize;
+      std::uint64_t busiest = largest;
       const double shared = static_cast<double>(busiest) / params.links[0];
       if (shared > static_cast<double>(busiest)) busiest = static_cast<std::uint64_t>(shared + 0.5);
-      c.t += params.alpha[0] + params.beta[0] * static_cast<double>(busiest);
+      c.t += params.linkTime(0, largest, busiest);
       c.path.level[0].steps += 1;
       c.path.level[0].bytes += busiest;
       if (reduced && rx > 0) {

@@ -133,6 +133,8 @@ double Selection::predictLevel(Algorithm a, const CallInfo& call, std::size_t le
   lvl.alpha[0] = lvl.alpha[l];
   lvl.beta[0] = lvl.beta[l];
   lvl.links[0] = lvl.links[l];
+  lvl.step[0] = lvl.step[l];
+  lvl.stepFrom[0] = lvl.stepFrom[l];
   double t = 0;
   for (const Phase& ph : phases) {
     const GeneratorSpec* spec = findGenerator(a, ph.coll);

@@ -149,10 +149,11 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
       if (tx > 0 && clock[to(r)].t > start->t) start = &clock[to(r)];
       if (rx > 0 && clock[from(r)].t > start->t) start = &clock[from(r)];
       Clock c = *start;
-      std::uint64_t busiest = std::max(tx, rx) * elemSize;
+      const std::uint64_t largest = std::max(tx, rx) * elemSize;
+      std::uint64_t busiest = largest;
       const double shared = static_cast<double>(busiest) / params.links[0];
       if (shared > static_cast<double>(busiest)) busiest = static_cast<std::uint64_t>(shared + 0.5);
-      c.t += params.alpha[0] + params.beta[0] * static_cast<double>(busiest);
+      c.t += params.linkTime(0, largest, busiest);
       c.steps += 1;
       c.bytes += busiest;
       if (reduced) {

@@ -7,6 +7,10 @@
 #include <stdexcept>
 #include <thread>
 
+#include "algorithms/generators.hpp"
+#include "coll_hccl/engine/executor.hpp"
+#include "coll_hccl/engine/reduction.hpp"
+
 namespace hccl::calib {
 namespace {
 
@@ -163,6 +167,57 @@ StepTiming StepProbe::measure(std::span<const int> partners, std::size_t bytes, 
     timing.samples.push_back(sample(partners, bytes, timing.iterations, budget(sampleSeconds)));
   timing.seconds = median(timing.samples);
   return timing;
+}
+
+RoundTiming timeReduceRounds(tl::Transport& transport, Sync& sync, std::size_t bytes, int repeat,
+                             double sampleSeconds) {
+  constexpr std::uint32_t kRoundsComm = kComm + 1;  // apart from the steps' tags
+  const std::uint64_t n = bytes / sizeof(float);
+  const auto r = static_cast<std::uint32_t>(transport.rank());
+  algo::Problem pb;
+  pb.coll = Collective::Reduce;
+  pb.ranks = 2;
+  pb.root = 0;
+  pb.blocks = algo::Blocks::even(n, 2);
+  const algo::RankSchedule ring = algo::ringReduce(pb, r), mesh = algo::meshReduce(pb, r);
+  std::vector<float> in(n, 1.0f), out(n, 0.0f);
+  std::vector<float> scratch(std::max(algo::scratchCount(ring), algo::scratchCount(mesh)) + 1);
+  const engine::Bindings b{engine::Binding::contiguous(in.data(), n),
+                           engine::Binding::contiguous(out.data(), n),
+                           engine::Binding::contiguous(scratch.data(), scratch.size())};
+  engine::Reduction sum = engine::Reduction::predefined(DataType::Float32, ReduceOp::Sum);
+  engine::Executor ex(transport, sizeof(float), &sum);
+  engine::MessageCounters counters(transport.size());
+  std::uint32_t seq = 0;
+  const auto call = [&](const algo::RankSchedule& s) {
+    if (!ex.start(s, b, counters, kRoundsComm, ++seq) || !ex.run())
+      throw std::runtime_error(
+          fmt::format("rank {}: a Reduce of {} bytes failed: {}", r, bytes, ex.error()));
+  };
+  // Calls per sample from the bytes alone, so both ranks run the same number: about
+  // sampleSeconds at 1 GB/s, within [16, 4000].
+  const auto calls = static_cast<int>(std::clamp(
+      sampleSeconds * 1e9 / static_cast<double>(std::max<std::size_t>(bytes, 1)), 16.0, 4000.0));
+  const auto sample = [&](const algo::RankSchedule& s) {
+    sync.barrier();
+    for (int i = 0; i < 4; ++i) call(s);  // warm: pages, endpoints, the skew of the barrier
+    std::vector<double> t;
+    t.reserve(static_cast<std::size_t>(calls));
+    auto last = Clock::now();
+    for (int i = 0; i < calls; ++i) {
+      call(s);
+      const auto now = Clock::now();
+      t.push_back(std::chrono::duration<double>(now - last).count());
+      last = now;
+    }
+    return lowerQuartile(std::move(t));
+  };
+  std::vector<double> ringT, meshT;
+  for (int k = 0; k < repeat; ++k) {
+    ringT.push_back(sample(ring));
+    meshT.push_back(sample(mesh));
+  }
+  return {bytes, median(ringT), median(meshT)};
 }
 
 }  // namespace hccl::calib

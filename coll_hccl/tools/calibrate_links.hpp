@@ -71,6 +71,19 @@ class StepProbe {
   std::uint32_t msg_ = 0;
 };
 
+// The general executor's rounds, as a Reduce runs them (Executor over `transport`, real
+// schedules): fp32 sum of `bytes` to rank 0 of two ranks by the ring's one round (rank 1's whole
+// vector read and reduced by the root) and by Mesh's two (ReduceScatter of halves, both ranks
+// reading and reducing at once, then the Gather of rank 1's half). Calls back to back, as OSU
+// and an application's loop issue them; per algorithm the median over `repeat` samples (taken
+// alternately, so drift hits both alike) of a sample's lower-quartile call time on rank 0.
+struct RoundTiming {
+  std::size_t bytes = 0;
+  double ring = 0, mesh = 0;  // seconds per call
+};
+RoundTiming timeReduceRounds(tl::Transport& transport, Sync& sync, std::size_t bytes, int repeat,
+                             double sampleSeconds);
+
 double median(std::vector<double> v);
 double lowerQuartile(std::vector<double> v);
 

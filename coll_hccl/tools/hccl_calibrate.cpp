@@ -91,6 +91,9 @@ struct Plan {
   double sampleSeconds = 0.02;
   bool links = true;  // measure level0 links with a third process
   std::chrono::milliseconds stepLimit{30000};
+  // Reduce sizes for the shared-memory link's step_us (block sizes, up to maxBytes).
+  std::vector<std::size_t> roundSizes{std::size_t{64} << 10, std::size_t{256} << 10,
+                                      std::size_t{1} << 20};
 };
 
 // One link class's timings, as rank 0 saw them.
@@ -109,8 +112,10 @@ struct Measurements {
   std::string why;        // why in-process, when it is
   ClassTimings level0;
   std::optional<ClassTimings> level1;
-  std::optional<ClassTimings> shm;  // the shared-memory link (link class "shm")
-  std::string shmWhy;               // why not, when it could not be set up
+  std::optional<ClassTimings> shm;     // the shared-memory link (link class "shm")
+  std::vector<RoundTiming> shmRounds;  // Reduce by one round and by two over it (step_us)
+  std::size_t shmInline = 0;           // the largest message it carries inline
+  std::string shmWhy;                  // why not, when it could not be set up
   std::optional<LinksTimings> links;
 };
 
@@ -200,6 +205,18 @@ std::string ucxMember(MeshMember& m, const Plan& plan) {
     c.carriers = fmt::format("the shared-memory link ({} B slots, single copy: {})",
                              link->slotBytes(), tl::name(link->singleCopy()));
     out["shm"] = toJson(c);
+    out["shm_inline"] = t.inlineBytes();
+    // The rounds at block sizes (above what a slot carries inline): what step_us stands for.
+    json rounds = json::array();
+    // Two-rank schedules: with a third member (links) it would have to idle through them.
+    if (m.size() == 2 && link->singleCopy() != tl::SingleCopy::None) {
+      for (std::size_t bytes : plan.roundSizes) {
+        if (bytes <= t.inlineBytes() || bytes > plan.maxBytes) continue;
+        const RoundTiming rt = timeReduceRounds(t, m, bytes, plan.repeat, plan.sampleSeconds);
+        rounds.push_back({{"bytes", rt.bytes}, {"ring", rt.ring}, {"mesh", rt.mesh}});
+      }
+    }
+    out["shm_rounds"] = rounds;
     m.barrier();
   } catch (const tl::UcxError& e) {  // every rank alike: ShmLink agrees on its outcome
     out["shm_error"] = e.what();
@@ -220,9 +237,13 @@ Measurements measureOverUcx(const Plan& plan, std::chrono::milliseconds deadline
   ms.transport = "UCX";
   ms.level0 = classFrom(j.at("level0"));
   ms.level1 = classFrom(j.at("level1"));
-  if (j.contains("shm"))
+  if (j.contains("shm")) {
     ms.shm = classFrom(j.at("shm"));
-  else
+    ms.shmInline = j.value("shm_inline", std::size_t{0});
+    for (const json& rj : j.value("shm_rounds", json::array()))
+      ms.shmRounds.push_back({rj.at("bytes").get<std::size_t>(), rj.at("ring").get<double>(),
+                              rj.at("mesh").get<double>()});
+  } else
     ms.shmWhy = j.value("shm_error", std::string("not measured"));
   if (j.contains("links")) {
     const json& l = j.at("links");
@@ -309,6 +330,32 @@ LineFit fitAndReport(const std::string& title, const ClassTimings& c, int repeat
              timeText(f.alpha), f.beta * 1e9, 1e-9 / f.beta, 100 * f.rms, 100 * f.worst,
              f.alphaClamped ? " (the free fit wanted alpha < 0; alpha held at 0)" : "");
   return f;
+}
+
+// step_us of the shared-memory link: what a step moving a block costs beyond alpha + beta m, as
+// the general executor runs it. With it, the model prices a two-rank Reduce at
+//   ring (one round):  alpha + step + n beta + n gamma
+//   mesh (two rounds): 2 (alpha + step) + n beta + (n/2) gamma
+// so step = (mesh - ring) measured - alpha + (n/2) gamma at each size; written: their median
+// (at least 0). It stands for all the machine adds to a round (the writer's wait for the release,
+// the CMA call's page pinning, the peer's freshly written lines, both ranks copying at once), so
+// read it as a fit to where the second round stops paying, not as a latency.
+double estimateStep(const std::vector<RoundTiming>& rounds, const LineFit& f, double gamma) {
+  fmt::print(stderr,
+             "shared-memory link rounds: fp32 sum Reduce at two ranks through the executor "
+             "(lower quartile of back-to-back calls, median of samples)\n  {:>9} {:>12} {:>12} "
+             "{:>12}\n",
+             "bytes", "ring (1)", "mesh (2)", "step");
+  std::vector<double> steps;
+  for (const RoundTiming& r : rounds) {
+    const double s = (r.mesh - r.ring) - f.alpha + gamma * static_cast<double>(r.bytes) / 2;
+    steps.push_back(s);
+    fmt::print(stderr, "  {:>9} {:>12} {:>12} {:>12}\n", bytesText(r.bytes), timeText(r.ring),
+               timeText(r.mesh), timeText(s));
+  }
+  const double step = std::max(0.0, median(steps));
+  fmt::print(stderr, "  -> step_us {:.4g} (median, at least 0)\n\n", step * 1e6);
+  return step;
 }
 
 // links for level0 from the one-peer and two-peer step times (see the top of the file). alpha is
@@ -528,6 +575,17 @@ int main(int argc, char** argv) {
     }
     if (fShm) doc["link_classes"][algo::kSharedMemoryClass] = levelJson(*fShm, links);
     doc["gamma"] = gammaJson(gamma, plan.repeat, gammaBytes);
+    if (fShm && !ms.shmRounds.empty()) {
+      double g = 0;  // fp32 sum's seconds per byte, the rounds' reduction
+      for (const GammaTiming& t : gamma)
+        if (t.type == DataType::Float32 && t.op == ReduceOp::Sum) g = 1.0 / (t.gbps * 1e9);
+      json& shm = doc["link_classes"][algo::kSharedMemoryClass];
+      shm["step_us"] = round4(estimateStep(ms.shmRounds, *fShm, g) * 1e6);
+      shm["step_from_bytes"] = ms.shmInline;
+    } else if (fShm) {
+      fmt::print(stderr, "shared-memory link rounds: not measured ({}); step_us not written\n\n",
+                 plan.links ? "a third process takes part (--links)" : "no single copy");
+    }
     const std::string text = doc.dump(2);
 
     // What the selector will read: refuse to write a file it would reject or half ignore.

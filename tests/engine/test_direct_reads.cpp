@@ -62,7 +62,9 @@ void expectSums(const LocalRunResult& res, std::uint32_t p, std::uint64_t n) {
 // read in place, inline (small) or piecewise from the peer's buffer (large); the first fold of a
 // rank whose own vector is not first reads both its operands from peers.
 TEST(DirectReads, OneShotMeshReducesStraightFromThePeers) {
-  for (std::uint64_t n : {3u, 5000u}) {  // 12 B inline, 20 KB by CMA (slots of 256 B)
+  // 12 B inline, 20 KB by CMA (slots of 256 B), 800 KB: several of the executor's 256 KiB
+  // pieces and a partial last one.
+  for (std::uint64_t n : {3u, 5000u, 200000u}) {
     const std::uint32_t p = 3;
     const algo::Schedule s =
         algo::buildSchedule(algo::meshOneShotAllReduce, algo::Problem::allReduce(p, n));

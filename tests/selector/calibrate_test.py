@@ -65,6 +65,15 @@ with tempfile.TemporaryDirectory() as tmp:
             check(1e-3 < lv["bandwidth_GBps"] < 1e4, f"{name} bandwidth_GBps {lv['bandwidth_GBps']}")
         check(1 <= levels["level0"]["links"] <= 2, f"level0 links {levels['level0'].get('links')}")
         check(levels["level1"] == levels["level2"], "level2 is the RoCE class, like level1")
+        # The shared-memory link, with its block round measured through the executor (two
+        # ranks' Reduce by one round and by two) when it could be.
+        shm = doc.get("link_classes", {}).get("shm")
+        if shm is not None and "step_us" in shm:
+            check(0 <= shm["step_us"] < 1e5, f"shm step_us {shm['step_us']}")
+            check(1024 <= shm["step_from_bytes"] <= 1 << 20,
+                  f"shm step_from_bytes {shm['step_from_bytes']}")
+            check("rounds:" in p.stderr and "-> step_us" in p.stderr,
+                  "the report shows the rounds behind step_us:\n" + p.stderr)
         gamma = doc["gamma"]
         check(gamma["fp32"]["sum"] > 0 and "*" in gamma["*"], f"gamma: {gamma}")
         for t, ops in gamma.items():

@@ -1,6 +1,8 @@
 // The tuning file: defaults are data, files override parts of them, good and bad documents.
 #include "algorithms/cost_model.hpp"
 
+#include "algorithms/metrics.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -98,6 +100,44 @@ TEST(CostModel, SharedMemoryLinkClassPricesLevel0OnTheLink) {
   auto bad = tune(R"({"link_classes": {"shm": {"bandwidth_GBps": -1}}})", warnings);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("link_classes.shm.bandwidth_GBps"), std::string::npos)
+      << bad.error().message;
+}
+
+// A link's step cost: read, round-tripped, and priced only on steps with a message above
+// step_from_bytes (metrics.hpp), against the sums computed here.
+TEST(CostModel, StepCostAppliesAboveItsThreshold) {
+  const CostModel& d = defaultCostModel();
+  ASSERT_TRUE(d.sharedMemory.has_value());
+  EXPECT_GT(d.sharedMemory->step, 0) << "the defaults ship link_classes.shm.step_us";
+  EXPECT_LT(d.sharedMemory->stepFrom, std::uint64_t{64} << 10);
+  EXPECT_EQ(d.level[0].step, 0);  // tagged level0: none
+
+  std::vector<std::string> warnings;
+  auto r = tune(R"({"link_classes": {"shm": {"alpha_us": 1, "bandwidth_GBps": 1,
+                                              "step_us": 30, "step_from_bytes": 1000}}})",
+                warnings);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_DOUBLE_EQ(r.value().sharedMemory->step, 30e-6);
+  EXPECT_EQ(r.value().sharedMemory->stepFrom, 1000u);
+  auto back = applyTuning(CostModel{}, r.value().toJson(), "round trip", warnings);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_DOUBLE_EQ(back.value().sharedMemory->step, 30e-6);
+  EXPECT_EQ(back.value().sharedMemory->stepFrom, 1000u);
+
+  const CostParams p = r.value().withLevel0OnSharedMemory().params(std::nullopt, std::nullopt);
+  const auto stepOf = [&](std::uint64_t bytes) {
+    Step st;
+    st.xfers.push_back(Transfer{Dir::Send, 1, Slice{Buf::Input, 0, bytes}, 0});
+    Metrics path;
+    return addStep(st, 1, p, path);
+  };
+  EXPECT_NEAR(stepOf(1000), 1e-6 + 1000 * 1e-9, 1e-15);          // inline: no step cost
+  EXPECT_NEAR(stepOf(1001), 1e-6 + 1001 * 1e-9 + 30e-6, 1e-15);  // a block: the round too
+
+  auto bad = tune(R"({"link_classes": {"shm": {"step_from_bytes": -5}}})", warnings);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("link_classes.shm.step_from_bytes"), std::string::npos)
       << bad.error().message;
 }
 

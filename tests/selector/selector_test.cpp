@@ -76,6 +76,40 @@ TEST(Selector, NothingCapableDeclinesWithAReason) {
   EXPECT_NE(d.error.find("non-commutative"), std::string::npos) << d.error;
 }
 
+// One server of two ranks, level0 on the shared-memory link: MPI_Reduce of fp32 sums. Measured
+// with OSU (issue 13, np=2, quiet machine): the ring's one round beats Mesh's ReduceScatter +
+// Gather up to 512 KiB (64 KiB: 14.4 against 26.6 us; 256 KiB: 47.2 against 77.8) and loses from
+// 1 MiB (352 against 248 us; 16 MiB: 8595 against 6127). Without the link's step cost the model
+// took Mesh from 16 KiB (its halves' reduction at once, ignoring the rounds' cost).
+TEST(Selector, TwoRankReduceOnTheSharedMemoryLinkKeepsTheRingBelowTheCrossover) {
+  const CostModel m = defaultCostModel().withLevel0OnSharedMemory();
+  Selector sel(CommShape::servers(1, 2), settingsWith({}), m);
+  const auto reduce = [&](std::uint64_t bytes) {
+    CallInfo c = withColl(allreduce(bytes), Collective::Reduce);
+    return sel.decide(c);
+  };
+  for (std::uint64_t bytes :
+       {std::uint64_t{64} << 10, std::uint64_t{256} << 10, std::uint64_t{512} << 10}) {
+    const Decision& d = reduce(bytes);
+    ASSERT_TRUE(d.ok()) << d.error;
+    EXPECT_EQ(d.levels[0].algorithm, Algorithm::Ring) << bytes << ": " << d.summary();
+    // The ring's one round as the model's numbers price it, computed here: a step moving a
+    // block (above the slots' inline size) pays alpha + step + n beta, then n gamma reduced.
+    const LinkParams& l = *m.sharedMemory;
+    const auto n = static_cast<double>(bytes);
+    ASSERT_GT(bytes, l.stepFrom);
+    EXPECT_NEAR(d.predicted,
+                l.alpha + l.step + n * l.beta + n * m.gamma(DataType::Float32, ReduceOp::Sum),
+                1e-12)
+        << d.summary();
+  }
+  for (std::uint64_t bytes : {std::uint64_t{1} << 20, std::uint64_t{16} << 20}) {
+    const Decision& d = reduce(bytes);
+    ASSERT_TRUE(d.ok()) << d.error;
+    EXPECT_EQ(d.levels[0].algorithm, Algorithm::Mesh) << bytes << ": " << d.summary();
+  }
+}
+
 TEST(Selector, StrictDeterminismAsksForRankOrder) {
   Selector sel(CommShape::flat(4), settingsWith({{"HCCL_DETERMINISTIC", "strict"}}),
                defaultCostModel());
