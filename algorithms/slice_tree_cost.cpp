@@ -30,11 +30,6 @@
 namespace hccl::algo::tree {
 namespace {
 
-struct Clock {
-  double t = 0;
-  Metrics path;
-};
-
 // P[x] = sum over j < terms of w[x - o*stride*j], every x.
 std::vector<std::uint64_t> strided(const SliceTree& t, const std::vector<std::uint64_t>& w,
                                    std::uint64_t stride, std::uint64_t terms) {
@@ -82,6 +77,20 @@ std::vector<std::uint64_t> subtrees(const SliceTree& t, const std::vector<std::u
 
 }  // namespace
 
+void advanceStep(Clock& c, std::uint64_t tx, std::uint64_t rx, bool reduced, std::size_t elemSize,
+                 const CostParams& params) {
+  std::uint64_t busiest = std::max(tx, rx) * elemSize;
+  const double shared = static_cast<double>(busiest) / params.links[0];
+  if (shared > static_cast<double>(busiest)) busiest = static_cast<std::uint64_t>(shared + 0.5);
+  c.t += params.alpha[0] + params.beta[0] * static_cast<double>(busiest);
+  c.path.level[0].steps += 1;
+  c.path.level[0].bytes += busiest;
+  if (reduced) {
+    c.path.reducedBytes += rx * elemSize;
+    c.t += params.gamma * static_cast<double>(rx * elemSize);
+  }
+}
+
 Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPhase> phases,
                    std::size_t elemSize, const CostParams& params, std::uint32_t root) {
   const std::uint32_t p = t.ranks();
@@ -96,7 +105,6 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
   for (std::uint32_t b = 0; b < p; ++b) wBlock[b] = bl.count(b);
 
   std::vector<Clock> clock(p), next(p);
-  const double elem = static_cast<double>(elemSize);
   // One step of every rank: r sends sent[r] elements to `to(r)` and receives got[r] from
   // `from(r)`; reduced: whether it reduces what it receives; skipRoot: nothing goes to `root`
   // (an AllGather's, when it already holds every slice).
@@ -113,16 +121,7 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
       if (tx > 0 && clock[to(r)].t > start->t) start = &clock[to(r)];
       if (rx > 0 && clock[from(r)].t > start->t) start = &clock[from(r)];
       Clock c = *start;
-      std::uint64_t busiest = std::max(tx, rx) * elemSize;
-      const double shared = static_cast<double>(busiest) / params.links[0];
-      if (shared > static_cast<double>(busiest)) busiest = static_cast<std::uint64_t>(shared + 0.5);
-      c.t += params.alpha[0] + params.beta[0] * static_cast<double>(busiest);
-      c.path.level[0].steps += 1;
-      c.path.level[0].bytes += busiest;
-      if (reduced) {
-        c.path.reducedBytes += rx * elemSize;
-        c.t += params.gamma * static_cast<double>(rx) * elem;
-      }
+      advanceStep(c, tx, rx, reduced, elemSize, params);
       next[r] = std::move(c);
     }
     clock.swap(next);

@@ -127,6 +127,21 @@ RankSchedule scatterCollective(const Problem& pb, std::uint32_t r, const SliceTr
 // Costing tree schedules without building them (slice_tree_cost.cpp).
 namespace hccl::algo::tree {
 
+// A rank's clock in a costing from per-step counts (phasesPath; rhd.cpp's rhdReduceCost): when
+// its last step finished and the path that led there.
+struct Clock {
+  double t = 0;
+  Metrics path;
+};
+
+// One step of a rank under the replay's rules (metrics.hpp), on level 0: from `c`, the latest of
+// its own clock and those of the partners it exchanges something with, it sends `tx` and receives
+// `rx` elements. The step costs alpha + beta x its busiest direction (shared over
+// params.links[0]) and, when `reduced`, gamma per byte received. A step with nothing either way
+// is pruned: the caller skips it.
+void advanceStep(Clock& c, std::uint64_t tx, std::uint64_t rx, bool reduced, std::size_t elemSize,
+                 const CostParams& params);
+
 // A phase of a tree schedule as its cost sees it.
 enum class CostPhase {
   ReduceScatter,   // reduceScatter(): step k, r sends positions h, 3h, .. to r - o*h
