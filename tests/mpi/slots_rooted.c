@@ -121,6 +121,22 @@ static void fill_ints(int* v, size_t n, int r, int tag) {
   for (size_t i = 0; i < n; ++i) v[i] = input_int(r, i, tag);
 }
 
+/* A guarded receive buffer of n ints, holding this rank's input when in place. */
+static int* int_recv(guarded_t* g, size_t n, bool in_place, int tag) {
+  int* rbuf = guarded_alloc(g, n * sizeof(int));
+  if (in_place) fill_ints(rbuf, n, rank, tag);
+  guarded_snapshot(g);
+  return rbuf;
+}
+
+/* This rank's input of n ints (a byte more, so that n = 0 allocates), or NULL in place. */
+static int* int_send(size_t n, bool in_place, int tag) {
+  if (in_place) return NULL;
+  int* sbuf = malloc(n * sizeof(int) + 1);
+  fill_ints(sbuf, n, rank, tag);
+  return sbuf;
+}
+
 /* Checks n ints at v against the sum of ranks [0, upto) of the inputs. */
 static bool check_sum(const int* v, size_t n, int upto, int tag, const char* what) {
   for (size_t i = 0; i < n; ++i) {
@@ -137,17 +153,8 @@ static void reduce_case(size_t n, int root, bool in_place, int tag) {
            in_place ? ", in place" : "", tag);
   const bool me_root = rank == root, ip = in_place && me_root;
   guarded_t g = {0};
-  int* rbuf = NULL;
-  if (me_root) {
-    rbuf = guarded_alloc(&g, n * sizeof(int));
-    if (ip) fill_ints(rbuf, n, rank, tag);
-    guarded_snapshot(&g);
-  }
-  int* sbuf = NULL;
-  if (!ip) {
-    sbuf = malloc(n * sizeof(int) + 1);
-    fill_ints(sbuf, n, rank, tag);
-  }
+  int* rbuf = me_root ? int_recv(&g, n, ip, tag) : NULL;
+  int* sbuf = int_send(n, ip, tag);
   int rc =
       MPI_Reduce(ip ? MPI_IN_PLACE : sbuf, rbuf, (int)n, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD);
   if (check(MPI_SUCCESS == rc, "%s: rc %d", what, rc) && me_root) {
@@ -165,14 +172,8 @@ static void scan_case(bool exclusive, size_t n, unsigned in_place_mask, int tag)
   snprintf(what, sizeof what, "%s %zu ints, in place on ranks mask %#x (call %d)",
            exclusive ? "exscan" : "scan", n, in_place_mask, tag);
   guarded_t g;
-  int* rbuf = guarded_alloc(&g, n * sizeof(int));
-  if (ip) fill_ints(rbuf, n, rank, tag);
-  guarded_snapshot(&g);
-  int* sbuf = NULL;
-  if (!ip) {
-    sbuf = malloc(n * sizeof(int) + 1);
-    fill_ints(sbuf, n, rank, tag);
-  }
+  int* rbuf = int_recv(&g, n, ip, tag);
+  int* sbuf = int_send(n, ip, tag);
   const void* s = ip ? MPI_IN_PLACE : sbuf;
   int rc = exclusive ? MPI_Exscan(s, rbuf, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD)
                      : MPI_Scan(s, rbuf, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
@@ -294,15 +295,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   layouts_init();
-  int found = 0;
-  const char* const names[4] = {"int", "vector", "indexed", "shifted"};
-  for (int k = 0; k < 4; ++k)
-    for (int i = 0; i < num_layouts; ++i)
-      if (0 == strcmp(layouts[i].name, names[k])) fam[found++] = &layouts[i];
-  if (4 != found) {
-    fprintf(stderr, "mpi_layouts.h lacks the int family\n");
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
+  layouts_int_family(fam);
   /* ints per rank (multiples of 4, the largest ints per element): small ones on the slots, the
    * last beyond them (the general path) */
   const size_t sizes[] = {4, 8, 36, 16384};
