@@ -417,8 +417,11 @@ hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
     case HCCL_COLL_EXSCAN:
       ci.coll = d.coll == HCCL_COLL_SCAN ? Collective::Scan : Collective::Exscan;
       ci.count = d.count * scale;
-      s.problem = d.coll == HCCL_COLL_SCAN ? algo::Problem::scan(p, ci.count, ci.inPlace)
-                                           : algo::Problem::exscan(p, ci.count, ci.inPlace);
+      // Any rank may be in place on its own (MPI does not ask it of all), so the choice ignores
+      // it as a rooted call's does; the rank's own schedule follows its own buffers.
+      ci.inPlace = false;
+      s.problem = d.coll == HCCL_COLL_SCAN ? algo::Problem::scan(p, ci.count, d.in_place != 0)
+                                           : algo::Problem::exscan(p, ci.count, d.in_place != 0);
       break;
     default:
       why = fmt::format("unknown collective {}", static_cast<int>(d.coll));
@@ -529,10 +532,12 @@ std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::strin
   plan->algorithms = composed.algorithms;
   const std::uint64_t budget =
       std::max<std::uint64_t>(1, options_.settings.buffSizeBytes() / s.info.elemSize);
-  // Every rank must cut the same chunks. Only a rooted call's root can be in place, and the other
-  // ranks cannot know it: size the chunks on the out-of-place problem everywhere.
+  // Every rank must cut the same chunks. Where in place is one rank's choice (a rooted call's
+  // root; any rank of a Scan or Exscan) the others cannot know it, and an in-place schedule may
+  // need other scratch (hier_scan's Exscan keeps a copy of its input): size the chunks on the
+  // out-of-place problem everywhere.
   algo::Problem sizing = pb;
-  if (pb.coll == Collective::Reduce || pb.coll == Collective::Scatter) sizing.inPlace = false;
+  if (!s.info.inPlace) sizing.inPlace = false;
   const std::uint64_t chunk = algo::chunkSizeFor(sizing, budget, gen);
   plan->chunks = algo::planChunks(pb, static_cast<std::uint32_t>(rank_), chunk);
   for (const algo::Chunk& c : plan->chunks) {
