@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "algorithms/generators.hpp"
+#include "algorithms/slice_trees.hpp"
 
 namespace hccl::algo {
 namespace {
@@ -388,16 +389,6 @@ RankSchedule rhdReduce(const Problem& pb, std::uint32_t r) {
   return out;
 }
 
-namespace {
-
-// A rank's clock in the replay: when its last step finished and the path that led there.
-struct Clock {
-  double t = 0;
-  Metrics path;
-};
-
-}  // namespace
-
 Metrics rhdReduceCost(const GeneratorSpec&, const Problem& pb, std::size_t elemSize,
                       const CostParams& params) {
   const std::uint32_t p = pb.ranks;
@@ -409,6 +400,7 @@ Metrics rhdReduceCost(const GeneratorSpec&, const Problem& pb, std::size_t elemS
   const auto count = [&](std::uint64_t lo, std::uint64_t hi) {
     return (hi - lo) * base + (std::min(hi, ext) - std::min(lo, ext));
   };
+  using tree::Clock;
   std::vector<Clock> clock(p);
   // One step of ranks a and b with each other: a sends `ab` elements to b and b `ba` to a;
   // `reduced`: each reduces what it receives. A transfer of nothing is dropped, a step with
@@ -418,22 +410,12 @@ Metrics rhdReduceCost(const GeneratorSpec&, const Problem& pb, std::size_t elemS
     if (ab == 0 && ba == 0) return;
     const auto run = [&](const Clock& own, const Clock& other, std::uint64_t tx, std::uint64_t rx) {
       Clock c = other.t > own.t ? other : own;
-      const std::uint64_t largest = std::max(tx, rx) * elemSize;
-      std::uint64_t busiest = largest;
-      const double shared = static_cast<double>(busiest) / params.links[0];
-      if (shared > static_cast<double>(busiest)) busiest = static_cast<std::uint64_t>(shared + 0.5);
-      c.t += params.linkTime(0, largest, busiest);
-      c.path.level[0].steps += 1;
-      c.path.level[0].bytes += busiest;
-      if (reduced && rx > 0) {
-        c.path.reducedBytes += rx * elemSize;
-        c.t += params.gamma * static_cast<double>(rx * elemSize);
-      }
+      tree::advanceStep(c, tx, rx, reduced, elemSize, params);
       return c;
     };
     Clock na = run(clock[a], clock[b], ab, ba), nb = run(clock[b], clock[a], ba, ab);
-    clock[a] = std::move(na);
-    clock[b] = std::move(nb);
+    clock[a] = na;
+    clock[b] = nb;
   };
   // The fold: each pair's other rank hands its whole vector to the survivor.
   for (std::uint32_t i = 0; i < f.extra; ++i) {
@@ -475,9 +457,7 @@ Metrics rhdReduceCost(const GeneratorSpec&, const Problem& pb, std::size_t elemS
   const Clock* last = &clock.front();
   for (const Clock& c : clock)
     if (c.t > last->t) last = &c;
-  Metrics m = last->path;
-  m.time = last->t;
-  return m;
+  return last->metrics();
 }
 
 }  // namespace hccl::algo

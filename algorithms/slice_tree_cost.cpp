@@ -31,13 +31,6 @@
 namespace hccl::algo::tree {
 namespace {
 
-// A rank's finish time and the level-0 path that led to it (all these schedules use): the
-// replay's Metrics without the levels they never touch, so a step copies 32 bytes, not 80.
-struct Clock {
-  double t = 0;
-  std::uint64_t steps = 0, bytes = 0, reduced = 0;
-};
-
 // Moves on the ring of p ranks by precomputed offsets, without a division a move (the sweeps
 // below make p of them a step).
 struct Moves {
@@ -110,6 +103,29 @@ std::vector<std::uint64_t> subtrees(const SliceTree& t, const std::vector<std::u
 
 }  // namespace
 
+void advanceStep(Clock& c, std::uint64_t tx, std::uint64_t rx, bool reduced, std::size_t elemSize,
+                 const CostParams& params) {
+  const std::uint64_t largest = std::max(tx, rx) * elemSize;
+  std::uint64_t busiest = largest;
+  const double shared = static_cast<double>(busiest) / params.links[0];
+  if (shared > static_cast<double>(busiest)) busiest = static_cast<std::uint64_t>(shared + 0.5);
+  c.t += params.linkTime(0, largest, busiest);
+  c.steps += 1;
+  c.bytes += busiest;
+  if (reduced) {
+    c.reduced += rx * elemSize;
+    c.t += params.gamma * static_cast<double>(rx * elemSize);
+  }
+}
+
+Metrics Clock::metrics() const {
+  Metrics m;
+  m.level[0] = {steps, bytes};
+  m.reducedBytes = reduced;
+  m.time = t;
+  return m;
+}
+
 Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPhase> phases,
                    std::size_t elemSize, const CostParams& params, std::uint32_t root) {
   const std::uint32_t p = t.ranks();
@@ -132,7 +148,6 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
   }
 
   std::vector<Clock> clock(p), next(p);
-  const double elem = static_cast<double>(elemSize);
   // One step of every rank: r sends sent[r] elements to `to(r)` and receives got[r] from
   // `from(r)`; reduced: whether it reduces what it receives; skipRoot: nothing goes to `root`
   // (an AllGather's, when it already holds every slice).
@@ -149,17 +164,7 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
       if (tx > 0 && clock[to(r)].t > start->t) start = &clock[to(r)];
       if (rx > 0 && clock[from(r)].t > start->t) start = &clock[from(r)];
       Clock c = *start;
-      const std::uint64_t largest = std::max(tx, rx) * elemSize;
-      std::uint64_t busiest = largest;
-      const double shared = static_cast<double>(busiest) / params.links[0];
-      if (shared > static_cast<double>(busiest)) busiest = static_cast<std::uint64_t>(shared + 0.5);
-      c.t += params.linkTime(0, largest, busiest);
-      c.steps += 1;
-      c.bytes += busiest;
-      if (reduced) {
-        c.reduced += rx * elemSize;
-        c.t += params.gamma * static_cast<double>(rx) * elem;
-      }
+      advanceStep(c, tx, rx, reduced, elemSize, params);
       next[r] = c;
     }
     clock.swap(next);
@@ -217,11 +222,7 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
   const Clock* last = &clock.front();
   for (const Clock& c : clock)
     if (c.t > last->t) last = &c;
-  Metrics m;
-  m.level[0] = {last->steps, last->bytes};
-  m.reducedBytes = last->reduced;
-  m.time = last->t;
-  return m;
+  return last->metrics();
 }
 
 namespace {

@@ -127,6 +127,23 @@ RankSchedule scatterCollective(const Problem& pb, std::uint32_t r, const SliceTr
 // Costing tree schedules without building them (slice_tree_cost.cpp).
 namespace hccl::algo::tree {
 
+// A rank's clock in a costing from per-step counts (phasesPath; rhd.cpp's rhdReduceCost): when
+// its last step finished and the level-0 path that led there (all these schedules use level 0
+// alone: 32 bytes a rank to copy a step, not a whole Metrics).
+struct Clock {
+  double t = 0;
+  std::uint64_t steps = 0, bytes = 0, reduced = 0;
+  Metrics metrics() const;  // the path as the replay reports it
+};
+
+// One step of a rank under the replay's rules (metrics.hpp), on level 0: from `c`, the latest of
+// its own clock and those of the partners it exchanges something with, it sends `tx` and receives
+// `rx` elements. The step costs CostParams::linkTime() of its busiest direction (shared over
+// params.links[0]) and, when `reduced`, gamma per byte received. A step with nothing either way
+// is pruned: the caller skips it.
+void advanceStep(Clock& c, std::uint64_t tx, std::uint64_t rx, bool reduced, std::size_t elemSize,
+                 const CostParams& params);
+
 // A phase of a tree schedule as its cost sees it.
 enum class CostPhase {
   ReduceScatter,   // reduceScatter(): step k, r sends positions h, 3h, .. to r - o*h

@@ -398,6 +398,11 @@ const ShmOptions& ShmLink::options() const {
 
 namespace {
 
+// How long a failed copy waits for its peer's process to show as exited before it calls the
+// failure the transport's (ucx::exitsWithin): exit tears the memory down first, then the
+// process becomes a zombie; under load that takes a few milliseconds.
+constexpr std::chrono::milliseconds kExitGrace{250};
+
 struct BlockRef {
   BlockDescriptor d;
   std::span<const std::byte> segments;  // d.segments BlockSegments
@@ -472,9 +477,13 @@ Completion ShmLink::Impl::copy(const Post& post, std::size_t offset, void* local
   }
   Fault fault = Fault::Transport;
   // A copy that failed because the peer is gone (CMA answers ESRCH, or the mapping went with
-  // it) is a lost peer, for the engine's diagnosis and the error class.
-  if (!why.empty() && processes[w].startTime != 0 && !ucx::isRunning(processes[w]))
+  // it) is a lost peer, for the engine's diagnosis and the error class. A killed process's memory
+  // goes before /proc shows it exited: give it kExitGrace to finish (failures only).
+  if (!why.empty() && processes[w].startTime != 0 && ucx::exitsWithin(processes[w], kExitGrace)) {
     fault = Fault::PeerLost;
+    // The copy's own reason (the mapping went, or no memory to attach) says less than this.
+    why = fmt::format("the peer's process (pid {}) on this server has exited", processes[w].pid);
+  }
   if (why.empty()) {
     // After the copy: a withdrawal that came before its end may have changed what it read.
     std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace hccl::tl::ucx {
 
@@ -43,6 +44,15 @@ ProcessId thisProcess() {
 bool isRunning(const ProcessId& p) {
   const char state = processState(p);
   return state != '\0' && state != 'Z' && state != 'X';
+}
+
+bool exitsWithin(const ProcessId& p, std::chrono::milliseconds grace) {
+  const auto until = std::chrono::steady_clock::now() + grace;
+  while (isRunning(p)) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
 }
 
 char processState(const ProcessId& p) {

@@ -7,6 +7,7 @@
 // bootstrap exchanges.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 namespace hccl::tl::ucx {
@@ -21,6 +22,11 @@ ProcessId thisProcess();
 // False once the process has exited (including while it is an unreaped zombie) or its pid
 // belongs to another process.
 bool isRunning(const ProcessId& p);
+// Whether the process is gone now or goes within `grace`, polled every millisecond: for the
+// diagnosis of a copy from its memory that failed. A process killed mid-copy loses its memory
+// (the copy fails) before /proc shows it as a zombie, so an immediate isRunning can still say
+// "running" and a lost peer would pass for a transport error.
+bool exitsWithin(const ProcessId& p, std::chrono::milliseconds grace);
 // The process's state letter from /proc/<pid>/stat ('R' running, 'S' sleeping, 'T' stopped by a
 // signal, 't' by a debugger, 'Z' zombie, ...), or '\0' when it is gone or the pid was reused.
 char processState(const ProcessId& p);

@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "probe_common.h"
+
 enum { kMaxAlgos = 16, kMaxSizes = 16, kNumColls = 3 };
 
 typedef enum { ALLREDUCE, ALLGATHER, REDUCE_SCATTER } coll_t;
@@ -46,31 +48,10 @@ typedef struct {
 static int world_rank, world_size;
 
 static int usage(const char* why, const char* what) {
-  if (world_rank == 0) {
-    fprintf(stderr, "time_probe: %s '%s'\n", why, what);
-    fprintf(stderr,
-            "usage: time_probe [--sizes N,N,...] [--algos A,A,...] [--reps R] [--calls K] "
-            "[--warmup W] allreduce|allgather|reduce_scatter...\n");
-  }
-  return 0;
-}
-
-static long long parse_size(const char* text) {
-  char* end = NULL;
-  long long v = strtoll(text, &end, 10);
-  if (end == text || v <= 0) return -1;
-  int shift = 0;
-  if (*end == 'K' || *end == 'k') shift = 10;
-  if (*end == 'M' || *end == 'm') shift = 20;
-  if (*end == 'G' || *end == 'g') shift = 30;
-  if (shift != 0) ++end;
-  return *end == '\0' && v <= (1LL << 30) ? v << shift : -1;
-}
-
-static int parse_int(const char* text, int lo, int hi) {
-  char* end = NULL;
-  long v = strtol(text, &end, 10);
-  return end != text && *end == '\0' && v >= lo && v <= hi ? (int)v : -1;
+  return probe_usage("time_probe",
+                     "time_probe [--sizes N,N,...] [--algos A,A,...] [--reps R] [--calls K] "
+                     "[--warmup W] allreduce|allgather|reduce_scatter...",
+                     why, what);
 }
 
 static int parse_options(int argc, char** argv, options* o) {
@@ -90,23 +71,18 @@ static int parse_options(int argc, char** argv, options* o) {
     } else if (strcmp(a, "--algos") == 0 && has_value) {
       algos = argv[++i];
     } else if (strcmp(a, "--reps") == 0 && has_value) {
-      if ((o->reps = parse_int(argv[++i], 1, 1000)) < 0)
+      if ((o->reps = probe_parse_int(argv[++i], 1, 1000)) < 0)
         return usage("bad --reps (1..1000)", argv[i]);
     } else if (strcmp(a, "--calls") == 0 && has_value) {
-      if ((o->calls = parse_int(argv[++i], 1, 100000)) < 0)
+      if ((o->calls = probe_parse_int(argv[++i], 1, 100000)) < 0)
         return usage("bad --calls (1..100000)", argv[i]);
     } else if (strcmp(a, "--warmup") == 0 && has_value) {
-      if ((o->warmup = parse_int(argv[++i], 0, 1000)) < 0)
+      if ((o->warmup = probe_parse_int(argv[++i], 0, 1000)) < 0)
         return usage("bad --warmup (0..1000)", argv[i]);
     } else if (a[0] != '-' && o->ncolls < kNumColls) {
-      int found = 0;
-      for (int c = 0; c < kNumColls; ++c) {
-        if (strcmp(a, coll_names[c]) == 0) {
-          o->colls[o->ncolls++] = (coll_t)c;
-          found = 1;
-        }
-      }
-      if (!found) return usage("unknown collective (allreduce, allgather, reduce_scatter)", a);
+      const int c = probe_find(a, coll_names, kNumColls);
+      if (c < 0) return usage("unknown collective (allreduce, allgather, reduce_scatter)", a);
+      o->colls[o->ncolls++] = (coll_t)c;
     } else {
       return usage("unknown or incomplete argument", a);
     }
@@ -114,7 +90,8 @@ static int parse_options(int argc, char** argv, options* o) {
   if (o->ncolls == 0) return usage("no collective given", "");
   for (char* tok = strtok(sizes, ","); tok != NULL; tok = strtok(NULL, ",")) {
     if (o->nsizes == kMaxSizes) return usage("too many sizes (at most 16)", tok);
-    if ((o->sizes[o->nsizes++] = parse_size(tok)) < 4 || o->sizes[o->nsizes - 1] % 4 != 0)
+    if ((o->sizes[o->nsizes++] = probe_parse_size(tok, 1LL << 30)) < 4 ||
+        o->sizes[o->nsizes - 1] % 4 != 0)
       return usage("bad size (a multiple of 4 bytes up to 1G, K/M/G allowed)", tok);
   }
   for (char* tok = strtok(algos, ","); tok != NULL; tok = strtok(NULL, ",")) {
@@ -124,19 +101,6 @@ static int parse_options(int argc, char** argv, options* o) {
   if (o->nsizes == 0) return usage("no size given", "");
   if (o->nalgos == 0) return usage("no algorithm given", "");
   return 1;
-}
-
-static long long read_tx(void) {
-  FILE* f = fopen("/sys/class/net/eth0/statistics/tx_bytes", "r");
-  if (f == NULL) return -1;
-  long long v = -1;
-  if (fscanf(f, "%lld", &v) != 1) v = -1;
-  fclose(f);
-  return v;
-}
-
-static float input_value(int r, long long i) {
-  return (float)((r + 1) * (int)(i % 7 + 1));
 }
 
 static void call(coll_t c, const float* in, float* out, int count, MPI_Comm comm) {
@@ -189,7 +153,7 @@ static long long measure(coll_t c, long long bytes, const options* o, int is_lea
       const int a = (k + round + o->warmup) % o->nalgos;
       for (long long i = 0; i < out_elems; ++i) out[i] = -1.0f;
       MPI_Barrier(MPI_COMM_WORLD);
-      const long long tx0 = is_leader ? read_tx() : 0;
+      const long long tx0 = is_leader ? probe_eth0("tx_bytes") : 0;
       MPI_Barrier(MPI_COMM_WORLD);
       const double t0 = MPI_Wtime();
       for (int j = 0; j < o->calls; ++j) call(c, in, out, (int)count, comms[a]);
@@ -197,7 +161,7 @@ static long long measure(coll_t c, long long bytes, const options* o, int is_lea
       /* After every rank's calls: a server's other ranks may still be sending when its first
        * rank is done (a few hundred bytes of barrier join the count). */
       MPI_Barrier(MPI_COMM_WORLD);
-      const long long tx1 = is_leader ? read_tx() : 0;
+      const long long tx1 = is_leader ? probe_eth0("tx_bytes") : 0;
       long long tx = !is_leader ? 0 : tx0 < 0 || tx1 < 0 ? -1 : tx1 - tx0, tx_max = 0, tx_min = 0;
       double slowest = 0;
       MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);

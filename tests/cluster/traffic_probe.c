@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "probe_common.h"
+
 enum { kMaxInfo = 8, kNumColls = 6 };
 
 typedef enum { ALLREDUCE, ALLGATHER, REDUCE_SCATTER, BCAST, REDUCE, ALLTOALL } coll_t;
@@ -47,25 +49,10 @@ typedef struct {
 static int world_rank, world_size;
 
 static int usage(const char* why, const char* what) {
-  if (world_rank == 0) {
-    fprintf(stderr, "traffic_probe: %s '%s'\n", why, what);
-    fprintf(stderr,
-            "usage: traffic_probe [--bytes N] [--calls K] [--warmup W] [--info KEY=VALUE]... "
-            "allreduce|allgather|reduce_scatter|bcast|reduce|alltoall...\n");
-  }
-  return 0;
-}
-
-static long long parse_size(const char* text) {
-  char* end = NULL;
-  long long v = strtoll(text, &end, 10);
-  if (end == text || v <= 0) return -1;
-  int shift = 0;
-  if (*end == 'K' || *end == 'k') shift = 10;
-  if (*end == 'M' || *end == 'm') shift = 20;
-  if (*end == 'G' || *end == 'g') shift = 30;
-  if (shift != 0) ++end;
-  return *end == '\0' && v <= (1LL << 32) ? v << shift : -1;
+  return probe_usage("traffic_probe",
+                     "traffic_probe [--bytes N] [--calls K] [--warmup W] [--info KEY=VALUE]... "
+                     "allreduce|allgather|reduce_scatter|bcast|reduce|alltoall...",
+                     why, what);
 }
 
 static int parse_options(int argc, char** argv, options* o) {
@@ -77,30 +64,25 @@ static int parse_options(int argc, char** argv, options* o) {
     const char* a = argv[i];
     const int has_value = i + 1 < argc;
     if (strcmp(a, "--bytes") == 0 && has_value) {
-      o->bytes = parse_size(argv[++i]);
+      o->bytes = probe_parse_size(argv[++i], 1LL << 32);
       if (o->bytes <= 0) return usage("bad --bytes (a positive size, K/M/G allowed)", argv[i]);
     } else if (strcmp(a, "--calls") == 0 && has_value) {
-      o->calls = atoi(argv[++i]);
-      if (o->calls <= 0 || o->calls > 100000) return usage("bad --calls (1..100000)", argv[i]);
+      if ((o->calls = probe_parse_int(argv[++i], 1, 100000)) < 0)
+        return usage("bad --calls (1..100000)", argv[i]);
     } else if (strcmp(a, "--warmup") == 0 && has_value) {
-      o->warmup = atoi(argv[++i]);
-      if (o->warmup < 0 || o->warmup > 1000) return usage("bad --warmup (0..1000)", argv[i]);
+      if ((o->warmup = probe_parse_int(argv[++i], 0, 1000)) < 0)
+        return usage("bad --warmup (0..1000)", argv[i]);
     } else if (strcmp(a, "--info") == 0 && has_value) {
       if (o->ninfo == kMaxInfo || strchr(argv[i + 1], '=') == NULL)
         return usage("bad --info (KEY=VALUE, at most 8)", argv[i + 1]);
       o->info[o->ninfo++] = argv[++i];
     } else if (a[0] != '-' && o->ncolls < kNumColls) {
-      int found = 0;
-      for (int c = 0; c < kNumColls; ++c) {
-        if (strcmp(a, coll_names[c]) == 0) {
-          o->colls[o->ncolls++] = (coll_t)c;
-          found = 1;
-        }
-      }
-      if (!found)
+      const int c = probe_find(a, coll_names, kNumColls);
+      if (c < 0)
         return usage(
             "unknown collective (allreduce, allgather, reduce_scatter, bcast, reduce, alltoall)",
             a);
+      o->colls[o->ncolls++] = (coll_t)c;
     } else {
       return usage("unknown or incomplete argument", a);
     }
@@ -109,25 +91,9 @@ static int parse_options(int argc, char** argv, options* o) {
   return 1;
 }
 
-/* -1 when the counter cannot be read (no eth0 in this namespace). */
-static long long read_counter(const char* name) {
-  char path[128];
-  snprintf(path, sizeof path, "/sys/class/net/eth0/statistics/%s", name);
-  FILE* f = fopen(path, "r");
-  if (f == NULL) return -1;
-  long long v = -1;
-  if (fscanf(f, "%lld", &v) != 1) v = -1;
-  fclose(f);
-  return v;
-}
-
 static counters read_counters(void) {
-  counters c = {read_counter("tx_bytes"), read_counter("rx_bytes")};
+  counters c = {probe_eth0("tx_bytes"), probe_eth0("rx_bytes")};
   return c;
-}
-
-static float input_value(int r, long long i) {
-  return (float)((r + 1) * (int)(i % 7 + 1));
 }
 
 /* Bcast runs on `out`, which rank 0 filled with its input (and never changes). */

@@ -135,6 +135,23 @@ def mpirun(args, hosts, np, log_path, timeout, extra=()):
     return status
 
 
+def probe_shapes(args, probe, reps, suffix=""):
+    """time_probe on every shape, `reps` timed rounds each, logs probe-SxR{suffix}.log; 0 if all
+    runs exited 0."""
+    failed = 0
+    for servers, ranks in args.shapes:
+        hosts = ",".join(f"ns{k}:{ranks}" for k in range(servers))
+        log = os.path.join(args.out, f"probe-{servers}x{ranks}{suffix}.log")
+        what = f"{servers}x{ranks}" + (f" {suffix.lstrip('-')}" if suffix else "")
+        print(f"validate_sim.py: {what} (load {load()})", flush=True)
+        status = mpirun(args, hosts, servers * ranks, log, args.timeout,
+                        [probe, "--sizes", ",".join(str(s) for s in args.sizes), "--algos",
+                         ",".join(args.algos), "--reps", str(reps), "--warmup", "1",
+                         *args.colls])
+        failed |= status != 0
+    return failed
+
+
 def body(args):
     if not os.environ.get("HCCL_CLUSTER_ID"):
         die("--body runs inside cluster.sh session")
@@ -144,29 +161,13 @@ def body(args):
     status = mpirun(args, "ns0:1,ns1:1", 2, os.path.join(args.out, "link.log"), args.timeout,
                     [probe, "--sizes", sizes, "--algos", "ring", "--reps", "5", "allgather"])
     failed |= status != 0
-    for servers, ranks in args.shapes:
-        hosts = ",".join(f"ns{k}:{ranks}" for k in range(servers))
-        log = os.path.join(args.out, f"probe-{servers}x{ranks}.log")
-        print(f"validate_sim.py: {servers}x{ranks} (load {load()})", flush=True)
-        status = mpirun(args, hosts, servers * ranks, log, args.timeout,
-                        [probe, "--sizes", ",".join(str(s) for s in args.sizes), "--algos",
-                         ",".join(args.algos), "--reps", str(args.reps), "--warmup", "1",
-                         *args.colls])
-        failed |= status != 0
+    failed |= probe_shapes(args, probe, args.reps)
     if args.control_reps:
         # The control: the same runs with the links unshaped. Where a call takes about as long
         # without the shaping, the link was not what limited it (the CPUs were: every "server"
         # shares this machine's), and the row cannot test the link model.
         subprocess.run([CLUSTER, "shape", "none"], check=True)
-        for servers, ranks in args.shapes:
-            hosts = ",".join(f"ns{k}:{ranks}" for k in range(servers))
-            log = os.path.join(args.out, f"probe-{servers}x{ranks}-unshaped.log")
-            print(f"validate_sim.py: {servers}x{ranks} unshaped (load {load()})", flush=True)
-            status = mpirun(args, hosts, servers * ranks, log, args.timeout,
-                            [probe, "--sizes", ",".join(str(s) for s in args.sizes), "--algos",
-                             ",".join(args.algos), "--reps", str(args.control_reps), "--warmup",
-                             "1", *args.colls])
-            failed |= status != 0
+        failed |= probe_shapes(args, probe, args.control_reps, "-unshaped")
     return 1 if failed else 0
 
 

@@ -200,15 +200,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   mixed_reductions = has_flag(argc, argv, "--mixed-reductions");
   layouts_init();
-  int found = 0;
-  const char* const names[4] = {"int", "vector", "indexed", "shifted"};
-  for (int k = 0; k < 4; ++k)
-    for (int i = 0; i < num_layouts; ++i)
-      if (0 == strcmp(layouts[i].name, names[k])) fam[found++] = &layouts[i];
-  if (4 != found) {
-    fprintf(stderr, "mpi_layouts.h lacks the int family\n");
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
+  layouts_int_family(fam);
   MPI_Op_create(int_sum, 1, &op_int_sum);
   /* ints per rank (multiples of 4, the largest ints per element): small ones on the slots, the
    * last beyond them (the general path) */

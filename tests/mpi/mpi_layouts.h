@@ -65,6 +65,20 @@ static inline void layouts_init(void) {
   layout_add("struct", g, 0, true);
 }
 
+/* The int family after layouts_init(), in this order: int, vector (2 ints, gaps), indexed (4
+ * ints, gaps), shifted (4 ints, contiguous 12 bytes from the pointer). Aborts if one is missing. */
+static inline void layouts_int_family(const layout_t* fam[4]) {
+  static const char* const names[4] = {"int", "vector", "indexed", "shifted"};
+  int found = 0;
+  for (int k = 0; k < 4; ++k)
+    for (int i = 0; i < num_layouts; ++i)
+      if (0 == strcmp(layouts[i].name, names[k])) fam[found++] = &layouts[i];
+  if (4 != found) {
+    fprintf(stderr, "mpi_layouts.h lacks the int family\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+}
+
 static inline void layouts_free(void) {
   for (int i = 0; i < num_layouts; ++i) {
     if (MPI_INT != layouts[i].type) MPI_Type_free(&layouts[i].type);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "mpi_check.h"
+#include "mpi_ints.h"
 #include "mpi_layouts.h"
 
 static int rank, nranks;
@@ -113,41 +114,14 @@ static void scatter_case(size_t ints, int root, bool in_place, int mode, int v, 
 
 /* ---- Reduce, Scan, Exscan (MPI_SUM on ints: MPI wants one datatype on every rank) ---------- */
 
-static int input_int(int r, size_t i, int tag) {
-  return (int)((size_t)r * 1009 + i * 7 % 1000 + 1 + (size_t)tag * 3);
-}
-
-static void fill_ints(int* v, size_t n, int r, int tag) {
-  for (size_t i = 0; i < n; ++i) v[i] = input_int(r, i, tag);
-}
-
-/* Checks n ints at v against the sum of ranks [0, upto) of the inputs. */
-static bool check_sum(const int* v, size_t n, int upto, int tag, const char* what) {
-  for (size_t i = 0; i < n; ++i) {
-    int want = 0;
-    for (int r = 0; r < upto; ++r) want += input_int(r, i, tag);
-    if (v[i] != want) return check(false, "%s: int %zu is %d, expected %d", what, i, v[i], want);
-  }
-  return check(true, "%s", what);
-}
-
 static void reduce_case(size_t n, int root, bool in_place, int tag) {
   char what[160];
   snprintf(what, sizeof what, "reduce %zu ints to root %d%s (call %d)", n, root,
            in_place ? ", in place" : "", tag);
   const bool me_root = rank == root, ip = in_place && me_root;
   guarded_t g = {0};
-  int* rbuf = NULL;
-  if (me_root) {
-    rbuf = guarded_alloc(&g, n * sizeof(int));
-    if (ip) fill_ints(rbuf, n, rank, tag);
-    guarded_snapshot(&g);
-  }
-  int* sbuf = NULL;
-  if (!ip) {
-    sbuf = malloc(n * sizeof(int) + 1);
-    fill_ints(sbuf, n, rank, tag);
-  }
+  int* rbuf = me_root ? int_recv(&g, n, ip, rank, tag) : NULL;
+  int* sbuf = int_send(n, ip, rank, tag);
   int rc =
       MPI_Reduce(ip ? MPI_IN_PLACE : sbuf, rbuf, (int)n, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD);
   if (check(MPI_SUCCESS == rc, "%s: rc %d", what, rc) && me_root) {
@@ -156,33 +130,6 @@ static void reduce_case(size_t n, int root, bool in_place, int tag) {
   }
   free(sbuf);
   if (me_root) guarded_free(&g);
-}
-
-/* in_place_mask: bit r set = rank r passes MPI_IN_PLACE. */
-static void scan_case(bool exclusive, size_t n, unsigned in_place_mask, int tag) {
-  const bool ip = 0 != (in_place_mask >> rank & 1u);
-  char what[160];
-  snprintf(what, sizeof what, "%s %zu ints, in place on ranks mask %#x (call %d)",
-           exclusive ? "exscan" : "scan", n, in_place_mask, tag);
-  guarded_t g;
-  int* rbuf = guarded_alloc(&g, n * sizeof(int));
-  if (ip) fill_ints(rbuf, n, rank, tag);
-  guarded_snapshot(&g);
-  int* sbuf = NULL;
-  if (!ip) {
-    sbuf = malloc(n * sizeof(int) + 1);
-    fill_ints(sbuf, n, rank, tag);
-  }
-  const void* s = ip ? MPI_IN_PLACE : sbuf;
-  int rc = exclusive ? MPI_Exscan(s, rbuf, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD)
-                     : MPI_Scan(s, rbuf, (int)n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (check(MPI_SUCCESS == rc, "%s: rc %d", what, rc)) {
-    /* Exscan leaves rank 0's buffer undefined: only its guards are checked there */
-    if (!(exclusive && 0 == rank)) check_sum(rbuf, n, exclusive ? rank : rank + 1, tag, what);
-    guarded_untouched(&g, 0, n * sizeof(int), what);
-  }
-  free(sbuf);
-  guarded_free(&g);
 }
 
 /* ---- Alltoall (layouts differ by rank; in place on every rank, as MPI requires) ------------ */
@@ -294,15 +241,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   layouts_init();
-  int found = 0;
-  const char* const names[4] = {"int", "vector", "indexed", "shifted"};
-  for (int k = 0; k < 4; ++k)
-    for (int i = 0; i < num_layouts; ++i)
-      if (0 == strcmp(layouts[i].name, names[k])) fam[found++] = &layouts[i];
-  if (4 != found) {
-    fprintf(stderr, "mpi_layouts.h lacks the int family\n");
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
+  layouts_int_family(fam);
   /* ints per rank (multiples of 4, the largest ints per element): small ones on the slots, the
    * last beyond them (the general path) */
   const size_t sizes[] = {4, 8, 36, 16384};
@@ -327,8 +266,8 @@ int main(int argc, char** argv) {
     const unsigned every = (1u << nranks) - 1;
     const unsigned masks[] = {0, every, 0x5555u & every, 0xaaaau & every, 1u};
     for (size_t k = 0; k < sizeof masks / sizeof masks[0]; ++k) {
-      scan_case(false, sizes[si], masks[k], 0);
-      scan_case(true, sizes[si], masks[k], 0);
+      scan_case(rank, false, sizes[si], masks[k], 0);
+      scan_case(rank, true, sizes[si], masks[k], 0);
     }
   }
   /* Back to back, nothing in between: the root, the collective, in place and the layout change
@@ -348,7 +287,7 @@ int main(int argc, char** argv) {
         scatter_case(ints, root, ip, k % NUM_MODES, k % 3, k);
         break;
       case 3:
-        scan_case(k % 2, ints, (unsigned)k & ((1u << nranks) - 1), k);
+        scan_case(rank, k % 2, ints, (unsigned)k & ((1u << nranks) - 1), k);
         allgatherv_case(ints, ip, k % 4);
         break;
       default:

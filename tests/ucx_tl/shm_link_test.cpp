@@ -500,6 +500,47 @@ void killOne(int victim, tl::SegmentSource source) {
   for (const auto& p : paths) EXPECT_FALSE(exists(withoutDeleted(p))) << p;
 }
 
+// kill -9 of a block's writer while its reader copies from it (CMA): the copy fails as the
+// killed process's memory goes, which can come before /proc shows it exited (ShmLink's read
+// waits up to kExitGrace for that), and the reader must call it a lost peer (Fault::PeerLost,
+// "exited"), not a transport error: the engine names the culprit from that. The reader copies
+// 64 MiB again and again, so the kill lands mid-copy or between two copies.
+TEST(ShmLink, KillNineMidReadIsALostPeer) {
+  const GroupResult g = runGroup(2, 60s, [](Child& child) {
+    tl::ShmOptions o;
+    o.singleCopy = tl::SingleCopy::Cma;
+    o.liveness = 50ms;
+    o.timeout = 30s;
+    ShmLink link(child.rank(), {0, 0}, child.allGather(), o);
+    CHILD_CHECK(link.singleCopy() == tl::SingleCopy::Cma, "cma mode");
+    const std::size_t n = std::size_t{64} << 20;
+    std::vector<std::byte> buf(n, std::byte{7});
+    if (child.rank() == 0) {
+      std::uint64_t number = 0;
+      checkDone(link.publishBlock(1, buf.data(), n, &number), "publish");
+      child.barrier();
+      std::this_thread::sleep_for(30ms);
+      child.die();
+    }
+    ShmLink::Post p;
+    checkDone(link.peek(0, false, &p), "peek");
+    child.barrier();
+    Completion c;
+    int reads = 0;
+    for (; reads < 10000; ++reads) {
+      c = link.read(p, 0, buf.data(), n);
+      if (c.state != Completion::State::Done) break;
+    }
+    child.report(fmt::format("after {} whole reads: {}", reads, c.error));
+    CHILD_CHECK(c.state == Completion::State::Failed, "reads from a killed writer did not fail");
+    CHILD_CHECK(c.fault == tl::Fault::PeerLost, c.error);
+    CHILD_CHECK(c.error.find("exited") != std::string::npos, c.error);
+  });
+  ASSERT_FALSE(g.timedOut) << g.summary();
+  EXPECT_EQ(g.ranks[0].signal, SIGKILL) << g.summary();
+  EXPECT_TRUE(g.ranks[1].finished && g.ranks[1].failure.empty()) << g.summary();
+}
+
 TEST(ShmLink, KillNineOfTheLeaderLeavesNothing) {
   killOne(0, tl::SegmentSource::Memfd);
   killOne(0, tl::SegmentSource::UcxPosix);
