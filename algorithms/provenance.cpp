@@ -2,22 +2,34 @@
 
 #include <algorithm>
 #include <bit>
+#include <functional>
 #include <stdexcept>
 
 namespace hccl::algo::prov {
 
-RankSets::RankSets(std::uint32_t ranks)
-    : n_(ranks), words_((ranks + 63) / 64), ids_(16, IdHash{this}, IdEq{this}) {
-  intern(Bits(words_, 0));  // id 0: the empty set
+RankSets::RankSets(std::uint32_t ranks, std::size_t garbageBytes)
+    : n_(ranks),
+      words_((ranks + 63) / 64),
+      ids_(16, IdHash{this}, IdEq{this}),
+      garbageBytes_(garbageBytes) {
+  info_.push_back({~0u, 0});  // id 0: the empty set
+  bits_.assign(words_, 0);
+  ids_.insert(kEmpty);
+  probe_ = 1;  // id 1: the probe row
+  info_.push_back({kFree, 0});
+  bits_.resize(2 * std::size_t{words_}, 0);
   singles_.resize(n_);
-  for (std::uint32_t r = 0; r < n_; ++r) {
-    Bits b(words_, 0);
-    b[r / 64] |= std::uint64_t{1} << (r % 64);
-    singles_[r] = intern(b);
-  }
-  Bits every(words_, 0);
-  for (std::uint32_t r = 0; r < n_; ++r) every[r / 64] |= std::uint64_t{1} << (r % 64);
-  all_ = intern(every);
+  for (std::uint32_t r = 0; r < n_; ++r) singles_[r] = range(r, 1);
+  all_ = range(0, n_);
+  pinned_ = ids() - 1;
+  made_ = 0;
+}
+
+std::uint32_t RankSets::range(std::uint32_t first, std::uint32_t count) {
+  if (first + count > n_) throw std::out_of_range("RankSets::range: ranks outside the group");
+  Bits b(words_, 0);
+  for (std::uint32_t r = first; r < first + count; ++r) b[r / 64] |= std::uint64_t{1} << (r % 64);
+  return intern(b);
 }
 
 std::size_t RankSets::IdHash::operator()(std::uint32_t id) const {
@@ -32,13 +44,17 @@ bool RankSets::IdEq::operator()(std::uint32_t a, std::uint32_t b) const {
 }
 
 std::uint32_t RankSets::intern(const Bits& bits) {
-  // Stored tentatively as the next id; dropped again when the set is known.
-  const auto id = static_cast<std::uint32_t>(info_.size());
-  bits_.insert(bits_.end(), bits.begin(), bits.end());
-  auto it = ids_.find(id);
-  if (it != ids_.end()) {
-    bits_.resize(bits_.size() - words_);
-    return *it;
+  std::copy(bits.begin(), bits.end(), bits_.begin() + std::size_t{probe_} * words_);
+  if (auto it = ids_.find(probe_); it != ids_.end()) return *it;
+  std::uint32_t id;
+  if (!free_.empty()) {
+    id = free_.back();
+    free_.pop_back();
+    std::copy(bits.begin(), bits.end(), bits_.begin() + std::size_t{id} * words_);
+  } else {
+    id = static_cast<std::uint32_t>(info_.size());
+    info_.emplace_back();
+    bits_.insert(bits_.end(), bits.begin(), bits.end());
   }
   Info info{~0u, 0};
   for (std::uint32_t w = 0; w < words_; ++w) {
@@ -48,9 +64,40 @@ std::uint32_t RankSets::intern(const Bits& bits) {
     if (info.min == ~0u) info.min = lo;
     info.max = hi;
   }
-  info_.push_back(info);
+  info_[id] = info;
   ids_.insert(id);
+  ++made_;
   return id;
+}
+
+bool RankSets::collectWanted() const {
+  const std::size_t setBytes = std::size_t{words_} * 8 + 48;
+  const std::size_t made = made_ * setBytes + unions_.size() * 32;
+  return made > std::max(garbageBytes_, kept_ * setBytes);
+}
+
+std::vector<bool> RankSets::liveMarks() const {
+  std::vector<bool> live(info_.size(), false);
+  for (std::uint32_t i = 0; i <= pinned_; ++i) live[i] = true;
+  return live;
+}
+
+void RankSets::collect(const std::vector<bool>& live) {
+  kept_ = 0;
+  for (std::uint32_t id = pinned_ + 1; id < info_.size(); ++id) {
+    if (info_[id].min == kFree) continue;
+    if (live[id]) {
+      ++kept_;
+      continue;
+    }
+    ids_.erase(id);  // hashed and compared by its bits, still in place
+    info_[id].min = kFree;
+    free_.push_back(id);
+  }
+  // Highest ids last, reused first: what stays in use drifts down.
+  std::sort(free_.begin(), free_.end(), std::greater<>());
+  decltype(unions_)().swap(unions_);  // may name collected ids
+  made_ = 0;
 }
 
 std::uint32_t RankSets::single(std::uint32_t rank) {
@@ -145,6 +192,15 @@ void IntervalMap::split(std::uint64_t pos) {
   Seg tail = it->second;
   it->second.end = pos;
   segs_.emplace_hint(std::next(it), pos, tail);
+}
+
+void IntervalMap::markSets(std::vector<bool>& live, std::uint32_t skipUpTo) const {
+  for (const auto& [start, s] : segs_) {
+    if (s.v.uninit()) continue;
+    const std::uint64_t blocks = s.period ? (s.end - start) / s.period : 1;
+    if (s.v.set + blocks - 1 <= skipUpTo) continue;  // a ramp of singles, say
+    for (std::uint64_t k = 0; k < blocks; ++k) live[block(s, k).set] = true;
+  }
 }
 
 std::vector<Piece> IntervalMap::read(std::uint64_t off, std::uint64_t count) const {

@@ -14,13 +14,16 @@ namespace hccl::algo::prov {
 // Interned sets of ranks, so a provenance value is a few words and set union is cached.
 class RankSets {
  public:
-  explicit RankSets(std::uint32_t ranks);
+  // Garbage (sets no value holds) may grow to what is kept, and at least to garbageBytes.
+  explicit RankSets(std::uint32_t ranks, std::size_t garbageBytes = std::size_t{64} << 20);
   RankSets(const RankSets&) = delete;  // the interning table points back at its owner
   RankSets& operator=(const RankSets&) = delete;
 
   static constexpr std::uint32_t kEmpty = 0;
   std::uint32_t single(std::uint32_t rank);
   std::uint32_t all() const { return all_; }
+  // Ranks [first, first + count).
+  std::uint32_t range(std::uint32_t first, std::uint32_t count);
   std::uint32_t unite(std::uint32_t a, std::uint32_t b);
   bool intersects(std::uint32_t a, std::uint32_t b) const;
   std::uint32_t min(std::uint32_t s) const { return info_[s].min; }
@@ -32,6 +35,18 @@ class RankSets {
   std::string toString(std::uint32_t s) const;
   // The ranks whose bit is set in `bits` (n ranks), as "0-3,7", or "none".
   static std::string format(const std::uint64_t* bits, std::uint32_t n);
+
+  // Sets no value refers to any more are dropped and their ids reused, so what is held follows
+  // the partial sums alive, not every one ever made: a ReduceScatter of one element per rank
+  // makes p^2 of them (p-bit sets: 8 GB at 4096 ranks) while its ranks hold O(p). The owner
+  // asks collectWanted() at a moment when every id in use sits in its values, marks those in
+  // liveMarks() (the empty set, the singles and all() are marked already) and calls collect().
+  bool collectWanted() const;
+  std::vector<bool> liveMarks() const;
+  void collect(const std::vector<bool>& live);
+  // Ids at or below this are never collected (marking may skip them).
+  std::uint32_t pinned() const { return pinned_; }
+  std::uint32_t ids() const { return static_cast<std::uint32_t>(info_.size()); }
 
  private:
   using Bits = std::vector<std::uint64_t>;
@@ -53,6 +68,7 @@ class RankSets {
   }
   std::uint32_t intern(const Bits& bits);
 
+  static constexpr std::uint32_t kFree = ~0u - 1;  // Info::min of a collected id
   std::uint32_t n_, words_;
   std::vector<std::uint64_t> bits_;  // set id i: words [i * words_, (i + 1) * words_)
   std::vector<Info> info_;
@@ -60,6 +76,11 @@ class RankSets {
   std::unordered_map<std::uint64_t, std::uint32_t> unions_;
   std::vector<std::uint32_t> singles_;
   std::uint32_t all_ = 0;
+  std::uint32_t probe_ = 0;          // the row a set is put in to look it up, never handed out
+  std::uint32_t pinned_ = 0;         // the empty set, the probe, the singles and all()
+  std::vector<std::uint32_t> free_;  // collected ids, reused first
+  std::size_t made_ = 0, kept_ = 0;  // ids made since the last collect, and ids it kept
+  std::size_t garbageBytes_;
 };
 
 // What one run of elements holds. Element at position x holds input index x + delta (in an
@@ -101,6 +122,8 @@ class IntervalMap {
   // The first never-written run inside [off, off + count) (relative to off), if any: read()
   // without building the pieces.
   std::optional<Piece> firstUninit(std::uint64_t off, std::uint64_t count) const;
+  // Marks in `live` the set id of every written run (ids above `skipUpTo` only).
+  void markSets(std::vector<bool>& live, std::uint32_t skipUpTo) const;
   // Overwrite [off, off + total of pieces) with pieces (relative deltas).
   void write(std::uint64_t off, const std::vector<Piece>& pieces);
   void fill(std::uint64_t off, std::uint64_t count, Value v);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "algorithms/generators.hpp"
 #include "algorithms/verifier.hpp"
@@ -527,6 +528,58 @@ TEST(VerifierAt4096, OneWrongBlockOfOneRank) {
   EXPECT_NE(issues[0].message.find("rank 3001 final out[1234+1]: contributions of ranks 1235; "
                                    "missing 1234, unexpected 1235"),
             std::string::npos)
+      << issues[0].message;
+}
+
+}  // namespace
+}  // namespace hccl::algo
+
+// ---- partial sums at 1024 ranks: rank sets dropped and their ids reused ------------------------
+
+namespace hccl::algo {
+namespace {
+
+// Ring ReduceScatter of one element per rank: p^2 partial sums are made, O(p) held at a time.
+// The verifier drops the ones no buffer holds (RankSets::collect, here after every 1 MB of them:
+// hundreds of times) and reuses their ids, so a sum that names one rank too few or too many must
+// still be told from the right one.
+constexpr std::uint32_t kRsP = 1024, kRsBad = 517, kRsStep = 300;
+
+// Rank kRsBad's reduction at step kRsStep (block 517 - 2 - 300 = 215, which ends at rank 215)
+// replaced by `change`.
+std::vector<VerifyIssue> ringReduceScatterWith(const std::function<void(Step&)>& change) {
+  const Problem pb = Problem::fromMpiCount(Collective::ReduceScatter, kRsP, 1, false, 0);
+  const RankGenerator broken = [&](const Problem& q, std::uint32_t r) {
+    RankSchedule s = ringReduceScatter(q, r);
+    if (r == kRsBad) change(s.steps.at(kRsStep));
+    return s;
+  };
+  return verifyGenerated(pb, broken, {.setGarbageBytes = std::size_t{1} << 20});
+}
+
+TEST(VerifierAt1024, PartialSumMissingARank) {
+  const auto issues = ringReduceScatterWith([](Step& st) {
+    LocalOp& op = st.ops.at(0);
+    op = {OpKind::Copy, op.dst, op.a, {}};  // the received partial sum, without its own input
+  });
+  ASSERT_EQ(issues.size(), 1u) << describe(issues);
+  EXPECT_EQ(issues[0].kind, Kind::MissingContribution);
+  EXPECT_EQ(issues[0].rank, 215u);
+  EXPECT_NE(issues[0].message.find("missing 517, unexpected none"), std::string::npos)
+      << issues[0].message;
+}
+
+TEST(VerifierAt1024, PartialSumCountingARankTwice) {
+  const auto issues = ringReduceScatterWith([](Step& st) {
+    const LocalOp op = st.ops.at(0);
+    st.ops.push_back({OpKind::Reduce, op.dst, op.dst, op.b});  // its own input once more
+  });
+  ASSERT_FALSE(issues.empty());
+  EXPECT_EQ(issues[0].kind, Kind::DuplicateContribution) << describe(issues);
+  EXPECT_EQ(issues[0].rank, kRsBad);
+  EXPECT_NE(issues[0].message.find("rank 517 step 300: reduce"), std::string::npos)
+      << issues[0].message;
+  EXPECT_NE(issues[0].message.find("counts rank(s) 517 twice"), std::string::npos)
       << issues[0].message;
 }
 
