@@ -161,7 +161,7 @@ class Verifier final : public ReplayObserver {
     if (!sets_.collectWanted()) return;
     std::vector<bool> live = sets_.liveMarks();
     for (const auto& bufs : mem_)
-      for (const IntervalMap& m : bufs) m.markSets(live, sets_.pinned());
+      for (const IntervalMap& m : bufs) m.markSets(live);
     sets_.collect(live);
   }
 

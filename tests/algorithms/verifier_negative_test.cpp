@@ -534,42 +534,41 @@ TEST(VerifierAt4096, OneWrongBlockOfOneRank) {
 }  // namespace
 }  // namespace hccl::algo
 
-// ---- partial sums at 1024 ranks: rank sets dropped and their ids reused ------------------------
+// ---- wrong partial sums among thousands of ranks ---------------------------------------------
 
 namespace hccl::algo {
 namespace {
 
-// Ring ReduceScatter of one element per rank: p^2 partial sums are made, O(p) held at a time.
-// The verifier drops the ones no buffer holds (RankSets::collect, here after every 1 MB of them:
-// hundreds of times) and reuses their ids, so a sum that names one rank too few or too many must
-// still be told from the right one.
-constexpr std::uint32_t kRsP = 1024, kRsBad = 517, kRsStep = 300;
+// A ring's partial sums are runs of ranks: their ids are computed, not stored, and the ones left
+// in place step evenly from block to block (ramps, provenance.hpp). One element per rank at 512
+// ranks, in place so that each rank's output ends up holding 511 different partial sums.
+constexpr std::uint32_t kRsP = 512, kRsBad = 317, kRsStep = 200;
 
-// Rank kRsBad's reduction at step kRsStep (block 517 - 2 - 300 = 215, which ends at rank 215)
-// replaced by `change`.
+// Rank kRsBad's reduction at step kRsStep (block 317 - 2 - 200 = 115, which ends at rank 115)
+// changed by `change`.
 std::vector<VerifyIssue> ringReduceScatterWith(const std::function<void(Step&)>& change) {
-  const Problem pb = Problem::fromMpiCount(Collective::ReduceScatter, kRsP, 1, false, 0);
+  const Problem pb = Problem::fromMpiCount(Collective::ReduceScatter, kRsP, 1, true, 0);
   const RankGenerator broken = [&](const Problem& q, std::uint32_t r) {
     RankSchedule s = ringReduceScatter(q, r);
     if (r == kRsBad) change(s.steps.at(kRsStep));
     return s;
   };
-  return verifyGenerated(pb, broken, {.setGarbageBytes = std::size_t{1} << 20});
+  return verifyGenerated(pb, broken);
 }
 
-TEST(VerifierAt1024, PartialSumMissingARank) {
+TEST(VerifierAt512, PartialSumMissingARank) {
   const auto issues = ringReduceScatterWith([](Step& st) {
     LocalOp& op = st.ops.at(0);
     op = {OpKind::Copy, op.dst, op.a, {}};  // the received partial sum, without its own input
   });
   ASSERT_EQ(issues.size(), 1u) << describe(issues);
   EXPECT_EQ(issues[0].kind, Kind::MissingContribution);
-  EXPECT_EQ(issues[0].rank, 215u);
-  EXPECT_NE(issues[0].message.find("missing 517, unexpected none"), std::string::npos)
+  EXPECT_EQ(issues[0].rank, 115u);
+  EXPECT_NE(issues[0].message.find("missing 317, unexpected none"), std::string::npos)
       << issues[0].message;
 }
 
-TEST(VerifierAt1024, PartialSumCountingARankTwice) {
+TEST(VerifierAt512, PartialSumCountingARankTwice) {
   const auto issues = ringReduceScatterWith([](Step& st) {
     const LocalOp op = st.ops.at(0);
     st.ops.push_back({OpKind::Reduce, op.dst, op.dst, op.b});  // its own input once more
@@ -577,10 +576,44 @@ TEST(VerifierAt1024, PartialSumCountingARankTwice) {
   ASSERT_FALSE(issues.empty());
   EXPECT_EQ(issues[0].kind, Kind::DuplicateContribution) << describe(issues);
   EXPECT_EQ(issues[0].rank, kRsBad);
-  EXPECT_NE(issues[0].message.find("rank 517 step 300: reduce"), std::string::npos)
+  // Step 201 of what is verified: in place, a first step copies the input aside
+  // (withPrivateInput).
+  EXPECT_NE(issues[0].message.find("rank 317 step 201: reduce"), std::string::npos)
       << issues[0].message;
-  EXPECT_NE(issues[0].message.find("counts rank(s) 517 twice"), std::string::npos)
+  EXPECT_NE(issues[0].message.find("counts rank(s) 317 twice"), std::string::npos)
       << issues[0].message;
+}
+
+// RHD's partial sums are strided sets of ranks, stored as bits and dropped when no buffer holds
+// them, their ids reused (RankSets::collect). At 4096 ranks, one element each, rank 3001 loses
+// its own partial sum at the sixth halving step (distance 64): the 32 ranks it had gathered
+// (3001 with any of the bits 128..2048 changed: 57 + 128k) are missing from what it keeps.
+// Dropping sets at nearly every step must find exactly what keeping them all finds.
+TEST(VerifierAt4096, PartialSumOfRhdReduceScatter) {
+  constexpr std::uint32_t p = 4096, bad = 3001, step = 5;
+  const Problem pb = Problem::fromMpiCount(Collective::ReduceScatter, p, 1, false, 0);
+  const RankGenerator broken = [&](const Problem& q, std::uint32_t r) {
+    RankSchedule s = rhdReduceScatter(q, r);
+    if (r != bad) return s;
+    Step& st = s.steps.at(step);
+    const auto landed = std::find_if(st.xfers.begin(), st.xfers.end(),
+                                     [](const Transfer& t) { return t.dir == Dir::Recv; });
+    EXPECT_NE(landed, st.xfers.end());
+    for (LocalOp& op : st.ops)  // the partner's partial sum alone, without its own
+      if (op.kind == OpKind::Reduce) op = {OpKind::Copy, op.dst, landed->slice, {}};
+    return s;
+  };
+  const auto collected = verifyGenerated(pb, broken, {.setGarbageBytes = 0});
+  const auto kept = verifyGenerated(pb, broken, {.setGarbageBytes = SIZE_MAX});
+  EXPECT_EQ(describe(collected), describe(kept));
+  ASSERT_FALSE(collected.empty());
+  std::string lost;
+  for (std::uint32_t k = 0; k < 32; ++k) lost += (k ? "," : "") + std::to_string(57 + 128 * k);
+  for (const VerifyIssue& i : collected) {
+    EXPECT_EQ(i.kind, Kind::MissingContribution) << i.message;
+    EXPECT_NE(i.message.find("missing " + lost + ", unexpected none"), std::string::npos)
+        << i.message;
+  }
 }
 
 }  // namespace
