@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "algorithms/generators.hpp"
+#include "algorithms/provenance.hpp"
 #include "algorithms/verifier.hpp"
 
 namespace hccl::algo {
@@ -613,6 +614,30 @@ TEST(VerifierAt4096, PartialSumOfRhdReduceScatter) {
     EXPECT_EQ(i.kind, Kind::MissingContribution) << i.message;
     EXPECT_NE(i.message.find("missing " + lost + ", unexpected none"), std::string::npos)
         << i.message;
+  }
+}
+
+}  // namespace
+}  // namespace hccl::algo
+
+// ---- ramps that step differently stay apart --------------------------------------------------
+
+namespace hccl::algo {
+namespace {
+
+// Eight one-element runs: the last four written first, their set ids stepping by 2, then the
+// first four, stepping by 1 and ending where the others start (13, then 14). Stored as ramps,
+// they must read back exactly as written: a ramp that swallowed the other would give blocks
+// 5..7 the sets 15..17.
+TEST(ProvenanceRamps, RampsWithDifferentStepsReadBackExactly) {
+  prov::IntervalMap m(8);
+  const std::vector<std::uint32_t> sets{10, 11, 12, 13, 14, 16, 18, 20};
+  for (std::uint64_t i : {4u, 5u, 6u, 7u, 0u, 1u, 2u, 3u}) m.fill(i, 1, prov::Value{sets[i], 0, 0});
+  const auto pieces = m.read(0, 8);
+  ASSERT_EQ(pieces.size(), 8u);
+  for (std::uint64_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(pieces[i].v.set, sets[i]) << "block " << i;
+    EXPECT_EQ(pieces[i].v.delta, 0) << "block " << i;
   }
 }
 
