@@ -594,7 +594,9 @@ class GeneratedSteps final : public StepSource {
   // would be p^2 transfers. A finished rank's window is never read again.
   void release(std::uint32_t r, bool finished) override {
     Window& w = ranks_[r];
-    if (finished || w.items > perRank_) {
+    // Only a window of one step can be over the share by much (keep() stops at the share);
+    // dropping the others would regenerate a ring's schedule at every step.
+    if (finished || (w.held.size() == 1 && w.items > perRank_)) {
       std::vector<Step>().swap(w.held);
       w.items = 0;
     }
