@@ -2,22 +2,82 @@
 
 #include <algorithm>
 #include <bit>
+#include <functional>
 #include <stdexcept>
 
 namespace hccl::algo::prov {
 
-RankSets::RankSets(std::uint32_t ranks)
-    : n_(ranks), words_((ranks + 63) / 64), ids_(16, IdHash{this}, IdEq{this}) {
-  intern(Bits(words_, 0));  // id 0: the empty set
+RankSets::RankSets(std::uint32_t ranks, std::size_t garbageBytes)
+    : n_(ranks),
+      words_((ranks + 63) / 64),
+      ranges_(std::uint64_t{ranks} * ranks <= kRange),
+      ids_(16, IdHash{this}, IdEq{this}),
+      garbageBytes_(garbageBytes) {
+  info_.push_back({~0u, 0});  // id 0: the empty set
+  bits_.assign(words_, 0);
+  ids_.insert(kEmpty);
+  probe_ = 1;  // id 1: the probe row
+  info_.push_back({kFree, 0});
+  bits_.resize(2 * std::size_t{words_}, 0);
   singles_.resize(n_);
-  for (std::uint32_t r = 0; r < n_; ++r) {
-    Bits b(words_, 0);
-    b[r / 64] |= std::uint64_t{1} << (r % 64);
-    singles_[r] = intern(b);
+  for (std::uint32_t r = 0; r < n_; ++r) singles_[r] = range(r, 1);
+  all_ = range(0, n_);
+  pinned_ = ids() - 1;
+  made_ = 0;
+}
+
+std::uint32_t RankSets::range(std::uint32_t first, std::uint32_t count) {
+  if (first + count > n_) throw std::out_of_range("RankSets::range: ranks outside the group");
+  Bits b(words_, 0);
+  for (std::uint32_t r = first; r < first + count; ++r) b[r / 64] |= std::uint64_t{1} << (r % 64);
+  return intern(b);
+}
+
+// Range id kRange | ((len - 1) * n + start): ranks start, start + 1, ... (mod n), len of them.
+void RankSets::bitsOf(std::uint32_t id, Bits& out) const {
+  if (!(id & kRange)) {
+    out.assign(row(id), row(id) + words_);
+    return;
   }
-  Bits every(words_, 0);
-  for (std::uint32_t r = 0; r < n_; ++r) every[r / 64] |= std::uint64_t{1} << (r % 64);
-  all_ = intern(every);
+  out.assign(words_, 0);
+  const std::uint32_t start = (id & ~kRange) % n_, len = (id & ~kRange) / n_ + 1;
+  for (std::uint32_t i = 0; i < len; ++i) {
+    const std::uint32_t r = (start + i) % n_;
+    out[r / 64] |= std::uint64_t{1} << (r % 64);
+  }
+}
+
+std::uint32_t RankSets::min(std::uint32_t s) const {
+  if (!(s & kRange)) return info_[s].min;
+  const std::uint32_t start = (s & ~kRange) % n_, len = (s & ~kRange) / n_ + 1;
+  return start + len > n_ ? 0 : start;  // a range that wraps holds rank 0
+}
+
+std::uint32_t RankSets::max(std::uint32_t s) const {
+  if (!(s & kRange)) return info_[s].max;
+  const std::uint32_t start = (s & ~kRange) % n_, len = (s & ~kRange) / n_ + 1;
+  return start + len > n_ ? n_ - 1 : start + len - 1;
+}
+
+// The range id of `bits` when its ranks are one run, cyclically (a single run start: a rank in
+// the set whose predecessor mod n is not), else 0.
+std::uint32_t RankSets::rangeOf(const Bits& bits) const {
+  if (!ranges_ || n_ == 0) return 0;
+  std::uint32_t count = 0, starts = 0, start = 0;
+  std::uint64_t carry = (bits[(n_ - 1) / 64] >> ((n_ - 1) % 64)) & 1;  // rank n-1 precedes 0
+  for (std::uint32_t w = 0; w < words_; ++w) {
+    const std::uint64_t x = bits[w];
+    const std::uint64_t first = x & ~((x << 1) | carry);
+    carry = x >> 63;
+    if (first) {
+      starts += static_cast<std::uint32_t>(std::popcount(first));
+      start = w * 64 + static_cast<std::uint32_t>(std::countr_zero(first));
+    }
+    count += static_cast<std::uint32_t>(std::popcount(x));
+  }
+  if (count == 0) return 0;
+  if (count == n_) return kRange | ((n_ - 1) * n_);  // every rank: one id, start 0
+  return starts == 1 ? kRange | ((count - 1) * n_ + start) : 0;
 }
 
 std::size_t RankSets::IdHash::operator()(std::uint32_t id) const {
@@ -32,13 +92,18 @@ bool RankSets::IdEq::operator()(std::uint32_t a, std::uint32_t b) const {
 }
 
 std::uint32_t RankSets::intern(const Bits& bits) {
-  // Stored tentatively as the next id; dropped again when the set is known.
-  const auto id = static_cast<std::uint32_t>(info_.size());
-  bits_.insert(bits_.end(), bits.begin(), bits.end());
-  auto it = ids_.find(id);
-  if (it != ids_.end()) {
-    bits_.resize(bits_.size() - words_);
-    return *it;
+  if (const std::uint32_t r = rangeOf(bits)) return r;
+  std::copy(bits.begin(), bits.end(), bits_.begin() + std::size_t{probe_} * words_);
+  if (auto it = ids_.find(probe_); it != ids_.end()) return *it;
+  std::uint32_t id;
+  if (!free_.empty()) {
+    id = free_.back();
+    free_.pop_back();
+    std::copy(bits.begin(), bits.end(), bits_.begin() + std::size_t{id} * words_);
+  } else {
+    id = static_cast<std::uint32_t>(info_.size());
+    info_.emplace_back();
+    bits_.insert(bits_.end(), bits.begin(), bits.end());
   }
   Info info{~0u, 0};
   for (std::uint32_t w = 0; w < words_; ++w) {
@@ -48,9 +113,40 @@ std::uint32_t RankSets::intern(const Bits& bits) {
     if (info.min == ~0u) info.min = lo;
     info.max = hi;
   }
-  info_.push_back(info);
+  info_[id] = info;
   ids_.insert(id);
+  ++made_;
   return id;
+}
+
+bool RankSets::collectWanted() const {
+  const std::size_t setBytes = std::size_t{words_} * 8 + 48;
+  const std::size_t made = made_ * setBytes + unions_.size() * 32;
+  return made > std::max(garbageBytes_, kept_ * setBytes);
+}
+
+std::vector<bool> RankSets::liveMarks() const {
+  std::vector<bool> live(info_.size(), false);
+  for (std::uint32_t i = 0; i <= pinned_; ++i) live[i] = true;
+  return live;
+}
+
+void RankSets::collect(const std::vector<bool>& live) {
+  kept_ = 0;
+  for (std::uint32_t id = pinned_ + 1; id < info_.size(); ++id) {
+    if (info_[id].min == kFree) continue;
+    if (live[id]) {
+      ++kept_;
+      continue;
+    }
+    ids_.erase(id);  // hashed and compared by its bits, still in place
+    info_[id].min = kFree;
+    free_.push_back(id);
+  }
+  // Highest ids last, reused first: what stays in use drifts down.
+  std::sort(free_.begin(), free_.end(), std::greater<>());
+  decltype(unions_)().swap(unions_);  // may name collected ids
+  made_ = 0;
 }
 
 std::uint32_t RankSets::single(std::uint32_t rank) {
@@ -60,19 +156,40 @@ std::uint32_t RankSets::single(std::uint32_t rank) {
 
 std::uint32_t RankSets::unite(std::uint32_t a, std::uint32_t b) {
   if (a > b) std::swap(a, b);
+  if ((a & kRange) && (b & kRange)) {  // two arcs that touch or overlap make one, no bits read
+    const std::uint32_t sa = (a & ~kRange) % n_, la = (a & ~kRange) / n_ + 1;
+    const std::uint32_t sb = (b & ~kRange) % n_, lb = (b & ~kRange) / n_ + 1;
+    const auto arc = [&](std::uint32_t s, std::uint64_t len) {
+      return len >= n_ ? all_ : kRange | static_cast<std::uint32_t>((len - 1) * n_ + s);
+    };
+    if (const std::uint32_t gap = (sb + n_ - sa) % n_; gap <= la)
+      return arc(sa, std::max<std::uint64_t>(la, std::uint64_t{gap} + lb));
+    if (const std::uint32_t gap = (sa + n_ - sb) % n_; gap <= lb)
+      return arc(sb, std::max<std::uint64_t>(lb, std::uint64_t{gap} + la));
+  }
   const std::uint64_t key = (std::uint64_t{a} << 32) | b;
   auto it = unions_.find(key);
   if (it != unions_.end()) return it->second;
-  Bits u(row(a), row(a) + words_);
-  for (std::uint32_t w = 0; w < words_; ++w) u[w] |= row(b)[w];
+  Bits u, v;
+  bitsOf(a, u);
+  bitsOf(b, v);
+  for (std::uint32_t w = 0; w < words_; ++w) u[w] |= v[w];
   const std::uint32_t id = intern(u);
   unions_.emplace(key, id);
   return id;
 }
 
 bool RankSets::intersects(std::uint32_t a, std::uint32_t b) const {
+  if ((a & kRange) && (b & kRange)) {  // two arcs of the circle of ranks
+    const std::uint32_t sa = (a & ~kRange) % n_, la = (a & ~kRange) / n_ + 1;
+    const std::uint32_t sb = (b & ~kRange) % n_, lb = (b & ~kRange) / n_ + 1;
+    return (sb + n_ - sa) % n_ < la || (sa + n_ - sb) % n_ < lb;
+  }
+  Bits u, v;
+  bitsOf(a, u);
+  bitsOf(b, v);
   for (std::uint32_t w = 0; w < words_; ++w)
-    if (row(a)[w] & row(b)[w]) return true;
+    if (u[w] & v[w]) return true;
   return false;
 }
 
@@ -95,19 +212,25 @@ std::string RankSets::format(const std::uint64_t* bits, std::uint32_t n) {
 }
 
 std::string RankSets::difference(std::uint32_t a, std::uint32_t b) const {
-  Bits d(row(a), row(a) + words_);
-  for (std::uint32_t w = 0; w < words_; ++w) d[w] &= ~row(b)[w];
+  Bits d, e;
+  bitsOf(a, d);
+  bitsOf(b, e);
+  for (std::uint32_t w = 0; w < words_; ++w) d[w] &= ~e[w];
   return format(d.data(), n_);
 }
 
 std::string RankSets::common(std::uint32_t a, std::uint32_t b) const {
-  Bits d(row(a), row(a) + words_);
-  for (std::uint32_t w = 0; w < words_; ++w) d[w] &= row(b)[w];
+  Bits d, e;
+  bitsOf(a, d);
+  bitsOf(b, e);
+  for (std::uint32_t w = 0; w < words_; ++w) d[w] &= e[w];
   return format(d.data(), n_);
 }
 
 std::string RankSets::toString(std::uint32_t s) const {
-  return format(row(s), n_);
+  Bits d;
+  bitsOf(s, d);
+  return format(d.data(), n_);
 }
 
 IntervalMap::IntervalMap(std::uint64_t size, Value init) : size_(size) {
@@ -116,8 +239,9 @@ IntervalMap::IntervalMap(std::uint64_t size, Value init) : size_(size) {
 
 Value IntervalMap::block(const Seg& s, std::uint64_t k) {
   Value v = s.v;
-  v.set += static_cast<std::uint32_t>(k);
-  v.delta -= static_cast<std::int64_t>(k * s.period);
+  // Set ids wrap modulo 2^32 like the unsigned they are: a ramp reproduces what it was made of.
+  v.set += static_cast<std::uint32_t>(static_cast<std::uint64_t>(s.setStep) * k);
+  v.delta += s.deltaStep * static_cast<std::int64_t>(k);
   return v;
 }
 
@@ -133,7 +257,8 @@ void IntervalMap::split(std::uint64_t pos) {
     const std::uint64_t k = (pos - start) / c, blocks = (ramp.end - start) / c;
     const std::uint64_t bs = start + k * c;
     const auto part = [&](std::uint64_t from, std::uint64_t to) {  // blocks [from, to)
-      return Seg{start + to * c, block(ramp, from), to - from > 1 ? c : 0};
+      if (to - from == 1) return Seg{start + to * c, block(ramp, from)};
+      return Seg{start + to * c, block(ramp, from), c, ramp.setStep, ramp.deltaStep};
     };
     segs_.erase(it);
     if (k > 0) segs_.emplace(start, part(0, k));
@@ -145,6 +270,23 @@ void IntervalMap::split(std::uint64_t pos) {
   Seg tail = it->second;
   it->second.end = pos;
   segs_.emplace_hint(std::next(it), pos, tail);
+}
+
+void IntervalMap::markSets(std::vector<bool>& live) const {
+  for (const auto& [start, s] : segs_) {
+    if (s.v.uninit()) continue;
+    const std::uint64_t blocks = s.period ? (s.end - start) / s.period : 1;
+    // Ids move evenly along a ramp: when the first and the last are past live (range ids) and
+    // the ids between do not wrap around, so are they all.
+    const auto first = static_cast<std::int64_t>(s.v.set);
+    const std::int64_t last = first + static_cast<std::int64_t>(blocks - 1) * s.setStep;
+    const auto n = static_cast<std::int64_t>(live.size());
+    if (first >= n && last >= n && last <= std::int64_t{0xffffffff}) continue;
+    for (std::uint64_t k = 0; k < blocks; ++k) {
+      const std::uint32_t id = block(s, k).set;
+      if (id < live.size()) live[id] = true;
+    }
+  }
 }
 
 std::vector<Piece> IntervalMap::read(std::uint64_t off, std::uint64_t count) const {
@@ -204,7 +346,8 @@ void IntervalMap::fill(std::uint64_t off, std::uint64_t count, Value v) {
 }
 
 // Two neighbouring runs merge when they hold the same plain value, or when the right one
-// continues the left one's ramp (a plain run counts as a ramp of one block).
+// continues the left one's ramp (a plain run counts as a ramp of one block whose steps are
+// whatever the next block makes them).
 void IntervalMap::coalesce(std::uint64_t lo, std::uint64_t hi) {
   auto it = std::prev(segs_.upper_bound(lo > 0 ? lo - 1 : 0));
   while (true) {
@@ -217,12 +360,23 @@ void IntervalMap::coalesce(std::uint64_t lo, std::uint64_t hi) {
       l.end = r.end;
       merged = true;
     } else if (!l.v.uninit() && !r.v.uninit() && l.v.flags == r.v.flags) {
-      const std::uint64_t cl = l.period ? l.period : l.end - it->first;
-      const std::uint64_t cr = r.period ? r.period : r.end - next->first;
-      const std::uint64_t blocks = (l.end - it->first) / cl;
-      if (cl == cr && (l.end - it->first) % cl == 0 && block(Seg{l.end, l.v, cl}, blocks) == r.v) {
+      const std::uint64_t lenL = l.end - it->first, lenR = r.end - next->first;
+      const std::uint64_t cl = l.period ? l.period : lenL;
+      const std::uint64_t cr = r.period ? r.period : lenR;
+      // The steps: the ramp's own, else from the left block to the right one.
+      const auto setStep = [](const Value& a, const Value& b) {
+        return static_cast<std::int64_t>(static_cast<std::int32_t>(b.set - a.set));
+      };
+      std::int64_t ss = l.period ? l.setStep : r.period ? r.setStep : setStep(l.v, r.v);
+      std::int64_t ds = l.period ? l.deltaStep : r.period ? r.deltaStep : r.v.delta - l.v.delta;
+      const bool sameSteps =
+          !(l.period && r.period) || (l.setStep == r.setStep && l.deltaStep == r.deltaStep);
+      if (cl == cr && lenL % cl == 0 && sameSteps &&
+          block(Seg{l.end, l.v, cl, ss, ds}, lenL / cl) == r.v) {
         l.end = r.end;
         l.period = cl;
+        l.setStep = ss;
+        l.deltaStep = ds;
         merged = true;
       }
     }

@@ -12,19 +12,28 @@
 namespace hccl::algo::prov {
 
 // Interned sets of ranks, so a provenance value is a few words and set union is cached.
+//
+// A set whose ranks are one run modulo p (a single, every rank, a ring's partial sum, a prefix)
+// has an id computed from its run and takes no memory: a ring ReduceScatter in place leaves
+// p-1 different partial sums in each rank's blocks, p^2 sets at once, and their ids step
+// evenly from one block to the next, so a rank's blocks stay a few ramps (IntervalMap). Other
+// sets are stored as p bits, and dropped when nothing holds them (collect()).
 class RankSets {
  public:
-  explicit RankSets(std::uint32_t ranks);
+  // Garbage (sets no value holds) may grow to what is kept, and at least to garbageBytes.
+  explicit RankSets(std::uint32_t ranks, std::size_t garbageBytes = std::size_t{64} << 20);
   RankSets(const RankSets&) = delete;  // the interning table points back at its owner
   RankSets& operator=(const RankSets&) = delete;
 
   static constexpr std::uint32_t kEmpty = 0;
   std::uint32_t single(std::uint32_t rank);
   std::uint32_t all() const { return all_; }
+  // Ranks [first, first + count).
+  std::uint32_t range(std::uint32_t first, std::uint32_t count);
   std::uint32_t unite(std::uint32_t a, std::uint32_t b);
   bool intersects(std::uint32_t a, std::uint32_t b) const;
-  std::uint32_t min(std::uint32_t s) const { return info_[s].min; }
-  std::uint32_t max(std::uint32_t s) const { return info_[s].max; }
+  std::uint32_t min(std::uint32_t s) const;
+  std::uint32_t max(std::uint32_t s) const;
   // Ranks in a but not in b, as "0-3,7".
   std::string difference(std::uint32_t a, std::uint32_t b) const;
   // Ranks in both, as "0-3,7".
@@ -32,6 +41,18 @@ class RankSets {
   std::string toString(std::uint32_t s) const;
   // The ranks whose bit is set in `bits` (n ranks), as "0-3,7", or "none".
   static std::string format(const std::uint64_t* bits, std::uint32_t n);
+
+  // Sets no value refers to any more are dropped and their ids reused, so what is held follows
+  // the partial sums alive, not every one ever made: a ReduceScatter of one element per rank
+  // makes p^2 of them (p-bit sets: 8 GB at 4096 ranks) while its ranks hold O(p). The owner
+  // asks collectWanted() at a moment when every id in use sits in its values, marks those in
+  // liveMarks() (the empty set, the singles and all() are marked already) and calls collect().
+  bool collectWanted() const;
+  std::vector<bool> liveMarks() const;
+  void collect(const std::vector<bool>& live);
+  // Ids at or below this are never collected (marking may skip them).
+  std::uint32_t pinned() const { return pinned_; }
+  std::uint32_t ids() const { return static_cast<std::uint32_t>(info_.size()); }
 
  private:
   using Bits = std::vector<std::uint64_t>;
@@ -52,14 +73,26 @@ class RankSets {
     return bits_.data() + std::size_t{id} * words_;
   }
   std::uint32_t intern(const Bits& bits);
+  std::uint32_t rangeOf(const Bits& bits) const;
+  void bitsOf(std::uint32_t id, Bits& out) const;
 
+  // Range ids carry this bit (used while p^2 fits below it, so up to 46340 ranks).
+  static constexpr std::uint32_t kRange = 1u << 31;
+
+  static constexpr std::uint32_t kFree = ~0u - 1;  // Info::min of a collected id
   std::uint32_t n_, words_;
+  bool ranges_;
   std::vector<std::uint64_t> bits_;  // set id i: words [i * words_, (i + 1) * words_)
   std::vector<Info> info_;
   std::unordered_set<std::uint32_t, IdHash, IdEq> ids_;
   std::unordered_map<std::uint64_t, std::uint32_t> unions_;
   std::vector<std::uint32_t> singles_;
   std::uint32_t all_ = 0;
+  std::uint32_t probe_ = 0;          // the row a set is put in to look it up, never handed out
+  std::uint32_t pinned_ = 0;         // the empty set, the probe, the singles and all()
+  std::vector<std::uint32_t> free_;  // collected ids, reused first
+  std::size_t made_ = 0, kept_ = 0;  // ids made since the last collect, and ids it kept
+  std::size_t garbageBytes_;
 };
 
 // What one run of elements holds. Element at position x holds input index x + delta (in an
@@ -86,12 +119,14 @@ struct Piece {
 
 // A buffer's content as runs [begin, end) -> Value, covering [0, size).
 //
-// A run may also be a ramp: consecutive blocks of `period` elements whose values step from one
-// block to the next, the set id by one and the delta by -period. That is what gathered blocks
-// are (block i of an AllGather result holds rank i's elements: set single(i), whose id is one
-// more than single(i-1)'s, at delta -offset(i)), so a result of p blocks is one run, not p, and
-// thousands of ranks' results fit in memory. Ramps are only a storage form: read() gives their
-// blocks as separate pieces, and write() folds pieces that continue one another back into one.
+// A run may also be a ramp: consecutive blocks of `period` elements whose values step evenly from
+// one block to the next, the set id by setStep and the delta by deltaStep. That is what gathered
+// blocks are (block i of an AllGather result holds rank i's elements: set single(i), whose id is
+// one more than single(i-1)'s, at delta -offset(i)), and a ring ReduceScatter's partial sums left
+// in place (ranges of ranks one shorter and one later per block, at delta 0), so a result of p
+// blocks is one run, not p, and thousands of ranks' buffers fit in memory. Ramps are only a
+// storage form: read() gives their blocks as separate pieces, and write() folds pieces that
+// continue one another back into one.
 class IntervalMap {
  public:
   explicit IntervalMap(std::uint64_t size = 0, Value init = {});
@@ -101,6 +136,8 @@ class IntervalMap {
   // The first never-written run inside [off, off + count) (relative to off), if any: read()
   // without building the pieces.
   std::optional<Piece> firstUninit(std::uint64_t off, std::uint64_t count) const;
+  // Marks in `live` the set id of every written run (the ids below live.size()).
+  void markSets(std::vector<bool>& live) const;
   // Overwrite [off, off + total of pieces) with pieces (relative deltas).
   void write(std::uint64_t off, const std::vector<Piece>& pieces);
   void fill(std::uint64_t off, std::uint64_t count, Value v);
@@ -110,6 +147,8 @@ class IntervalMap {
     std::uint64_t end;
     Value v;                   // a ramp's first block
     std::uint64_t period = 0;  // a ramp's block length, 0 for a plain run
+    // What a ramp's set id and delta add from one block to the next.
+    std::int64_t setStep = 0, deltaStep = 0;
   };
   using Segs = std::map<std::uint64_t, Seg>;
   // Block k of a ramp starting at `start`, as a plain value.

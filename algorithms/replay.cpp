@@ -2,17 +2,25 @@
 
 #include <fmt/format.h>
 
-#include <unordered_map>
+#include <algorithm>
+#include <span>
+#include <tuple>
 
 namespace hccl::algo {
 namespace {
 
-// Posted but unmatched transfer ends of one ordered pair (src -> dst), oldest first: all sends
-// or all receives (one of each would have met).
-struct PairQueue {
-  std::vector<XferRef> ends;
-  std::size_t head = 0;
-  bool sends = false;
+// A transfer end that was posted before its partner, as the replay keeps it: enough to match
+// it and hand it to the observers once its step may have been released (StepSource::release).
+struct Waiting {
+  std::uint64_t offset, count;
+  std::uint32_t peer, index;  // index in its step's transfer list
+  Buf buf;
+  Dir dir;
+  std::uint8_t level;
+
+  Transfer transfer() const { return {dir, peer, Slice{buf, offset, count}, level}; }
+  // Sorted by partner, direction, then posting order: the order matches are made in.
+  auto key() const { return std::tuple(peer, dir, index); }
 };
 
 struct RankState {
@@ -20,6 +28,11 @@ struct RankState {
   bool posted = false;
   std::size_t remaining = 0;
   std::vector<bool> matched;  // per transfer of the current step
+  // The current step's ends that were posted before their partner, sorted by key(); the ones
+  // matched since are dropped from time to time (stale counts them), so what is held follows
+  // the ends still waiting: ~p^2/2 at the worst moment of a one-step mesh, not 2p^2.
+  std::vector<Waiting> waiting;
+  std::size_t stale = 0;
 };
 
 class Replayer {
@@ -39,21 +52,22 @@ class Replayer {
   }
 
  private:
-  // Only current steps are referred to: a transfer end waits in its rank's current step.
-  const Transfer& xfer(const XferRef& x) { return src_.step(x.rank, x.step).xfers[x.index]; }
-
   void advance(std::uint32_t r) {
     RankState& st = state_[r];
     const std::uint32_t steps = src_.steps(r);
     while (st.step < steps) {
       if (st.posted) {
         if (st.remaining > 0) return;
+        std::vector<Waiting>().swap(st.waiting);
+        st.stale = 0;
         obs_.completed(r, st.step);
         ++st.step;
         st.posted = false;
+        if (st.step == steps) src_.release(r, true);
         continue;
       }
       post(r);
+      if (st.remaining > 0) src_.release(r, false);
     }
   }
 
@@ -64,6 +78,7 @@ class Replayer {
     st.remaining = step.xfers.size();
     st.matched.assign(step.xfers.size(), false);
     obs_.posted(r, st.step);
+    std::vector<std::uint32_t> self;  // transfers with r itself, paired below
     for (std::uint32_t i = 0; i < step.xfers.size(); ++i) {
       const Transfer& t = step.xfers[i];
       const XferRef me{r, st.step, i};
@@ -74,25 +89,63 @@ class Replayer {
         settle(me);
         continue;
       }
-      const bool isSend = t.dir == Dir::Send;
-      const std::uint64_t key =
-          isSend ? std::uint64_t{r} * p_ + t.peer : std::uint64_t{t.peer} * p_ + r;
-      auto [it, fresh] = pending_.try_emplace(key);
-      PairQueue& q = it->second;
-      if (fresh || q.sends == isSend) {
-        q.sends = isSend;
-        q.ends.push_back(me);
+      if (t.peer == r) {
+        self.push_back(i);
         continue;
       }
-      const XferRef other = q.ends[q.head++];
-      if (q.head == q.ends.size()) pending_.erase(it);  // nothing left waiting: forget the pair
-      match(isSend ? me : other, isSend ? other : me);
+      // The partner end, if posted, waits in the peer's current step: every earlier end
+      // between the two has met its partner (or this rank's earlier step would not have
+      // completed), so the oldest waiting one is the one MPI's order pairs with this.
+      RankState& ps = state_[t.peer];
+      const Dir want = t.dir == Dir::Send ? Dir::Recv : Dir::Send;
+      const Waiting probe{0, 0, r, 0, Buf::Output, want, 0};
+      const auto group = std::equal_range(
+          ps.waiting.begin(), ps.waiting.end(), probe, [](const Waiting& a, const Waiting& b) {
+            return std::tie(a.peer, a.dir) < std::tie(b.peer, b.dir);
+          });
+      // Matched ends of a group are a prefix of it (matched oldest first).
+      const auto it = std::partition_point(group.first, group.second,
+                                           [&](const Waiting& w) { return ps.matched[w.index]; });
+      if (it == group.second) {
+        st.waiting.push_back(
+            {t.slice.offset, t.slice.count, t.peer, i, t.slice.buf, t.dir, t.level});
+        continue;
+      }
+      const Waiting other = *it;
+      const XferRef them{t.peer, ps.step, other.index};
+      const Transfer tt = other.transfer();
+      if (t.dir == Dir::Send)
+        match(me, t, them, tt);
+      else
+        match(them, tt, me, t);
+      if (++ps.stale * 2 > ps.waiting.size()) compact(ps);
     }
+    // With itself a rank matches within the step: its k-th send meets its k-th receive.
+    std::vector<std::uint32_t> sends, recvs;
+    for (std::uint32_t i : self) (step.xfers[i].dir == Dir::Send ? sends : recvs).push_back(i);
+    const std::size_t pairs = std::min(sends.size(), recvs.size());
+    for (std::size_t k = 0; k < pairs; ++k)
+      match({r, st.step, sends[k]}, step.xfers[sends[k]], {r, st.step, recvs[k]},
+            step.xfers[recvs[k]]);
+    for (const auto& rest : {std::span(sends).subspan(pairs), std::span(recvs).subspan(pairs)})
+      for (std::uint32_t i : rest) {
+        const Transfer& t = step.xfers[i];
+        st.waiting.push_back(
+            {t.slice.offset, t.slice.count, t.peer, i, t.slice.buf, t.dir, t.level});
+      }
+    std::sort(st.waiting.begin(), st.waiting.end(),
+              [](const Waiting& a, const Waiting& b) { return a.key() < b.key(); });
+    st.waiting.shrink_to_fit();
   }
 
-  void match(const XferRef& s, const XferRef& rv) {
-    const Transfer& ts = xfer(s);
-    const Transfer& tr = xfer(rv);
+  // Drops the matched ends (the order of the rest, and so the sort, is kept).
+  void compact(RankState& ps) {
+    std::erase_if(ps.waiting, [&](const Waiting& w) { return ps.matched[w.index]; });
+    ps.waiting.shrink_to_fit();
+    ps.stale = 0;
+  }
+
+  void match(const XferRef& s, const Transfer& ts, const XferRef& rv, const Transfer& tr) {
     if (ts.slice.count != tr.slice.count) {
       problems_.push_back(
           {ReplayProblem::Kind::SizeMismatch, s.rank, s.step,
@@ -101,7 +154,7 @@ class Replayer {
                        s.rank, s.step, ts.slice.count, rv.rank, sendsBefore(s, rv.rank), rv.rank,
                        rv.step, tr.slice.count)});
     }
-    obs_.matched(s, rv);
+    obs_.transferred(s, ts, rv, tr);
     settle(s);
     settle(rv);
   }
@@ -164,9 +217,6 @@ class Replayer {
   ReplayObserver& obs_;
   std::uint32_t p_;
   std::vector<RankState> state_;
-  // The ordered pairs (src * p + dst) with transfer ends waiting for their partner, and only
-  // those: memory follows the transfers in flight, not p^2.
-  std::unordered_map<std::uint64_t, PairQueue> pending_;
   std::vector<std::uint32_t> work_;
   std::vector<ReplayProblem> problems_;
 };

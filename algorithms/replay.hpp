@@ -30,6 +30,12 @@ class ReplayObserver {
   virtual void posted(std::uint32_t /*rank*/, std::uint32_t /*step*/) {}
   // A send met its receive.
   virtual void matched(const XferRef& /*send*/, const XferRef& /*recv*/) {}
+  // The same event with both transfers as posted, for observers of a StepSource that may have
+  // released the steps holding them (a transfer that waited is kept by the replay, its step not).
+  virtual void transferred(const XferRef& send, const Transfer& /*ts*/, const XferRef& recv,
+                           const Transfer& /*tr*/) {
+    matched(send, recv);
+  }
   // Every transfer of the step has completed; the rank is about to run the step's local ops.
   virtual void completed(std::uint32_t /*rank*/, std::uint32_t /*step*/) {}
 };
@@ -55,6 +61,11 @@ class StepSource {
   virtual const Step& step(std::uint32_t rank, std::uint32_t k) = 0;
   // Rank r's whole schedule (error paths only).
   virtual RankSchedule whole(std::uint32_t rank) = 0;
+  // Rank r waits in its current step (every transfer posted, some not matched) or has finished:
+  // its steps are not read again until the step completes (or never), so a source may drop
+  // them and give them again on the next step() call. A one-step mesh at thousands of ranks
+  // has every rank waiting at once with 2p transfers each: p^2 transfers held otherwise.
+  virtual void release(std::uint32_t /*rank*/, bool /*finished*/) {}
 };
 
 // Replays `ranks` (one schedule per rank, peers in [0, ranks.size())). Returns every matching

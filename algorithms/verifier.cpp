@@ -48,7 +48,7 @@ class Verifier final : public ReplayObserver {
         src_(src),
         opt_(withScanOrder(opt, pb.coll)),
         p_(pb.ranks),
-        sets_(p_),
+        sets_(p_, opt.setGarbageBytes),
         mem_(p_),
         words_((p_ + 63) / 64) {
     // Only a Barrier's result is what its ranks have heard of: the others' data says it.
@@ -103,6 +103,7 @@ class Verifier final : public ReplayObserver {
   // ---- replay hooks ----
 
   void posted(std::uint32_t r, std::uint32_t step) override {
+    collectSets();
     const Step& st = src_.step(r, step);
     for (const Transfer& t : st.xfers) {
       const auto what = [&t] { return toString(t); };
@@ -125,9 +126,8 @@ class Verifier final : public ReplayObserver {
   // the data is read here and written straight into the receiver: a receive lands before the
   // step's local ops, and no other transfer of its step touches its slice (else a hazard).
   // Nothing is held per transfer in flight.
-  void matched(const XferRef& snd, const XferRef& rcv) override {
-    const Transfer& t = src_.step(rcv.rank, rcv.step).xfers[rcv.index];
-    const Transfer& ts = src_.step(snd.rank, snd.step).xfers[snd.index];
+  void transferred(const XferRef& snd, const Transfer& ts, const XferRef& rcv,
+                   const Transfer& t) override {
     if (t.slice.count != ts.slice.count) return;  // reported by the replay
     if (fits(snd.rank, ts.slice) && fits(rcv.rank, t.slice) && t.slice.count > 0)
       buf(rcv.rank, t.slice.buf)
@@ -142,6 +142,7 @@ class Verifier final : public ReplayObserver {
   }
 
   void completed(std::uint32_t r, std::uint32_t step) override {
+    collectSets();
     if (!heard_.empty()) {
       std::uint64_t* h = heardRow(heard_, r);
       const std::uint64_t* in = heardRow(heardIn_, r);
@@ -153,6 +154,16 @@ class Verifier final : public ReplayObserver {
 
  private:
   IntervalMap& buf(std::uint32_t r, Buf b) { return mem_[r][static_cast<std::size_t>(b)]; }
+
+  // Between two replay events every rank set in use sits in some rank's buffers: the moment to
+  // drop the partial sums nothing holds any more (RankSets::collect).
+  void collectSets() {
+    if (!sets_.collectWanted()) return;
+    std::vector<bool> live = sets_.liveMarks();
+    for (const auto& bufs : mem_)
+      for (const IntervalMap& m : bufs) m.markSets(live);
+    sets_.collect(live);
+  }
 
   // A rank that has run its last step is checked at once and its buffers released (nothing
   // reads them: every send it posted has met its receive), so the state held follows the ranks
@@ -498,11 +509,7 @@ class Verifier final : public ReplayObserver {
   }
 
   // The set of ranks 0..k-1.
-  std::uint32_t prefix(std::uint32_t k) {
-    std::uint32_t set = sets_.single(0);
-    for (std::uint32_t i = 1; i < k; ++i) set = sets_.unite(set, sets_.single(i));
-    return set;
-  }
+  std::uint32_t prefix(std::uint32_t k) { return sets_.range(0, k); }
 
   void expect(std::uint32_t r, std::uint64_t off, std::uint64_t count, std::uint32_t set,
               std::int64_t delta) {
@@ -566,6 +573,7 @@ class GeneratedSteps final : public StepSource {
       ranks_[r].steps = static_cast<std::uint32_t>(all.steps.size());
       scratch_.push_back(scratchCount(all));
       keep(r, std::move(all), 0);
+      release(r, false);
     }
   }
   const std::vector<std::uint64_t>& scratch() const { return scratch_; }
@@ -581,17 +589,30 @@ class GeneratedSteps final : public StepSource {
     prune(s);
     return s;
   }
+  // A window over the rank's share (one step of a one-step mesh: 2p transfers) is dropped while
+  // the rank waits, and generated again when its step completes: held for every rank at once it
+  // would be p^2 transfers. A finished rank's window is never read again.
+  void release(std::uint32_t r, bool finished) override {
+    Window& w = ranks_[r];
+    // Only a window of one step can be over the share by much (keep() stops at the share);
+    // dropping the others would regenerate a ring's schedule at every step.
+    if (finished || (w.held.size() == 1 && w.items > perRank_)) {
+      std::vector<Step>().swap(w.held);
+      w.items = 0;
+    }
+  }
 
  private:
   struct Window {
     std::uint32_t steps = 0, base = 0;
+    std::size_t items = 0;  // steps, transfers and ops held
     std::vector<Step> held;
   };
   void keep(std::uint32_t r, RankSchedule all, std::uint32_t from) {
     Window& w = ranks_[r];
     std::uint32_t to = from;
-    for (std::size_t items = 0; to < all.steps.size() && (to == from || items < perRank_); ++to)
-      items += 1 + all.steps[to].xfers.size() + all.steps[to].ops.size();
+    for (w.items = 0; to < all.steps.size() && (to == from || w.items < perRank_); ++to)
+      w.items += 1 + all.steps[to].xfers.size() + all.steps[to].ops.size();
     w.base = from;
     w.held.assign(std::make_move_iterator(all.steps.begin() + from),
                   std::make_move_iterator(all.steps.begin() + to));

@@ -57,6 +57,10 @@ struct VerifyOptions {
   bool requireRankOrder = false;  // every reduction must combine lower ranks on the left (always
                                   // on for Scan and Exscan)
   std::size_t maxIssues = 32;     // stop collecting after this many
+  // Partial sums (rank sets) no buffer holds any more are dropped once they take this much
+  // (and more than those held): bounds a ReduceScatter's p^2 partial sums at thousands of
+  // ranks. Tests set 0 to drop them at nearly every step.
+  std::size_t setGarbageBytes = std::size_t{64} << 20;
 };
 
 std::vector<VerifyIssue> verify(const Schedule& s, const VerifyOptions& opt = {});

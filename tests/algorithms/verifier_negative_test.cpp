@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "algorithms/generators.hpp"
+#include "algorithms/provenance.hpp"
 #include "algorithms/verifier.hpp"
 
 namespace hccl::algo {
@@ -528,6 +530,115 @@ TEST(VerifierAt4096, OneWrongBlockOfOneRank) {
                                    "missing 1234, unexpected 1235"),
             std::string::npos)
       << issues[0].message;
+}
+
+}  // namespace
+}  // namespace hccl::algo
+
+// ---- wrong partial sums among thousands of ranks ---------------------------------------------
+
+namespace hccl::algo {
+namespace {
+
+// A ring's partial sums are runs of ranks: their ids are computed, not stored, and the ones left
+// in place step evenly from block to block (ramps, provenance.hpp). One element per rank at 512
+// ranks, in place so that each rank's output ends up holding 511 different partial sums.
+constexpr std::uint32_t kRsP = 512, kRsBad = 317, kRsStep = 200;
+
+// Rank kRsBad's reduction at step kRsStep (block 317 - 2 - 200 = 115, which ends at rank 115)
+// changed by `change`.
+std::vector<VerifyIssue> ringReduceScatterWith(const std::function<void(Step&)>& change) {
+  const Problem pb = Problem::fromMpiCount(Collective::ReduceScatter, kRsP, 1, true, 0);
+  const RankGenerator broken = [&](const Problem& q, std::uint32_t r) {
+    RankSchedule s = ringReduceScatter(q, r);
+    if (r == kRsBad) change(s.steps.at(kRsStep));
+    return s;
+  };
+  return verifyGenerated(pb, broken);
+}
+
+TEST(VerifierAt512, PartialSumMissingARank) {
+  const auto issues = ringReduceScatterWith([](Step& st) {
+    LocalOp& op = st.ops.at(0);
+    op = {OpKind::Copy, op.dst, op.a, {}};  // the received partial sum, without its own input
+  });
+  ASSERT_EQ(issues.size(), 1u) << describe(issues);
+  EXPECT_EQ(issues[0].kind, Kind::MissingContribution);
+  EXPECT_EQ(issues[0].rank, 115u);
+  EXPECT_NE(issues[0].message.find("missing 317, unexpected none"), std::string::npos)
+      << issues[0].message;
+}
+
+TEST(VerifierAt512, PartialSumCountingARankTwice) {
+  const auto issues = ringReduceScatterWith([](Step& st) {
+    const LocalOp op = st.ops.at(0);
+    st.ops.push_back({OpKind::Reduce, op.dst, op.dst, op.b});  // its own input once more
+  });
+  ASSERT_FALSE(issues.empty());
+  EXPECT_EQ(issues[0].kind, Kind::DuplicateContribution) << describe(issues);
+  EXPECT_EQ(issues[0].rank, kRsBad);
+  // Step 201 of what is verified: in place, a first step copies the input aside
+  // (withPrivateInput).
+  EXPECT_NE(issues[0].message.find("rank 317 step 201: reduce"), std::string::npos)
+      << issues[0].message;
+  EXPECT_NE(issues[0].message.find("counts rank(s) 317 twice"), std::string::npos)
+      << issues[0].message;
+}
+
+// RHD's partial sums are strided sets of ranks, stored as bits and dropped when no buffer holds
+// them, their ids reused (RankSets::collect). At 4096 ranks, one element each, rank 3001 loses
+// its own partial sum at the sixth halving step (distance 64): the 32 ranks it had gathered
+// (3001 with any of the bits 128..2048 changed: 57 + 128k) are missing from what it keeps.
+// Dropping sets at nearly every step must find exactly what keeping them all finds.
+TEST(VerifierAt4096, PartialSumOfRhdReduceScatter) {
+  constexpr std::uint32_t p = 4096, bad = 3001, step = 5;
+  const Problem pb = Problem::fromMpiCount(Collective::ReduceScatter, p, 1, false, 0);
+  const RankGenerator broken = [&](const Problem& q, std::uint32_t r) {
+    RankSchedule s = rhdReduceScatter(q, r);
+    if (r != bad) return s;
+    Step& st = s.steps.at(step);
+    const auto landed = std::find_if(st.xfers.begin(), st.xfers.end(),
+                                     [](const Transfer& t) { return t.dir == Dir::Recv; });
+    EXPECT_NE(landed, st.xfers.end());
+    for (LocalOp& op : st.ops)  // the partner's partial sum alone, without its own
+      if (op.kind == OpKind::Reduce) op = {OpKind::Copy, op.dst, landed->slice, {}};
+    return s;
+  };
+  const auto collected = verifyGenerated(pb, broken, {.setGarbageBytes = 0});
+  const auto kept = verifyGenerated(pb, broken, {.setGarbageBytes = SIZE_MAX});
+  EXPECT_EQ(describe(collected), describe(kept));
+  ASSERT_FALSE(collected.empty());
+  std::string lost;
+  for (std::uint32_t k = 0; k < 32; ++k) lost += (k ? "," : "") + std::to_string(57 + 128 * k);
+  for (const VerifyIssue& i : collected) {
+    EXPECT_EQ(i.kind, Kind::MissingContribution) << i.message;
+    EXPECT_NE(i.message.find("missing " + lost + ", unexpected none"), std::string::npos)
+        << i.message;
+  }
+}
+
+}  // namespace
+}  // namespace hccl::algo
+
+// ---- ramps that step differently stay apart --------------------------------------------------
+
+namespace hccl::algo {
+namespace {
+
+// Eight one-element runs: the last four written first, their set ids stepping by 2, then the
+// first four, stepping by 1 and ending where the others start (13, then 14). Stored as ramps,
+// they must read back exactly as written: a ramp that swallowed the other would give blocks
+// 5..7 the sets 15..17.
+TEST(ProvenanceRamps, RampsWithDifferentStepsReadBackExactly) {
+  prov::IntervalMap m(8);
+  const std::vector<std::uint32_t> sets{10, 11, 12, 13, 14, 16, 18, 20};
+  for (std::uint64_t i : {4u, 5u, 6u, 7u, 0u, 1u, 2u, 3u}) m.fill(i, 1, prov::Value{sets[i], 0, 0});
+  const auto pieces = m.read(0, 8);
+  ASSERT_EQ(pieces.size(), 8u);
+  for (std::uint64_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(pieces[i].v.set, sets[i]) << "block " << i;
+    EXPECT_EQ(pieces[i].v.delta, 0) << "block " << i;
+  }
 }
 
 }  // namespace
