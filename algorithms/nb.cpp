@@ -161,55 +161,52 @@ RankSchedule nbBarrier(const Problem& pb, std::uint32_t r) {
 // Rank paths (rank_cost.hpp, PathFn) from per-step counts (tree::rankPhasesPath): the phases each
 // generator above runs, on the same slice numbering.
 namespace {
-
-template <std::size_t N>
-Metrics treePath(const tree::SliceTree& t, const Problem& pb, std::uint32_t r,
-                 const std::array<tree::CostPhase, N>& phases, std::size_t elemSize,
-                 const CostParams& params, std::uint32_t root = tree::kNoRank) {
-  return tree::rankPhasesPath(t, pb.blocks, phases, r, elemSize, params, root);
-}
-
 using P = tree::CostPhase;
-
 }  // namespace
 
 Metrics nbReduceScatterPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                             const CostParams& params) {
-  return treePath(bruckTree(pb.ranks), pb, r, std::array{P::ReduceScatter}, elemSize, params);
+  return tree::rankPhasesPath(bruckTree(pb.ranks), pb.blocks, std::array{P::ReduceScatter}, r,
+                              elemSize, params);
 }
 
 Metrics nbAllGatherPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                         const CostParams& params) {
-  return treePath(bruckTree(pb.ranks), pb, r, std::array{P::BruckAllGather}, elemSize, params);
+  return tree::rankPhasesPath(bruckTree(pb.ranks), pb.blocks, std::array{P::BruckAllGather}, r,
+                              elemSize, params);
 }
 
 Metrics nbAllReducePath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                         const CostParams& params) {
-  return treePath(bruckTree(pb.ranks), pb, r, std::array{P::ReduceScatter, P::BruckAllGather},
-                  elemSize, params);
+  return tree::rankPhasesPath(bruckTree(pb.ranks), pb.blocks,
+                              std::array{P::ReduceScatter, P::BruckAllGather}, r, elemSize, params);
 }
 
 Metrics nbBroadcastPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                         const CostParams& params) {
-  return treePath(bruckTree(pb.ranks), pb, r, std::array{P::Scatter, P::BruckAllGather}, elemSize,
-                  params, pb.root);
+  return tree::rankPhasesPath(bruckTree(pb.ranks), pb.blocks,
+                              std::array{P::Scatter, P::BruckAllGather}, r, elemSize, params,
+                              pb.root);
 }
 
 Metrics nbScatterPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                       const CostParams& params) {
-  return treePath(bruckTree(pb.ranks), pb, r, std::array{P::Scatter}, elemSize, params, pb.root);
+  return tree::rankPhasesPath(bruckTree(pb.ranks), pb.blocks, std::array{P::Scatter}, r, elemSize,
+                              params, pb.root);
 }
 
 Metrics nbGatherPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                      const CostParams& params) {
-  return treePath(bruckTree(pb.ranks), pb, r, std::array{P::Gather}, elemSize, params, pb.root);
+  return tree::rankPhasesPath(bruckTree(pb.ranks), pb.blocks, std::array{P::Gather}, r, elemSize,
+                              params, pb.root);
 }
 
 // Reduce (rs_gather_reduce.cpp): the ReduceScatter, then the Gather to the root.
 Metrics nbReducePath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                      const CostParams& params) {
-  return treePath(bruckTree(pb.ranks), pb, r, std::array{P::ReduceScatter, P::Gather}, elemSize,
-                  params, pb.root);
+  return tree::rankPhasesPath(bruckTree(pb.ranks), pb.blocks,
+                              std::array{P::ReduceScatter, P::Gather}, r, elemSize, params,
+                              pb.root);
 }
 
 }  // namespace hccl::algo

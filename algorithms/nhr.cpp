@@ -187,55 +187,51 @@ RankSchedule nhrBarrier(const Problem& pb, std::uint32_t r) {
 // Rank paths (rank_cost.hpp, PathFn) from per-step counts (tree::rankPhasesPath): the phases each
 // generator above runs, on the same slice numbering.
 namespace {
-
-template <std::size_t N>
-Metrics treePath(const tree::SliceTree& t, const Problem& pb, std::uint32_t r,
-                 const std::array<tree::CostPhase, N>& phases, std::size_t elemSize,
-                 const CostParams& params, std::uint32_t root = tree::kNoRank) {
-  return tree::rankPhasesPath(t, pb.blocks, phases, r, elemSize, params, root);
-}
-
 using P = tree::CostPhase;
-
 }  // namespace
 
 Metrics nhrReduceScatterPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                              const CostParams& params) {
-  return treePath(keepOrder(pb.ranks), pb, r, std::array{P::ReduceScatter}, elemSize, params);
+  return tree::rankPhasesPath(keepOrder(pb.ranks), pb.blocks, std::array{P::ReduceScatter}, r,
+                              elemSize, params);
 }
 
 Metrics nhrAllGatherPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                          const CostParams& params) {
-  return treePath(keepOrder(pb.ranks), pb, r, std::array{P::AllGather}, elemSize, params);
+  return tree::rankPhasesPath(keepOrder(pb.ranks), pb.blocks, std::array{P::AllGather}, r, elemSize,
+                              params);
 }
 
 Metrics nhrAllReducePath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                          const CostParams& params) {
-  return treePath(renumberedOnce(pb.ranks), pb, r, std::array{P::ReduceScatter, P::AllGather},
-                  elemSize, params);
+  return tree::rankPhasesPath(renumberedOnce(pb.ranks), pb.blocks,
+                              std::array{P::ReduceScatter, P::AllGather}, r, elemSize, params);
 }
 
 Metrics nhrBroadcastPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                          const CostParams& params) {
-  return treePath(renumberedOnce(pb.ranks), pb, r, std::array{P::Scatter, P::AllGather}, elemSize,
-                  params, pb.root);
+  return tree::rankPhasesPath(renumberedOnce(pb.ranks), pb.blocks,
+                              std::array{P::Scatter, P::AllGather}, r, elemSize, params, pb.root);
 }
 
 Metrics nhrScatterPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                        const CostParams& params) {
-  return treePath(keepOrder(pb.ranks), pb, r, std::array{P::Scatter}, elemSize, params, pb.root);
+  return tree::rankPhasesPath(keepOrder(pb.ranks), pb.blocks, std::array{P::Scatter}, r, elemSize,
+                              params, pb.root);
 }
 
 Metrics nhrGatherPath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                       const CostParams& params) {
-  return treePath(keepOrder(pb.ranks), pb, r, std::array{P::Gather}, elemSize, params, pb.root);
+  return tree::rankPhasesPath(keepOrder(pb.ranks), pb.blocks, std::array{P::Gather}, r, elemSize,
+                              params, pb.root);
 }
 
 // Reduce (rs_gather_reduce.cpp): the ReduceScatter, then the Gather to the root.
 Metrics nhrReducePath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
                       const CostParams& params) {
-  return treePath(keepOrder(pb.ranks), pb, r, std::array{P::ReduceScatter, P::Gather}, elemSize,
-                  params, pb.root);
+  return tree::rankPhasesPath(keepOrder(pb.ranks), pb.blocks,
+                              std::array{P::ReduceScatter, P::Gather}, r, elemSize, params,
+                              pb.root);
 }
 
 }  // namespace hccl::algo

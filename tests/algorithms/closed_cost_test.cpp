@@ -26,9 +26,8 @@ namespace {
 constexpr std::size_t kElem = 4;
 
 std::vector<CostParams> paramSets() {
-  CostParams hccl = CostParams::uniform(2e-6, 1e-9, 3e-10);
-  CostParams oneLink = CostParams::uniform(20e-6, 4e-10, 1e-10);
-  oneLink.links.fill(1);
+  const CostParams hccl = test::hcclLikeParams();
+  CostParams oneLink = test::oneLinkParams();
   CostParams freeReduce = CostParams::uniform(1e-6, 1e-9, 0);
   return {hccl, oneLink, freeReduce};
 }

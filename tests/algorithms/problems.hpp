@@ -13,6 +13,17 @@
 
 namespace hccl::algo::test {
 
+// The costing tests' common parameter sets (rank_cost, rank_path, closed_cost): HCCL-like links,
+// and one link a rank that its peers share (links = 1), where lockstep ranks wait on each other.
+inline CostParams hcclLikeParams() {
+  return CostParams::uniform(2e-6, 1e-9, 3e-10);
+}
+inline CostParams oneLinkParams() {
+  CostParams p = CostParams::uniform(20e-6, 4e-10, 1e-10);
+  p.links.fill(1);
+  return p;
+}
+
 // The MPI-level count: elements per rank for ReduceScatter/AllGather/Scatter/Gather, per pair
 // for AllToAll(V), the whole vector otherwise.
 inline Problem problemFor(Collective c, std::uint32_t p, std::uint64_t count, bool inPlace,

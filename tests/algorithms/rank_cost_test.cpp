@@ -28,9 +28,8 @@ namespace {
 constexpr std::size_t kElem = 4;
 
 std::vector<CostParams> paramSets() {
-  CostParams hccl = CostParams::uniform(2e-6, 1e-9, 3e-10);
-  CostParams oneLink = CostParams::uniform(20e-6, 4e-10, 1e-10);
-  oneLink.links.fill(1);
+  const CostParams hccl = test::hcclLikeParams();
+  CostParams oneLink = test::oneLinkParams();
   // A block round on steps with a message above 256 bytes (the shared-memory link's step_us):
   // every closed form must add it where the replay does.
   oneLink.step.fill(7e-6);
