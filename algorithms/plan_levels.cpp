@@ -11,6 +11,7 @@
 #include "algorithms/generators.hpp"
 #include "algorithms/hierarchical.hpp"
 #include "algorithms/plan.hpp"
+#include "algorithms/scratch_ranks.hpp"
 
 namespace hccl::algo {
 namespace {
@@ -71,6 +72,18 @@ class LevelsPlan final : public Plan {
   RankSchedule compose(const Layout& layout, const PlanKey& key, const Problem& pb,
                        std::uint32_t rank) const override {
     return composeLevels(layout, key.algorithms, pb, rank);
+  }
+
+  // One level in use: the collective's own generator; several: every generator of each level's
+  // algorithm, whichever phases the composition runs.
+  bool scratchAtEdges(const Layout& layout, const PlanKey& key, Collective c) const override {
+    const CommShape shape = layout.shape();
+    for (const LevelGroup& g : shape.levels) {
+      const Algorithm a = key.algorithms[static_cast<std::size_t>(g.level)];
+      if (!generatorsAtEdges(a, shape.levels.size() == 1 ? std::optional(c) : std::nullopt))
+        return false;
+    }
+    return true;
   }
 
   bool rankOrdered(const Layout& layout, const PlanKey& key, Collective c) const override {
