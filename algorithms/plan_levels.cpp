@@ -74,14 +74,15 @@ class LevelsPlan final : public Plan {
     return composeLevels(layout, key.algorithms, pb, rank);
   }
 
-  // One level in use: the collective's own generator; several: every generator of each level's
-  // algorithm, whichever phases the composition runs.
+  // Each level's algorithm for every collective it runs as a phase there (phases.hpp; one level
+  // in use: the collective itself).
   bool scratchAtEdges(const Layout& layout, const PlanKey& key, Collective c) const override {
     const CommShape shape = layout.shape();
-    for (const LevelGroup& g : shape.levels) {
-      const Algorithm a = key.algorithms[static_cast<std::size_t>(g.level)];
-      if (!generatorsAtEdges(a, shape.levels.size() == 1 ? std::optional(c) : std::nullopt))
-        return false;
+    const std::vector<std::vector<Phase>> phases = phasesPerLevel(c, shape, 1);
+    for (std::size_t i = 0; i < shape.levels.size() && i < phases.size(); ++i) {
+      const Algorithm a = key.algorithms[static_cast<std::size_t>(shape.levels[i].level)];
+      for (const Phase& ph : phases[i])
+        if (!generatorsAtEdges(a, ph.coll)) return false;
     }
     return true;
   }

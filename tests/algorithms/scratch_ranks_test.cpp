@@ -126,40 +126,43 @@ TEST(EdgeScratchPlans, PlansAgreeWithEveryRank) {
   const std::vector<A> inner{A::Ring, A::Mesh, A::Rhd},
       outer{A::Ring, A::Rhd, A::NB, A::NHR, A::Mesh, A::Pairwise};
   int compared = 0;
+  std::vector<Layout> layouts;
   for (std::uint32_t s : servers)
-    for (std::uint32_t l : perServer) {
-      const Layout lay = Layout::servers(s, l);
-      const std::uint32_t p = lay.ranks();
-      for (std::uint8_t plan = 0; plan < 3; ++plan)  // per-level, flat, pipeline
-        for (A a0 : inner)
-          for (A a1 : outer) {
-            const PlanKey key{plan, {a0, plan == 2 ? A::Pipeline : a1, A::Ring}, std::nullopt};
-            if (plan == 2 && (a1 != A::Ring || !planOf(key).whyNotOn(lay).empty())) continue;
-            const RankGenerator gen = [&](const Problem& q, std::uint32_t r) {
-              return withPrivateInput(
-                  q, r, [&](const Problem& x, std::uint32_t y) { return compose(lay, key, x, y); });
-            };
-            const ScratchNeed need = scratchNeed(lay, key, gen);
-            for (int ci = 0; ci < kNumCollectives; ++ci) {
-              const auto c = static_cast<Collective>(ci);
-              if (!sized(c) || !scratchAtEdges(lay, key, c)) continue;
-              for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{p + 1}, std::uint64_t{97}})
-                for (bool inPlace : {false, true})
-                  for (std::uint32_t root : rootsFor(c, p)) {
-                    const Problem pb = test::problemFor(c, p, n, inPlace, root);
-                    std::uint64_t every = 0;
-                    try {
-                      every = scratchOfEveryRank(gen, pb);
-                    } catch (const std::invalid_argument&) {
-                      continue;  // the key cannot compose this collective here
-                    }
-                    ASSERT_EQ(need(pb), every)
-                        << lay.describe() << " " << toString(key) << " " << toString(pb);
-                    ++compared;
+    for (std::uint32_t l : perServer) layouts.push_back(Layout::servers(s, l));
+  layouts.push_back(Layout::pods(2, 3, 2));  // three levels
+  layouts.push_back(Layout::pods(3, 5, 1));
+  for (const Layout& lay : layouts) {
+    const std::uint32_t p = lay.ranks();
+    for (std::uint8_t plan = 0; plan < 3; ++plan)  // per-level, flat, pipeline
+      for (A a0 : inner)
+        for (A a1 : outer) {
+          const PlanKey key{plan, {a0, plan == 2 ? A::Pipeline : a1, A::Ring}, std::nullopt};
+          if (plan == 2 && (a1 != A::Ring || !planOf(key).whyNotOn(lay).empty())) continue;
+          const RankGenerator gen = [&](const Problem& q, std::uint32_t r) {
+            return withPrivateInput(
+                q, r, [&](const Problem& x, std::uint32_t y) { return compose(lay, key, x, y); });
+          };
+          const ScratchNeed need = scratchNeed(lay, key, gen);
+          for (int ci = 0; ci < kNumCollectives; ++ci) {
+            const auto c = static_cast<Collective>(ci);
+            if (!sized(c) || !scratchAtEdges(lay, key, c)) continue;
+            for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{p + 1}, std::uint64_t{97}})
+              for (bool inPlace : {false, true})
+                for (std::uint32_t root : rootsFor(c, p)) {
+                  const Problem pb = test::problemFor(c, p, n, inPlace, root);
+                  std::uint64_t every = 0;
+                  try {
+                    every = scratchOfEveryRank(gen, pb);
+                  } catch (const std::invalid_argument&) {
+                    continue;  // the key cannot compose this collective here
                   }
-            }
+                  ASSERT_EQ(need(pb), every)
+                      << lay.describe() << " " << toString(key) << " " << toString(pb);
+                  ++compared;
+                }
           }
-    }
+        }
+  }
   EXPECT_GT(compared, 1000);
 }
 
