@@ -39,7 +39,7 @@ bool scratchAtEdges(const Layout& layout, const PlanKey& key, Collective c);
 
 // The largest scratch of gen's schedules for a problem: over the edge ranks where
 // scratchAtEdges() holds, else over every rank. `gen` is what the engine runs (the composed plan
-// through withPrivateInput).
+// through withPrivateInput). The function keeps a reference to `layout`, which must outlive it.
 ScratchNeed scratchNeed(const Layout& layout, const PlanKey& key, RankGenerator gen);
 
 // The largest scratch over every rank, the reference the tests hold scratchNeed() to.
