@@ -98,13 +98,23 @@ std::vector<Chunk> planChunks(const Problem& pb, std::uint32_t rank, std::uint64
   return out;
 }
 
-std::uint64_t chunkSizeFor(const Problem& pb, std::uint64_t scratchElems,
-                           const std::function<RankSchedule(const Problem&, std::uint32_t)>& gen) {
-  auto need = [&](const Problem& q) {
-    std::uint64_t s = 0;
-    for (std::uint32_t r = 0; r < q.ranks; ++r) s = std::max(s, scratchCount(gen(q, r)));
-    return s;
-  };
+Problem firstChunkProblem(const Problem& pb, std::uint64_t chunkElems) {
+  const std::uint64_t m = extent(pb);
+  const bool unsplittable =
+      pb.coll == Collective::ReduceScatter && pb.inPlace && !pb.blocks.isUniform();
+  if (unchunked(pb) || chunkElems == 0 || chunkElems >= m || unsplittable) return pb;
+  Problem q = pb;
+  if (!blockwise(pb.coll)) {
+    q.blocks = Blocks::even(chunkElems, pb.ranks);
+    return q;
+  }
+  std::vector<std::uint64_t> counts(pb.ranks);
+  for (std::uint32_t i = 0; i < pb.ranks; ++i) counts[i] = std::min(chunkElems, pb.blocks.count(i));
+  q.blocks = Blocks::of(counts);
+  return q;
+}
+
+std::uint64_t chunkSizeFor(const Problem& pb, std::uint64_t scratchElems, const ScratchNeed& need) {
   if (unchunked(pb)) return 0;
   const std::uint64_t whole = need(pb);
   const std::uint64_t m = extent(pb);
@@ -115,7 +125,7 @@ std::uint64_t chunkSizeFor(const Problem& pb, std::uint64_t scratchElems,
       1, static_cast<std::uint64_t>(static_cast<double>(m) * static_cast<double>(scratchElems) /
                                     static_cast<double>(whole)));
   while (c > 1) {
-    const std::uint64_t s = need(planChunks(pb, 0, c).front().problem);
+    const std::uint64_t s = need(firstChunkProblem(pb, c));
     if (s <= scratchElems) break;
     c = std::max<std::uint64_t>(
         1, std::min(c - 1, static_cast<std::uint64_t>(static_cast<double>(c) *
@@ -123,6 +133,15 @@ std::uint64_t chunkSizeFor(const Problem& pb, std::uint64_t scratchElems,
                                                       static_cast<double>(s))));
   }
   return c;
+}
+
+std::uint64_t chunkSizeFor(const Problem& pb, std::uint64_t scratchElems,
+                           const std::function<RankSchedule(const Problem&, std::uint32_t)>& gen) {
+  return chunkSizeFor(pb, scratchElems, [&](const Problem& q) {
+    std::uint64_t s = 0;
+    for (std::uint32_t r = 0; r < q.ranks; ++r) s = std::max(s, scratchCount(gen(q, r)));
+    return s;
+  });
 }
 
 }  // namespace hccl::algo

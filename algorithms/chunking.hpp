@@ -38,10 +38,21 @@ struct Chunk {
 // whose blocks differ in size).
 std::vector<Chunk> planChunks(const Problem& pb, std::uint32_t rank, std::uint64_t chunkElems);
 
+// The scratch (elements) a problem's schedule needs on its neediest rank.
+using ScratchNeed = std::function<std::uint64_t(const Problem&)>;
+
 // The largest chunk size (elements per block) whose schedule needs at most `scratchElems` of
-// scratch on every rank, found by generating schedules; 0 means "no chunking needed". Every rank
-// computes the same value, so the chunks line up.
+// scratch on every rank, found by asking `need` of the whole problem and of candidate chunks;
+// 0 means "no chunking needed". Every rank computes the same value, so the chunks line up.
+std::uint64_t chunkSizeFor(const Problem& pb, std::uint64_t scratchElems, const ScratchNeed& need);
+
+// The same with `need` generating every rank's schedule (the reference that scratch_ranks.hpp's
+// faster need is tested against).
 std::uint64_t chunkSizeFor(const Problem& pb, std::uint64_t scratchElems,
                            const std::function<RankSchedule(const Problem&, std::uint32_t)>& gen);
+
+// The Problem of planChunks(pb, r, chunkElems)'s first chunk (the largest), without planning the
+// others (a ReduceScatter of a few GB a rank cut into small chunks has tens of thousands).
+Problem firstChunkProblem(const Problem& pb, std::uint64_t chunkElems);
 
 }  // namespace hccl::algo

@@ -185,6 +185,12 @@ struct GeneratorSpec {
   // A rank's path without building its schedule (rank_cost.hpp, PathFn); lockstepCost and
   // chainCost use it where set, else they build the representative ranks' schedules.
   PathFn path = nullptr;
+  // The largest scratch of any rank is an edge rank's (scratch_ranks.hpp: the first and last few
+  // ranks and those next to the root), so chunk sizing builds those schedules only, not every
+  // rank's. False where it is not (NHR's AllReduce and Reduce: their slice runs give the largest
+  // scratch to ranks in the middle). tests/algorithms/scratch_ranks_test.cpp checks every entry
+  // that sets it against every rank's scratch.
+  bool edgeScratch = true;
 };
 
 std::span<const GeneratorSpec> generatorSpecs();

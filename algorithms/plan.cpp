@@ -81,6 +81,10 @@ std::string Plan::beaten(double) const {
   return {};
 }
 
+bool Plan::scratchAtEdges(const Layout&, const PlanKey&, Collective) const {
+  return false;
+}
+
 bool Plan::rankOrdered(const Layout&, const PlanKey&, Collective) const {
   return false;
 }

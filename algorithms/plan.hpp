@@ -86,6 +86,10 @@ class Plan {
   // decided. Throws std::invalid_argument when the layout or the collective does not fit.
   virtual RankSchedule compose(const Layout& layout, const PlanKey& key, const Problem& pb,
                                std::uint32_t rank) const = 0;
+  // True when the largest scratch of compose()'s schedules for `c` on this (symmetric) layout is
+  // always an edge rank's (scratch_ranks.hpp); chunk sizing then builds those ranks' schedules
+  // only. False (every rank's) unless the entry says so.
+  virtual bool scratchAtEdges(const Layout& layout, const PlanKey& key, Collective c) const;
   // True when compose() reduces in rank order for this layout, key and collective.
   virtual bool rankOrdered(const Layout& layout, const PlanKey& key, Collective c) const;
   // Empty when compose() can run on `layout` (for callers that name the level algorithms

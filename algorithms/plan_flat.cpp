@@ -17,6 +17,7 @@
 
 #include "algorithms/hierarchical.hpp"
 #include "algorithms/plan.hpp"
+#include "algorithms/scratch_ranks.hpp"
 
 namespace hccl::algo {
 
@@ -71,6 +72,12 @@ class FlatPlan final : public Plan {
                        std::uint32_t rank) const override {
     const int top = outermostLevel(layout);
     return composeFlat(layout, key.algorithms[static_cast<std::size_t>(top)], top, pb, rank);
+  }
+
+  // One generator over every rank in rank order (servers in block order).
+  bool scratchAtEdges(const Layout& layout, const PlanKey& key, Collective c) const override {
+    return layout.blockOrder() &&
+           generatorsAtEdges(key.algorithms[static_cast<std::size_t>(outermostLevel(layout))], c);
   }
 
   bool rankOrdered(const Layout& layout, const PlanKey& key, Collective c) const override {

@@ -11,6 +11,7 @@
 #include "algorithms/generators.hpp"
 #include "algorithms/hierarchical.hpp"
 #include "algorithms/plan.hpp"
+#include "algorithms/scratch_ranks.hpp"
 
 namespace hccl::algo {
 namespace {
@@ -71,6 +72,19 @@ class LevelsPlan final : public Plan {
   RankSchedule compose(const Layout& layout, const PlanKey& key, const Problem& pb,
                        std::uint32_t rank) const override {
     return composeLevels(layout, key.algorithms, pb, rank);
+  }
+
+  // Each level's algorithm for every collective it runs as a phase there (phases.hpp; one level
+  // in use: the collective itself).
+  bool scratchAtEdges(const Layout& layout, const PlanKey& key, Collective c) const override {
+    const CommShape shape = layout.shape();
+    const std::vector<std::vector<Phase>> phases = phasesPerLevel(c, shape, 1);
+    for (std::size_t i = 0; i < shape.levels.size() && i < phases.size(); ++i) {
+      const Algorithm a = key.algorithms[static_cast<std::size_t>(shape.levels[i].level)];
+      for (const Phase& ph : phases[i])
+        if (!generatorsAtEdges(a, ph.coll)) return false;
+    }
+    return true;
   }
 
   bool rankOrdered(const Layout& layout, const PlanKey& key, Collective c) const override {

@@ -11,6 +11,7 @@
 #include "algorithms/pipeline.hpp"
 #include "algorithms/plan.hpp"
 #include "algorithms/rank_cost.hpp"
+#include "algorithms/scratch_ranks.hpp"
 
 namespace hccl::algo {
 namespace {
@@ -76,6 +77,10 @@ class PipelinePlan final : public Plan {
                        std::uint32_t rank) const override {
     return pipelineSchedule(layout, pb, rank);
   }
+
+  // Its scratch is slots the largest block fits (pipeline.cpp, PassScratch), alike on every
+  // server; the ends of its rings differ.
+  bool scratchAtEdges(const Layout&, const PlanKey&, Collective) const override { return true; }
 
   std::string whyNotOn(const Layout& layout) const override {
     const CommShape shape = layout.shape();

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "algorithms/scratch_ranks.hpp"
 #include "algorithms/write_contract.hpp"
 #include "coll_hccl/engine/engine_state.hpp"
 #include "coll_hccl/engine/hierarchy_layout.hpp"
@@ -538,7 +539,8 @@ std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::strin
   // out-of-place problem everywhere.
   algo::Problem sizing = pb;
   if (!s.info.inPlace) sizing.inPlace = false;
-  const std::uint64_t chunk = algo::chunkSizeFor(sizing, budget, gen);
+  const std::uint64_t chunk =
+      algo::chunkSizeFor(sizing, budget, algo::scratchNeed(lay, composed, gen));
   plan->chunks = algo::planChunks(pb, static_cast<std::uint32_t>(rank_), chunk);
   for (const algo::Chunk& c : plan->chunks) {
     const ScheduleCacheKey skey{key, c.problem};

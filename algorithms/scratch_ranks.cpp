@@ -1,0 +1,73 @@
+#include "algorithms/scratch_ranks.hpp"
+
+#include <algorithm>
+
+#include "algorithms/generators.hpp"
+#include "algorithms/plan.hpp"
+
+namespace hccl::algo {
+namespace {
+
+// Index i of a group of g is an edge for a root at index `at`.
+bool edge(std::uint32_t i, std::uint32_t g, std::uint32_t at) {
+  constexpr std::uint32_t kEnd = 4, kNearRoot = 3;
+  const std::uint32_t d = i > at ? i - at : at - i;
+  return i < kEnd || i + kEnd >= g || d <= kNearRoot;
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> edgeRanks(const Layout& layout, std::uint32_t root) {
+  const std::uint32_t p = layout.ranks();
+  std::vector<std::uint32_t> out;
+  if (!layout.symmetric()) {
+    out.resize(p);
+    for (std::uint32_t r = 0; r < p; ++r) out[r] = r;
+    return out;
+  }
+  root = std::min(root, p - 1);
+  std::array<std::uint32_t, kNumLevels> size{}, at{};
+  for (int l = 0; l < kNumLevels; ++l) {
+    size[static_cast<std::size_t>(l)] = static_cast<std::uint32_t>(layout.groups(l).front().size());
+    at[static_cast<std::size_t>(l)] = layout.indexIn(l, root);
+  }
+  for (std::uint32_t r = 0; r < p; ++r) {
+    bool all = true;
+    for (int l = 0; l < kNumLevels && all; ++l)
+      all = edge(layout.indexIn(l, r), size[static_cast<std::size_t>(l)],
+                 at[static_cast<std::size_t>(l)]);
+    if (all || edge(r, p, root)) out.push_back(r);
+  }
+  return out;
+}
+
+bool generatorsAtEdges(Algorithm a, std::optional<Collective> c) {
+  bool any = false;
+  for (const GeneratorSpec& g : generatorSpecs()) {
+    if (g.algorithm != a || (c && g.coll != *c)) continue;
+    if (!g.edgeScratch) return false;
+    any = true;
+  }
+  return any;
+}
+
+bool scratchAtEdges(const Layout& layout, const PlanKey& key, Collective c) {
+  return layout.symmetric() && planOf(key).scratchAtEdges(layout, key, c);
+}
+
+std::uint64_t scratchOfEveryRank(const RankGenerator& gen, const Problem& pb) {
+  std::uint64_t s = 0;
+  for (std::uint32_t r = 0; r < pb.ranks; ++r) s = std::max(s, scratchCount(gen(pb, r)));
+  return s;
+}
+
+ScratchNeed scratchNeed(const Layout& layout, const PlanKey& key, RankGenerator gen) {
+  return [&layout, key, gen = std::move(gen)](const Problem& pb) {
+    if (!scratchAtEdges(layout, key, pb.coll)) return scratchOfEveryRank(gen, pb);
+    std::uint64_t s = 0;
+    for (std::uint32_t r : edgeRanks(layout, pb.root)) s = std::max(s, scratchCount(gen(pb, r)));
+    return s;
+  };
+}
+
+}  // namespace hccl::algo
