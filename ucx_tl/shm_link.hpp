@@ -12,7 +12,10 @@
 //            use), write the payload, then store p into the slot's flag with release;
 //   reader:  wait until the flag, loaded with acquire, reads p; use the payload in place (reduce
 //            straight from it); then store p into its own acknowledgement line with release.
-// Each flag and acknowledgement lives on its own cache line with a single writer. A fast rank
+// A slot's flag shares its line with the first bytes of its payload (a small post moves as one
+// line); each acknowledgement has its own line; every line has a single writer. A writer loads
+// its readers' acknowledgements only when the last ones it saw do not cover the slot it reuses,
+// so a reader's acknowledgement moves a line only every few posts. A fast rank
 // can run K posts ahead of a slow reader (starting collective k+1 while the reader still works
 // on k) and then waits: a slot is never overwritten before all its readers released it.
 //

@@ -84,6 +84,11 @@ struct ShmLink::Impl {
   // reader (index: writer's local index, twice: pair then broadcast).
   struct Writing {
     std::uint64_t published = 0;
+    // The lowest post number every reader of the channel had released when this rank last
+    // loaded their acknowledgement lines. A slot is reused only once that covers its previous
+    // post, and the lines are loaded again only when it does not: a reader's acknowledgement is
+    // then a store to a line its own cache holds, not a line transfer every post.
+    mutable std::uint64_t knownReleased = 0;
     bool acquired = false;
     // UcxRma blocks stay registered until their post is released.
     std::vector<std::pair<std::uint64_t, shm::ShmUcx::Registration>> registered;
@@ -149,7 +154,7 @@ struct ShmLink::Impl {
     return *reinterpret_cast<shm::SlotControl*>(base + layout.slotOffset(w, r, post));
   }
   std::byte* payload(std::size_t w, std::size_t r, std::uint64_t post) const {
-    return base + layout.slotOffset(w, r, post) + sizeof(shm::SlotControl);
+    return base + layout.slotOffset(w, r, post) + shm::kPayloadOffset;
   }
   shm::AckLine& ack(std::size_t reader, std::size_t writer, bool broadcast) const {
     return *reinterpret_cast<shm::AckLine*>(base + layout.ackOffset(reader, writer, broadcast));
@@ -162,12 +167,17 @@ struct ShmLink::Impl {
       if (j != me) f(j, true);
     }
   }
+  // Acknowledgements only grow, so a number once seen released stays released (and the acquire
+  // load that saw it already ordered the readers' last reads before what follows).
   bool releasedBy(std::size_t r, std::uint64_t number) const {
-    bool all = true;
+    std::uint64_t& known = writing[r].knownReleased;
+    if (known >= number) return true;
+    std::uint64_t low = ~std::uint64_t{0};
     forReaders(r, [&](std::size_t j, bool broadcast) {
-      all = all && ack(j, me, broadcast).released.load(std::memory_order_acquire) >= number;
+      low = std::min(low, ack(j, me, broadcast).released.load(std::memory_order_acquire));
     });
-    return all;
+    known = low;
+    return low >= number;
   }
   std::string channelName(std::size_t w, std::size_t r) const {
     if (w == r) return fmt::format("rank {}'s broadcast channel", localRanks[w]);
@@ -251,7 +261,7 @@ struct ShmLink::Impl {
     auto& w = writing[r];
     const std::uint64_t number = ++w.published;
     auto& ctl = control(me, r, number);
-    ctl.bytes = bytes;
+    ctl.bytes = static_cast<std::uint32_t>(bytes);
     ctl.kind = kind;
     ctl.revoked.store(0, std::memory_order_relaxed);
     ctl.seq.store(number, std::memory_order_release);

@@ -73,6 +73,10 @@ void ShmLink::Impl::setUp(const std::vector<int>& serverOf, const AllGather& all
       throw UcxError(fmt::format("ShmLink: slotsPerChannel {} (1 to {} slots per channel)",
                                  options.slotsPerChannel, kMaxSlotsPerChannel));
     }
+    if (options.slotBytes > shm::kMaxSlotBytes) {
+      throw UcxError(fmt::format("ShmLink: slotBytes {} (at most {}: a post's length is 32 bits)",
+                                 options.slotBytes, shm::kMaxSlotBytes));
+    }
     if (options.liveness.count() <= 0 || options.timeout.count() < 0) {
       throw UcxError(fmt::format(
           "ShmLink: liveness {} ms must be positive and timeout {} ms not negative (0: none)",
