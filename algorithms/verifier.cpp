@@ -115,9 +115,27 @@ class Verifier final : public ReplayObserver {
             fmt::format("rank {} step {}: {} writes the user's input buffer", r, step, what()));
       } else {
         checkResultWrite(r, step, t.slice, what);
+        if (t.push && step > 0) checkExposed(r, step, t);
       }
     }
     checkHazards(r, step, st);
+  }
+
+  // A pushed receive's slice is open to its sender from the start of the step before
+  // (Transfer::push): nothing of that step may touch it.
+  void checkExposed(std::uint32_t r, std::uint32_t step, const Transfer& t) {
+    const Step& prev = src_.step(r, step - 1);
+    std::string by;
+    for (const Transfer& y : prev.xfers)
+      if (by.empty() && y.slice.overlaps(t.slice)) by = toString(y);
+    for (const LocalOp& op : prev.ops)
+      if (by.empty() && (op.dst.overlaps(t.slice) || op.a.overlaps(t.slice) ||
+                         (op.kind == OpKind::Reduce && op.b.overlaps(t.slice))))
+        by = toString(op);
+    if (!by.empty())
+      add(Kind::TransferHazard, r, step,
+          fmt::format("rank {} step {}: {} is open to its sender from step {}, where {} touches it",
+                      r, step, toString(t), step - 1, by));
   }
 
   // A send carries what its slice holds when it is posted. The sender's memory cannot change
@@ -129,6 +147,11 @@ class Verifier final : public ReplayObserver {
   void transferred(const XferRef& snd, const Transfer& ts, const XferRef& rcv,
                    const Transfer& t) override {
     if (t.slice.count != ts.slice.count) return;  // reported by the replay
+    // Which end copies follows from the flag: ends that disagree would wait for each other.
+    if (t.push != ts.push)
+      add(Kind::UnmatchedTransfer, rcv.rank, rcv.step,
+          fmt::format("rank {} step {}: {} meets rank {}'s {}: only one end is a push", rcv.rank,
+                      rcv.step, toString(t), snd.rank, toString(ts)));
     if (fits(snd.rank, ts.slice) && fits(rcv.rank, t.slice) && t.slice.count > 0)
       buf(rcv.rank, t.slice.buf)
           .write(t.slice.offset, buf(snd.rank, ts.slice.buf).read(ts.slice.offset, ts.slice.count));
