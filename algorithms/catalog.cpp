@@ -32,6 +32,12 @@ constexpr std::array<AlgorithmInfo, kNumAlgorithms> kCatalog = {{
     {A::MeshOneShot,
      "full mesh one-shot: whole vectors to every peer, each rank reduces all p (small messages)",
      {true, false, false}},
+    // Not HCCL's: chosen only when forced (HCCL_ALGO="level0:fullmesh_push"). Its model cost is
+    // Mesh's (mesh_push.cpp), so automatic choice would gain nothing it can see.
+    {A::MeshPush,
+     "full mesh, pushed: Mesh AllReduce whose reducing rank writes its block into its peers "
+     "(shared-memory link)",
+     {false, false, false}},
 }};
 
 }  // namespace

@@ -22,12 +22,12 @@ constexpr std::string_view kOthers = "others";
 constexpr std::string_view kNA = "NA";
 constexpr std::string_view kNull = "null";
 
-// What HCCL_ALGO can name, in HCCL's documentation order. Star has no grammar name: HCCL picks it
-// at level0 on its own.
-constexpr std::array<Algorithm, 10> kNamedAlgorithms = {
+// What HCCL_ALGO can name, in HCCL's documentation order, then coll_hccl's own forced-only
+// fullmesh_push (mesh_push.cpp). Star has no grammar name: HCCL picks it at level0 on its own.
+constexpr std::array<Algorithm, 11> kNamedAlgorithms = {
     Algorithm::Ring,     Algorithm::Rhd,  Algorithm::NHR,       Algorithm::NHR_V1,
     Algorithm::NB,       Algorithm::AHC,  Algorithm::AHC_Broke, Algorithm::Pipeline,
-    Algorithm::Pairwise, Algorithm::Mesh,
+    Algorithm::Pairwise, Algorithm::Mesh, Algorithm::MeshPush,
 };
 
 constexpr std::array<std::string_view, kNumAlgoLevels> kLevelNames = {"level0", "level1", "level2",

@@ -87,6 +87,9 @@ Metrics meshReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t el
 // mesh_oneshot.cpp
 RankSchedule meshOneShotAllReduce(const Problem& pb, std::uint32_t rank);
 
+// mesh_push.cpp
+RankSchedule meshPushAllReduce(const Problem& pb, std::uint32_t rank);
+
 // nhr.cpp
 RankSchedule nhrAllReduce(const Problem& pb, std::uint32_t rank);
 RankSchedule nhrReduceScatter(const Problem& pb, std::uint32_t rank);

@@ -68,6 +68,7 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::Mesh, C::AllToAll, meshAllToAll, true, false, false},
     GeneratorSpec{A::Mesh, C::AllToAllV, meshAllToAllV, true, true, true},
     GeneratorSpec{A::MeshOneShot, C::AllReduce, meshOneShotAllReduce, true, true, false},
+    GeneratorSpec{A::MeshPush, C::AllReduce, meshPushAllReduce, true, true, false},
     GeneratorSpec{A::NHR, C::AllReduce, nhrAllReduce, false, true, false, nhrAllReduceCost,
                   nhrAllReducePath, false},
     GeneratorSpec{A::NHR, C::ReduceScatter, nhrReduceScatter, false, true, false, nullptr,

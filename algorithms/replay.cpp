@@ -17,8 +17,9 @@ struct Waiting {
   Buf buf;
   Dir dir;
   std::uint8_t level;
+  bool push;  // fits in the padding: the size stays 32 bytes
 
-  Transfer transfer() const { return {dir, peer, Slice{buf, offset, count}, level}; }
+  Transfer transfer() const { return {dir, peer, Slice{buf, offset, count}, level, push}; }
   // Sorted by partner, direction, then posting order: the order matches are made in.
   auto key() const { return std::tuple(peer, dir, index); }
 };
@@ -98,7 +99,7 @@ class Replayer {
       // completed), so the oldest waiting one is the one MPI's order pairs with this.
       RankState& ps = state_[t.peer];
       const Dir want = t.dir == Dir::Send ? Dir::Recv : Dir::Send;
-      const Waiting probe{0, 0, r, 0, Buf::Output, want, 0};
+      const Waiting probe{0, 0, r, 0, Buf::Output, want, 0, false};
       const auto group = std::equal_range(
           ps.waiting.begin(), ps.waiting.end(), probe, [](const Waiting& a, const Waiting& b) {
             return std::tie(a.peer, a.dir) < std::tie(b.peer, b.dir);
@@ -108,7 +109,7 @@ class Replayer {
                                            [&](const Waiting& w) { return ps.matched[w.index]; });
       if (it == group.second) {
         st.waiting.push_back(
-            {t.slice.offset, t.slice.count, t.peer, i, t.slice.buf, t.dir, t.level});
+            {t.slice.offset, t.slice.count, t.peer, i, t.slice.buf, t.dir, t.level, t.push});
         continue;
       }
       const Waiting other = *it;
@@ -131,7 +132,7 @@ class Replayer {
       for (std::uint32_t i : rest) {
         const Transfer& t = step.xfers[i];
         st.waiting.push_back(
-            {t.slice.offset, t.slice.count, t.peer, i, t.slice.buf, t.dir, t.level});
+            {t.slice.offset, t.slice.count, t.peer, i, t.slice.buf, t.dir, t.level, t.push});
       }
     std::sort(st.waiting.begin(), st.waiting.end(),
               [](const Waiting& a, const Waiting& b) { return a.key() < b.key(); });

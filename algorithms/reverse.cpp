@@ -42,8 +42,8 @@ RankSchedule gatherByReversing(const Problem& pb, std::uint32_t r, const RankGen
     }
     Step& t = out.newStep();
     for (const Transfer& x : f.xfers)
-      t.xfers.push_back(
-          {x.dir == Dir::Send ? Dir::Recv : Dir::Send, x.peer, toGather(pb, r, x.slice), x.level});
+      t.xfers.push_back({x.dir == Dir::Send ? Dir::Recv : Dir::Send, x.peer,
+                         toGather(pb, r, x.slice), x.level, x.push});
   }
   prune(out);
   return out;

@@ -432,7 +432,7 @@ Step remap(const Step& s, const Embedding& e) {
       throw std::out_of_range(
           fmt::format("embed: peer {} outside a group of {}", t.peer, e.members.size()));
     out.xfers.push_back({t.dir, e.members[t.peer], remap(t.slice, e),
-                         static_cast<std::uint8_t>(std::max(t.level, e.level))});
+                         static_cast<std::uint8_t>(std::max(t.level, e.level)), t.push});
   }
   out.ops.reserve(s.ops.size());
   for (const LocalOp& op : s.ops)
@@ -465,7 +465,7 @@ std::string toString(const Slice& s) {
 std::string toString(const Transfer& t) {
   return fmt::format("{} {} {}{}", t.dir == Dir::Send ? "send" : "recv", toString(t.slice),
                      t.dir == Dir::Send ? "-> " : "<- ", t.peer) +
-         (t.level ? fmt::format(" L{}", t.level) : std::string());
+         (t.level ? fmt::format(" L{}", t.level) : std::string()) + (t.push ? " push" : "");
 }
 
 std::string toString(const LocalOp& op) {

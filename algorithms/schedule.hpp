@@ -65,6 +65,15 @@ struct Transfer {
   std::uint32_t peer = 0;  // rank in the schedule's own group
   Slice slice;
   std::uint8_t level = 0;  // hierarchy level whose links carry it: 0 server, 1 inter-server, 2 pod
+  // Written by the sender into the receiver's memory (a push) where the link reaches it, instead
+  // of read by the receiver. It changes nothing of what the message carries (the send carries
+  // its slice as it is when its step begins) but when the receiver's slice is open to writing:
+  // from the start of the step before the receive's (nothing of that step may touch it), so
+  // that the sender can write its slice piece by piece while the op of its own step before
+  // produces it (a reduction's result goes to the peer from the cache instead of being read back
+  // from memory by the peer). Both ends of a message carry the same flag, so the link's two ends
+  // agree on who copies; the verifier checks both rules.
+  bool push = false;
   bool operator==(const Transfer&) const = default;
 };
 
@@ -116,6 +125,13 @@ inline void copy(Step& s, Slice dst, Slice src) {
 }
 inline void reduce(Step& s, Slice dst, Slice a, Slice b) {
   if (dst.count) s.ops.push_back({OpKind::Reduce, dst, a, b});
+}
+// A push (Transfer::push) on both ends.
+inline void sendPush(Step& s, std::uint32_t peer, Slice sl) {
+  if (sl.count) s.xfers.push_back({Dir::Send, peer, sl, 0, true});
+}
+inline void recvPush(Step& s, std::uint32_t peer, Slice sl) {
+  if (sl.count) s.xfers.push_back({Dir::Recv, peer, sl, 0, true});
 }
 // A zero-byte message, kept even though it carries nothing: Barrier's synchronisation. Its
 // slice is an empty Scratch slice, so it touches no memory.

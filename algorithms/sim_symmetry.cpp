@@ -17,6 +17,7 @@ std::string asymmetricAlgorithm(Algorithm a, std::uint32_t g) {
     case Algorithm::Ring:
     case Algorithm::Mesh:
     case Algorithm::MeshOneShot:
+    case Algorithm::MeshPush:
     case Algorithm::Pairwise:
     case Algorithm::Pipeline:
       return {};

@@ -129,6 +129,11 @@ class Verifier final : public ReplayObserver {
   void transferred(const XferRef& snd, const Transfer& ts, const XferRef& rcv,
                    const Transfer& t) override {
     if (t.slice.count != ts.slice.count) return;  // reported by the replay
+    // Which end copies follows from the flag: ends that disagree would wait for each other.
+    if (t.push != ts.push)
+      add(Kind::UnmatchedTransfer, rcv.rank, rcv.step,
+          fmt::format("rank {} step {}: {} meets rank {}'s {}: only one end is a push", rcv.rank,
+                      rcv.step, toString(t), snd.rank, toString(ts)));
     if (fits(snd.rank, ts.slice) && fits(rcv.rank, t.slice) && t.slice.count > 0)
       buf(rcv.rank, t.slice.buf)
           .write(t.slice.offset, buf(snd.rank, ts.slice.buf).read(ts.slice.offset, ts.slice.count));
@@ -559,6 +564,29 @@ class Verifier final : public ReplayObserver {
   std::vector<VerifyIssue> issues_, finals_;
 };
 
+// A pushed receive's slice is open to its sender from the start of the step before
+// (Transfer::push): nothing of that step may touch it. Checked on each rank's whole schedule
+// apart from the replay (whose step windows hold one step at a time).
+void checkExposures(const RankSchedule& rs, std::uint32_t r, std::vector<VerifyIssue>& out) {
+  for (std::size_t k = 1; k < rs.steps.size(); ++k)
+    for (const Transfer& t : rs.steps[k].xfers) {
+      if (!t.push || t.dir != Dir::Recv) continue;
+      const Step& prev = rs.steps[k - 1];
+      std::string by;
+      for (const Transfer& y : prev.xfers)
+        if (by.empty() && y.slice.overlaps(t.slice)) by = toString(y);
+      for (const LocalOp& op : prev.ops)
+        if (by.empty() && (op.dst.overlaps(t.slice) || op.a.overlaps(t.slice) ||
+                           (op.kind == OpKind::Reduce && op.b.overlaps(t.slice))))
+          by = toString(op);
+      if (!by.empty())
+        out.push_back({VerifyIssue::Kind::TransferHazard, r, static_cast<std::uint32_t>(k),
+                       fmt::format("rank {} step {}: {} is open to its sender from step {}, "
+                                   "where {} touches it",
+                                   r, k, toString(t), k - 1, by)});
+    }
+}
+
 // Steps generated on demand: each rank keeps a window of consecutive steps (about `perRank`
 // transfers and ops, at least one step) and is generated again when the replay moves past it.
 class GeneratedSteps final : public StepSource {
@@ -570,6 +598,7 @@ class GeneratedSteps final : public StepSource {
         ranks_(pb.ranks) {
     for (std::uint32_t r = 0; r < pb.ranks; ++r) {
       RankSchedule all = whole(r);
+      checkExposures(all, r, exposures_);
       ranks_[r].steps = static_cast<std::uint32_t>(all.steps.size());
       scratch_.push_back(scratchCount(all));
       keep(r, std::move(all), 0);
@@ -577,6 +606,7 @@ class GeneratedSteps final : public StepSource {
     }
   }
   const std::vector<std::uint64_t>& scratch() const { return scratch_; }
+  std::vector<VerifyIssue>& exposures() { return exposures_; }
   std::uint32_t ranks() const override { return pb_.ranks; }
   std::uint32_t steps(std::uint32_t r) const override { return ranks_[r].steps; }
   const Step& step(std::uint32_t r, std::uint32_t k) override {
@@ -623,6 +653,7 @@ class GeneratedSteps final : public StepSource {
   std::size_t perRank_;
   std::vector<Window> ranks_;
   std::vector<std::uint64_t> scratch_;
+  std::vector<VerifyIssue> exposures_;
 };
 
 }  // namespace
@@ -634,13 +665,19 @@ std::vector<VerifyIssue> verify(const Schedule& s, const VerifyOptions& opt) {
                          s.ranks.size(), s.problem.ranks)}};
   HeldSteps src(s.ranks);
   std::vector<std::uint64_t> scratch;
-  for (const RankSchedule& r : s.ranks) scratch.push_back(scratchCount(r));
+  std::vector<VerifyIssue> exposures;
+  for (std::uint32_t r = 0; r < s.ranks.size(); ++r) {
+    scratch.push_back(scratchCount(s.ranks[r]));
+    checkExposures(s.ranks[r], r, exposures);
+  }
+  if (!exposures.empty()) return exposures;
   return Verifier(s.problem, src, scratch, opt).run();
 }
 
 std::vector<VerifyIssue> verifyGenerated(const Problem& pb, const RankGenerator& gen,
                                          const VerifyOptions& opt, std::size_t heldItems) {
   GeneratedSteps src(pb, gen, heldItems);
+  if (!src.exposures().empty()) return std::move(src.exposures());
   return Verifier(pb, src, src.scratch(), opt).run();
 }
 

@@ -17,13 +17,14 @@ struct Header {
   std::uint32_t comm;
   std::uint32_t seq;
   std::uint32_t msg;
-  std::uint32_t reserved;
+  std::uint32_t flags;  // kExposed: a receiver's buffer for its sender to write (a push)
   std::uint64_t bytes;
 };
 static_assert(sizeof(Header) == 24);
+constexpr std::uint32_t kExposed = 1;
 
-Header headerOf(Tag tag, std::size_t bytes) {
-  return {tag.comm, tag.seq, tag.msg, 0, bytes};
+Header headerOf(Tag tag, std::size_t bytes, bool exposed = false) {
+  return {tag.comm, tag.seq, tag.msg, exposed ? kExposed : 0, bytes};
 }
 
 std::size_t total(std::span<const IoVec> iov) {
@@ -49,6 +50,9 @@ struct ShmTransport::Message {
   std::vector<std::byte> copy;  // when copied out of its slot
   std::string error;            // copying it out failed: its receive fails with this
   Fault fault = Fault::None;
+  // A receiver's exposed buffer (a push): matched by the sender's sendPushed, never copied out
+  // of its slot (the copy would be of nothing: the bytes are to be written into the receiver).
+  bool exposed = false;
 
   bool block() const { return inSlot && post.block; }
   const std::byte* bytesInline() const {
@@ -67,6 +71,9 @@ struct ShmTransport::Op {
   std::uint64_t number = 0;        // a published block send: its post
   std::vector<std::byte> staging;  // a block send whose ranges do not fit in a slot, packed
   Message msg;                     // a direct receive: what it matched
+  // Send: a receiver exposing its iov for a push (recvPushed), complete when the pusher releases
+  // it. Direct: a pushed send (sendPushed), matching only exposures.
+  bool exposed = false;
 };
 
 struct ShmTransport::Peer {
@@ -147,6 +154,7 @@ void ShmTransport::freeOp(Op* op) {
   op->iov.clear();
   op->staging.clear();
   op->msg = Message{};
+  op->exposed = false;
   freeOps_.push_back(op);
 }
 
@@ -164,11 +172,13 @@ void ShmTransport::complete(Op& op, Completion::State state, std::string error, 
 }
 
 std::string ShmTransport::describe(const Op& op) const {
+  // An exposure is the receiving end of a push, a pushed Direct op its sending end.
+  const bool sending = (op.kind == Op::Kind::Send) != op.exposed;
   return fmt::format(
-      "{} of {} bytes {} rank {} (tag {{comm {}, seq {}, msg {}}}) over the HCCS class "
+      "{}{} of {} bytes {} rank {} (tag {{comm {}, seq {}, msg {}}}) over the HCCS class "
       "(shared-memory link)",
-      op.kind == Op::Kind::Send ? "send" : "receive", op.bytes,
-      op.kind == Op::Kind::Send ? "to" : "from", op.peer, op.tag.comm, op.tag.seq, op.tag.msg);
+      op.exposed ? "pushed " : "", sending ? "send" : "receive", op.bytes, sending ? "to" : "from",
+      op.peer, op.tag.comm, op.tag.seq, op.tag.msg);
 }
 
 // ---- sending ------------------------------------------------------------------------------------
@@ -197,8 +207,8 @@ void ShmTransport::send(int peer, std::span<const IoVec> iov, Tag tag, Completio
 bool ShmTransport::trySend(Peer& p, Op& op) {
   const std::span<std::byte> slot = link_->tryAcquire(p.rank);
   if (slot.empty()) return false;
-  const Header h = headerOf(op.tag, op.bytes);
-  if (op.bytes <= inlineBytes_) {
+  const Header h = headerOf(op.tag, op.bytes, op.exposed);
+  if (op.bytes <= inlineBytes_ && !op.exposed) {
     std::memcpy(slot.data(), &h, sizeof h);
     std::byte* at = slot.data() + sizeof h;
     for (const IoVec& v : op.iov) {
@@ -213,6 +223,7 @@ bool ShmTransport::trySend(Peer& p, Op& op) {
   }
   std::erase_if(op.iov, [](const IoVec& v) { return v.length == 0; });
   if (!link_->blockFits(op.iov.size(), sizeof h)) {
+    // An exposure is staged too: the pusher writes the staging buffer, unpacked on completion.
     op.staging.resize(op.bytes);
     std::byte* at = op.staging.data();
     for (const IoVec& v : op.iov) {
@@ -294,6 +305,11 @@ void ShmTransport::take(Peer& p, const ShmLink::Post& post) {
   }
   m.tag = {h.comm, h.seq, h.msg};
   m.bytes = static_cast<std::size_t>(h.bytes);
+  m.exposed = (h.flags & kExposed) != 0;
+  if (m.exposed && !post.block)
+    throw std::runtime_error(
+        fmt::format("shared-memory link: post {} from rank {} exposes a buffer but is not a block",
+                    post.number, p.rank));
   p.lastProgress = coarseNow_;
   if (!match(p, m)) p.unexpected.push_back(std::move(m));
 }
@@ -312,10 +328,12 @@ void ShmTransport::pump(Peer& p) {
   // for yet, or one a direct receive keeps), by copying its message out, then take on.
   while (link_->windowFull(p.rank, false)) {
     Message* oldest = nullptr;
+    // Exposures stay: their pusher releases them once it wrote (at most a step's pushes are
+    // exposed ahead of their sends, fewer than a window).
     for (Message& m : p.unexpected)
-      if (m.inSlot && (!oldest || m.post.number < oldest->post.number)) oldest = &m;
+      if (m.inSlot && !m.exposed && (!oldest || m.post.number < oldest->post.number)) oldest = &m;
     for (Op* d : direct_)
-      if (d->peer == p.rank && d->msg.inSlot &&
+      if (d->peer == p.rank && d->msg.inSlot && !d->msg.exposed &&
           (!oldest || d->msg.post.number < oldest->post.number))
         oldest = &d->msg;
     if (!oldest) break;
@@ -341,8 +359,9 @@ void ShmTransport::copyOut(Peer& p, Message& m) {
 }
 
 bool ShmTransport::match(Peer& p, Message& m) {
-  const auto it =
-      std::find_if(p.recvs.begin(), p.recvs.end(), [&](const Op* op) { return op->tag == m.tag; });
+  const auto it = std::find_if(p.recvs.begin(), p.recvs.end(), [&](const Op* op) {
+    return op->tag == m.tag && op->exposed == m.exposed;
+  });
   if (it == p.recvs.end()) return false;
   Op* op = *it;
   p.recvs.erase(it);
@@ -356,7 +375,8 @@ void ShmTransport::deliver(Peer& p, Op& op, Message& m) {
     m.inSlot = false;
   };
   if (m.bytes != op.bytes) {
-    releaseIt();
+    // A mismatched exposure stays held: releasing it would complete its receive.
+    if (!m.exposed) releaseIt();
     complete(op, Completion::State::Failed,
              fmt::format("{}: rank {} sent {} bytes, this rank expects {}", describe(op), p.rank,
                          m.bytes, op.bytes),
@@ -412,7 +432,8 @@ ShmTransport::Op* ShmTransport::findDirect(const Completion* done) const {
 Completion ShmTransport::readDirect(const Completion* done, std::size_t offset,
                                     std::span<std::byte> into, std::span<const std::byte>* view) {
   Op* op = findDirect(done);
-  if (!op) throw std::logic_error("ShmTransport::readDirect: not a completed direct receive");
+  if (!op || op->exposed)
+    throw std::logic_error("ShmTransport::readDirect: not a completed direct receive");
   const Message& m = op->msg;
   if (offset > m.bytes || into.size() > m.bytes - offset)
     throw std::invalid_argument(
@@ -444,6 +465,70 @@ void ShmTransport::finishDirect(Completion* done) {
   freeOp(op);
 }
 
+// ---- pushing -----------------------------------------------------------------------------------
+
+bool ShmTransport::pushable(int peer, std::size_t bytes) const {
+  return blocks_ && bytes > inlineBytes_ && onLink(peer, bytes);
+}
+
+// The receiving end is a block send of the receiver's iov, flagged: it completes when the pusher
+// releases it, which it does once it wrote every byte.
+void ShmTransport::recvPushed(int peer, std::span<const IoVec> iov, Tag tag, Completion* done) {
+  const std::size_t bytes = total(iov);
+  if (!pushable(peer, bytes))
+    throw std::logic_error(
+        fmt::format("ShmTransport::recvPushed: {} bytes from rank {} are not pushed over the link",
+                    bytes, peer));
+  Op* op = newOp();
+  op->kind = Op::Kind::Send;
+  op->exposed = true;
+  op->done = done;
+  op->peer = peer;
+  op->tag = tag;
+  op->bytes = bytes;
+  op->iov.assign(iov.begin(), iov.end());
+  done->state = Completion::State::Pending;
+  Peer* p = peerOf(peer);
+  if (p->sends.empty() && trySend(*p, *op)) return;
+  p->sends.push_back(op);
+}
+
+// The sending end is a direct receive of the exposure: Done once it is there.
+void ShmTransport::sendPushed(int peer, std::size_t bytes, Tag tag, Completion* done) {
+  if (!pushable(peer, bytes))
+    throw std::logic_error(fmt::format(
+        "ShmTransport::sendPushed: {} bytes to rank {} are not pushed over the link", bytes, peer));
+  Op* op = newOp();
+  op->kind = Op::Kind::Direct;
+  op->exposed = true;
+  op->done = done;
+  op->peer = peer;
+  op->tag = tag;
+  op->bytes = bytes;
+  done->state = Completion::State::Pending;
+  Peer* p = peerOf(peer);
+  p->recvs.push_back(op);
+  pump(*p);
+}
+
+Completion ShmTransport::writeDirect(const Completion* done, std::size_t offset,
+                                     std::span<const std::byte> from) {
+  Op* op = findDirect(done);
+  if (!op || !op->exposed)
+    throw std::logic_error("ShmTransport::writeDirect: not a pushed send whose receiver is known");
+  const Message& m = op->msg;
+  if (offset > m.bytes || from.size() > m.bytes - offset)
+    throw std::invalid_argument(
+        fmt::format("ShmTransport::writeDirect: bytes [{}, {}) outside a message of {}", offset,
+                    offset + from.size(), m.bytes));
+  Completion c = link_->write(m.post, offset, from.data(), from.size());
+  if (c.state != Completion::State::Done) {
+    if (!link_->peerRunning(op->peer)) c.fault = Fault::PeerLost;
+    c.error = fmt::format("{}: {}", describe(*op), c.error);
+  }
+  return c;
+}
+
 // ---- progress, failure, cancellation ------------------------------------------------------------
 
 int ShmTransport::progress() {
@@ -467,7 +552,15 @@ int ShmTransport::progress() {
         continue;
       }
       p.lastProgress = coarseNow_;
-      complete(**it, Completion::State::Done);
+      Op& op = **it;
+      if (op.exposed && !op.staging.empty()) {  // a staged exposure: what the pusher wrote
+        const std::byte* from = op.staging.data();
+        for (const IoVec& v : op.iov) {
+          std::memcpy(v.base, from, v.length);
+          from += v.length;
+        }
+      }
+      complete(op, Completion::State::Done);
       it = p.blocks.erase(it);
       ++n;
     }
@@ -561,7 +654,15 @@ void ShmTransport::cancel(Completion* done) {
       return;
     }
   }
-  if (findDirect(done)) {
+  if (Op* op = findDirect(done)) {
+    if (op->exposed) {
+      // A push begun but not finished: releasing the exposure would tell the receiver its bytes
+      // are there. It stays held (its slot with it; the call has failed): the receiver's receive
+      // fails by its own waits (the peer's failure, or the timeout).
+      std::erase(direct_, op);
+      abandoned_.push_back(op);
+      return;
+    }
     finishDirect(done);
     return;
   }

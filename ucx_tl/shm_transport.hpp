@@ -22,6 +22,13 @@
 // memory, until the receiver finishes with it; readDirect shows inline bytes in place and
 // copies block ranges with CMA into the caller's (cache-sized) buffer.
 //
+// Pushing (Transport::pushable, CMA only, messages above inlineBytes()): the receiver posts a
+// descriptor of its own iov, flagged as an exposure in its header, on its channel to the sender
+// (a block send the other way); the sender's pushed send matches it by tag like a direct
+// receive, writes into it with CMA, and releases it, which completes the receive. Exposures and
+// messages keep apart in matching (same tags may travel both ways), and an exposure is never
+// copied out of its slot to free a window.
+//
 // Errors as the other transports: a wait with no progress on the link for the link's timeout
 // fails with Fault::Timeout; a peer whose process exited fails its pending transfers with
 // Fault::PeerLost (checked every liveness interval while transfers wait); unequal sizes on the
@@ -64,6 +71,12 @@ class ShmTransport final : public Transport {
   Completion readDirect(const Completion* done, std::size_t offset, std::span<std::byte> into,
                         std::span<const std::byte>* view) override;
   void finishDirect(Completion* done) override;
+  // Pushes (Transport's "writing in place"): with CMA, for messages above inlineBytes().
+  bool pushable(int peer, std::size_t bytes) const override;
+  void recvPushed(int peer, std::span<const IoVec> iov, Tag tag, Completion* done) override;
+  void sendPushed(int peer, std::size_t bytes, Tag tag, Completion* done) override;
+  Completion writeDirect(const Completion* done, std::size_t offset,
+                         std::span<const std::byte> from) override;
   // The side channel is the other transport's.
   bool sideSend(int peer, std::span<const std::byte> message) override {
     return base_->sideSend(peer, message);
@@ -113,6 +126,7 @@ class ShmTransport final : public Transport {
   std::vector<std::unique_ptr<Op>> ops_;      // every Op made
   std::vector<Op*> freeOps_;
   std::vector<Op*> direct_;                     // direct receives that are Done, until finished
+  std::vector<Op*> abandoned_;                  // pushes cancelled unfinished: never released
   std::vector<const Completion*> basePending_;  // transfers handed to base, not yet seen done
   // The clock as of the last stale check: what "last progress" times are measured in. A long
   // gap between checks (nobody progressed) resets them, so coarse is enough.

@@ -52,6 +52,24 @@ Completion Transport::readDirect(const Completion*, std::size_t, std::span<std::
 
 void Transport::finishDirect(Completion*) {}
 
+bool Transport::pushable(int, std::size_t) const {
+  return false;
+}
+
+void Transport::recvPushed(int peer, std::span<const IoVec>, Tag, Completion*) {
+  throw std::logic_error("Transport::recvPushed: this transport does not push (peer " +
+                         std::to_string(peer) + ")");
+}
+
+void Transport::sendPushed(int peer, std::size_t bytes, Tag, Completion*) {
+  throw std::logic_error("Transport::sendPushed: this transport does not push (peer " +
+                         std::to_string(peer) + ", " + std::to_string(bytes) + " bytes)");
+}
+
+Completion Transport::writeDirect(const Completion*, std::size_t, std::span<const std::byte>) {
+  throw std::logic_error("Transport::writeDirect: this transport does not push");
+}
+
 bool Transport::sideSend(int, std::span<const std::byte>) {
   return false;
 }

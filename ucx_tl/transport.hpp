@@ -110,8 +110,37 @@ class Transport {
   // buffer).
   virtual Completion readDirect(const Completion* done, std::size_t offset,
                                 std::span<std::byte> into, std::span<const std::byte>* view);
-  // Releases a completed direct receive; no effect on a failed one.
+  // Releases a completed direct receive, or ends a pushed send (the receive completes); no
+  // effect on a failed one.
   virtual void finishDirect(Completion* done);
+
+  // ---- writing in place (optional) ------------------------------------------------------------
+  // The other direction: the receiver exposes where the bytes go and the sender writes them there
+  // itself, piece by piece as it produces them (a reduction's result then leaves from the cache
+  // instead of being read back from memory by the receiver).
+  //
+  //   receiver: if (t.pushable(peer, n)) t.recvPushed(peer, iov, tag, &done);  // instead of recv
+  //   sender:   if (t.pushable(peer, n)) t.sendPushed(peer, n, tag, &done);     // instead of send
+  //             ... once done is Done (the receiver's buffer is known):
+  //             Completion c = t.writeDirect(&done, offset, piece);  // every byte, in any order
+  //             t.finishDirect(&done);                              // exactly once
+  //
+  // Both ends must take the pushed form, or neither: pushable() depends on the peer and the size
+  // only and answers alike on both ends. The receive completes when the sender finishes, so the
+  // sender writes every byte first; a receiver that fails meanwhile withdraws its buffer (a
+  // write that overlapped the withdrawal fails with Fault::Withdrawn), a sender that dies fails
+  // the receive with Fault::PeerLost.
+
+  // Whether a message of `bytes` between this rank and `peer` can be pushed. Default: never.
+  virtual bool pushable(int peer, std::size_t bytes) const;
+  // The receiver's end: exposes iov (its memory, valid until *done leaves Pending).
+  virtual void recvPushed(int peer, std::span<const IoVec> iov, Tag tag, Completion* done);
+  // The sender's end: Done once the receiver's buffer is known; then writeDirect and finishDirect.
+  virtual void sendPushed(int peer, std::size_t bytes, Tag tag, Completion* done);
+  // Writes `from` at byte `offset` of a pushed message whose sendPushed is Done. Returns Done, or
+  // Failed with the error and fault.
+  virtual Completion writeDirect(const Completion* done, std::size_t offset,
+                                 std::span<const std::byte> from);
 
   // ---- side channel (optional) ------------------------------------------------------------------
   // Small messages kept apart from every transfer, for fault diagnosis between processes that

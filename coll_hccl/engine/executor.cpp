@@ -167,6 +167,7 @@ bool Executor::start(const algo::RankSchedule& schedule, const Bindings& binding
   failedRecv_ = false;
   posted_ = false;
   postedCount_ = 0;
+  sinkWait_ = -1;
   state_ = State::Running;
   try {
     if (elemSize_ == 0) throw RunError(fmt::format("rank {}: element size 0", rank_));
@@ -188,11 +189,9 @@ void Executor::plan(MessageCounters& counters, std::uint32_t comm, std::uint32_t
   stepOpFirst_.clear();
   feeds_.clear();
   iovs_.clear();
-  std::size_t widest = 0;
   for (std::size_t s = 0; s < schedule_->steps.size(); ++s) {
     const algo::Step& st = schedule_->steps[s];
     stepFirst_.push_back(transfers_.size());
-    widest = std::max(widest, st.xfers.size());
     for (std::size_t i = 0; i < st.xfers.size(); ++i)
       planTransfer(s, i, st.xfers[i], counters, comm, seq);
     for (std::size_t j = 0; j < st.ops.size(); ++j) checkOp(s, j, st.ops[j]);
@@ -202,9 +201,44 @@ void Executor::plan(MessageCounters& counters, std::uint32_t comm, std::uint32_t
   }
   stepFirst_.push_back(transfers_.size());
   stepOpFirst_.push_back(feeds_.size());
+  for (std::size_t s = 1; s < schedule_->steps.size(); ++s) planEarly(s);
   // Completion records must not move while a transfer is pending: size them before posting.
-  if (completions_.size() < widest) completions_.resize(widest);
-  if (open_.size() < widest) open_.resize(widest, false);
+  const std::size_t n = transfers_.size();
+  if (completions_.size() < n) completions_.resize(n);
+  open_.assign(n, false);
+  live_.assign(n, false);
+}
+
+// Pushed transfers of step `step` start with the step before (see the header). A receive's
+// slice must be untouched by that step (Transfer::push); a send's peer is written by the op of
+// that step that writes its slice whole, if one does and no later op of the step writes any of it.
+void Executor::planEarly(std::size_t step) {
+  const algo::Step& prev = schedule_->steps[step - 1];
+  const algo::Step& st = schedule_->steps[step];
+  for (std::size_t i = 0; i < st.xfers.size(); ++i) {
+    PlannedTransfer& t = transfers_[stepFirst_[step] + i];
+    if (!t.push) continue;
+    const algo::Slice& x = st.xfers[i].slice;
+    if (st.xfers[i].dir == algo::Dir::Recv) {
+      bool untouched = true;
+      for (const algo::Transfer& y : prev.xfers) untouched = untouched && !y.slice.overlaps(x);
+      for (const algo::LocalOp& op : prev.ops)
+        untouched = untouched && !op.dst.overlaps(x) && !op.a.overlaps(x) &&
+                    !(op.kind == algo::OpKind::Reduce && op.b.overlaps(x));
+      if (!untouched)
+        throw RunError(fmt::format("{}: a pushed receive whose slice step {} touches",
+                                   whereTransfer(step, i), step - 1));
+      t.early = true;
+      continue;
+    }
+    t.early = true;
+    std::size_t last = prev.ops.size();
+    for (std::size_t j = 0; j < prev.ops.size(); ++j)
+      if (prev.ops[j].dst.overlaps(x)) last = j;
+    if (last == prev.ops.size() || prev.ops[last].dst != x) continue;
+    Feed& f = feeds_[stepOpFirst_[step - 1] + last];
+    if (f.sink < 0) f.sink = static_cast<std::int32_t>(stepFirst_[step] + i);  // one peer an op
+  }
 }
 
 // Receives of step `step` that one op reads in place (see the header): the op reads exactly the
@@ -215,7 +249,8 @@ void Executor::planDirect(std::size_t step) {
   for (std::size_t i = 0; i < st.xfers.size(); ++i) {
     const algo::Transfer& x = st.xfers[i];
     PlannedTransfer& t = transfers_[stepFirst_[step] + i];
-    if (x.dir != algo::Dir::Recv || !transport_.direct(static_cast<int>(x.peer), t.bytes)) continue;
+    if (x.dir != algo::Dir::Recv || t.push || !transport_.direct(static_cast<int>(x.peer), t.bytes))
+      continue;
     bool alone = true;
     for (std::size_t k = 0; k < st.xfers.size() && alone; ++k)
       alone = k == i || !st.xfers[k].slice.overlaps(x.slice);
@@ -278,6 +313,7 @@ void Executor::planTransfer(std::size_t step, std::size_t index, const algo::Tra
   }
   t.iovCount = iovs_.size() - t.iovBegin;
   const int peer = static_cast<int>(x.peer);
+  t.push = x.push && t.bytes > 0 && transport_.pushable(peer, t.bytes);
   t.tag = {comm, seq, x.dir == algo::Dir::Send ? counters.nextSend(peer) : counters.nextRecv(peer)};
   transfers_.push_back(t);
 }
@@ -324,30 +360,49 @@ void Executor::checkOp(std::size_t step, std::size_t index, const algo::LocalOp&
   checkBound(op.a, step, index);
 }
 
+void Executor::post(std::size_t g, const algo::Transfer& x) {
+  const PlannedTransfer& t = transfers_[g];
+  tl::Completion& c = completions_[g];
+  c.state = tl::Completion::State::Pending;
+  c.bytes = 0;
+  c.error.clear();
+  const std::span<const tl::IoVec> iov(iovs_.data() + t.iovBegin, t.iovCount);
+  const int peer = static_cast<int>(x.peer);
+  live_[g] = true;
+  open_[g] = t.direct || (t.push && x.dir == algo::Dir::Send);
+  if (x.dir == algo::Dir::Send) {
+    if (t.push)
+      transport_.sendPushed(peer, t.bytes, t.tag, &c);
+    else
+      transport_.send(peer, iov, t.tag, &c);
+  } else if (t.push) {
+    transport_.recvPushed(peer, iov, t.tag, &c);
+  } else if (t.direct) {
+    transport_.recvDirect(peer, t.bytes, t.tag, &c);
+  } else {
+    transport_.recv(peer, iov, t.tag, &c);
+  }
+}
+
 void Executor::postStep() {
   const std::size_t first = stepFirst_[step_];
   const std::size_t n = stepFirst_[step_ + 1] - first;
   const algo::Step& st = schedule_->steps[step_];
   for (std::size_t i = 0; i < n; ++i) {
-    const PlannedTransfer& t = transfers_[first + i];
-    const algo::Transfer& x = st.xfers[i];
-    tl::Completion& c = completions_[i];
-    c.state = tl::Completion::State::Pending;
-    c.bytes = 0;
-    c.error.clear();
-    const std::span<const tl::IoVec> iov(iovs_.data() + t.iovBegin, t.iovCount);
     postedCount_ = i + 1;
-    open_[i] = t.direct;
     if (trace_) [[unlikely]] {
       tracePosted_[i] = TraceLog::now();
       traceDone_[i] = 0;
     }
-    if (x.dir == algo::Dir::Send)
-      transport_.send(static_cast<int>(x.peer), iov, t.tag, &c);
-    else if (t.direct)
-      transport_.recvDirect(static_cast<int>(x.peer), t.bytes, t.tag, &c);
-    else
-      transport_.recv(static_cast<int>(x.peer), iov, t.tag, &c);
+    if (!transfers_[first + i].early) post(first + i, st.xfers[i]);
+  }
+  // The next step's pushes after this step's messages: the link releases a channel's posts in
+  // order, so an exposure held until the next step must not come before a message of this one.
+  if (step_ + 1 < schedule_->steps.size()) {
+    const algo::Step& next = schedule_->steps[step_ + 1];
+    const std::size_t nextFirst = stepFirst_[step_ + 1];
+    for (std::size_t i = 0; i < next.xfers.size(); ++i)
+      if (transfers_[nextFirst + i].early) post(nextFirst + i, next.xfers[i]);
   }
 }
 
@@ -359,7 +414,7 @@ void Executor::postStep() {
 bool Executor::ready(const algo::Step& st, const algo::LocalOp& op, const Feed& feed) const {
   const bool reduce = op.kind == algo::OpKind::Reduce;
   for (std::size_t i = 0; i < postedCount_; ++i) {
-    if (!completions_[i].pending()) continue;
+    if (!comp(i).pending()) continue;
     const auto fed = static_cast<std::int32_t>(i);
     if (feed.a == fed || feed.b == fed) return false;
     const algo::Slice& x = st.xfers[i].slice;
@@ -373,32 +428,94 @@ bool Executor::ready(const algo::Step& st, const algo::LocalOp& op, const Feed& 
 bool Executor::runReadyOps(bool all) {
   const algo::Step& st = schedule_->steps[step_];
   const Feed* feeds = feeds_.data() + stepOpFirst_[step_];
+  sinkWait_ = -1;
   for (; nextOp_ < st.ops.size(); ++nextOp_) {
     const algo::LocalOp& op = st.ops[nextOp_];
     const Feed& f = feeds[nextOp_];
     if (!all && !ready(st, op, f)) break;
-    const auto open = [&](std::int32_t t) { return t >= 0 && open_[static_cast<std::size_t>(t)]; };
+    // An op producing a push waits for its receiver's buffer, which the receiver exposes as it
+    // starts this step (Transfer::push): its result then goes to the peer from the cache.
+    if (f.sink >= 0 && completions_[static_cast<std::size_t>(f.sink)].pending()) {
+      sinkWait_ = f.sink;
+      break;
+    }
+    const std::size_t first = stepFirst_[step_];
+    const auto open = [&](std::int32_t t) {
+      return t >= 0 && open_[first + static_cast<std::size_t>(t)];
+    };
+    // The next step's pushed send this op produces (unless its exposure failed: the next step
+    // reports that).
+    std::int32_t sink = f.sink;
+    if (sink >= 0 &&
+        (!open_[static_cast<std::size_t>(sink)] ||
+         completions_[static_cast<std::size_t>(sink)].state != tl::Completion::State::Done))
+      sink = -1;
     if (!open(f.a) && !open(f.b)) {
-      runOp(nextOp_, op);
-    } else if (!runFed(nextOp_, op, f)) {
+      if (!runOp(nextOp_, op, sink)) return false;
+    } else if (!runFed(nextOp_, op, f, sink)) {
       return false;
     }
+    if (sink >= 0) {
+      open_[static_cast<std::size_t>(sink)] = false;
+      transport_.finishDirect(&completions_[static_cast<std::size_t>(sink)]);
+      ++stats_.pushesStreamed;
+    }
   }
+  return true;
+}
+
+// Piece [at, at + bytes) of the pushed send `sink`, just computed by op `index`, to its receiver.
+bool Executor::pushPiece(std::size_t index, std::int32_t sink, std::size_t at,
+                         const std::byte* from, std::size_t bytes) {
+  const auto g = static_cast<std::size_t>(sink);
+  const tl::Completion c = transport_.writeDirect(&completions_[g], at, {from, bytes});
+  if (c.state == tl::Completion::State::Done) return true;
+  const algo::Step& next = schedule_->steps[step_ + 1];
+  failedPeer_ = static_cast<int>(next.xfers[g - stepFirst_[step_ + 1]].peer);
+  failedRecv_ = false;
+  fail(kindOf(c.fault), fmt::format("{}: {}", whereOp(step_, index), c.error));
+  return false;
+}
+
+// A pushed send of the current step whose receiver's buffer is known, written from its slice.
+bool Executor::pushWhole(std::size_t g) {
+  const PlannedTransfer& t = transfers_[g];
+  std::size_t at = 0;
+  for (std::size_t k = 0; k < t.iovCount; ++k) {
+    const tl::IoVec& v = iovs_[t.iovBegin + k];
+    const tl::Completion c = transport_.writeDirect(
+        &completions_[g], at, {static_cast<const std::byte*>(v.base), v.length});
+    if (c.state != tl::Completion::State::Done) {
+      const std::size_t i = g - stepFirst_[step_];
+      failedPeer_ = static_cast<int>(schedule_->steps[step_].xfers[i].peer);
+      failedRecv_ = false;
+      fail(kindOf(c.fault), fmt::format("{}: {}", whereTransfer(step_, i), c.error));
+      return false;
+    }
+    at += v.length;
+  }
+  open_[g] = false;
+  transport_.finishDirect(&completions_[g]);
+  ++stats_.pushesWhole;
   return true;
 }
 
 // A message received in place whose op cannot run yet is copied into its slice after all (as a
 // plain receive would have left it), so that no peer's buffer stays held while this rank waits.
 bool Executor::settleDirect() {
+  const algo::Step& st = schedule_->steps[step_];
   for (std::size_t i = 0; i < postedCount_; ++i) {
-    if (!open_[i] || completions_[i].state != tl::Completion::State::Done) continue;
-    const PlannedTransfer& t = transfers_[stepFirst_[step_] + i];
+    const std::size_t g = stepFirst_[step_] + i;
+    if (!open_[g] || st.xfers[i].dir != algo::Dir::Recv ||
+        comp(i).state != tl::Completion::State::Done)
+      continue;
+    const PlannedTransfer& t = transfers_[g];
     std::size_t at = 0;
     for (std::size_t k = 0; k < t.iovCount; ++k) {
       const tl::IoVec& v = iovs_[t.iovBegin + k];
       std::span<const std::byte> view;
       const std::span<std::byte> into(static_cast<std::byte*>(v.base), v.length);
-      const tl::Completion c = transport_.readDirect(&completions_[i], at, into, &view);
+      const tl::Completion c = transport_.readDirect(&comp(i), at, into, &view);
       if (c.state != tl::Completion::State::Done) {
         fail(kindOf(c.fault), fmt::format("{}: {}", whereTransfer(step_, i), c.error));
         return false;
@@ -406,8 +523,8 @@ bool Executor::settleDirect() {
       if (view.data() != into.data()) std::memcpy(into.data(), view.data(), v.length);
       at += v.length;
     }
-    open_[i] = false;
-    transport_.finishDirect(&completions_[i]);
+    open_[g] = false;
+    transport_.finishDirect(&comp(i));
     ++stats_.directSettled;
   }
   return true;
@@ -428,12 +545,13 @@ bool Executor::advance() {
       postStep();
       posted_ = true;
       nextOp_ = 0;
+      sinkWait_ = -1;
       seenDone_ = std::numeric_limits<std::size_t>::max();
       if (postedCount_ > 0) transport_.progress();
     }
     std::size_t done = 0;
     for (std::size_t i = 0; i < postedCount_; ++i) {
-      const tl::Completion& c = completions_[i];
+      const tl::Completion& c = comp(i);
       if (c.state == tl::Completion::State::Failed) {
         const algo::Transfer& x = schedule_->steps[step_].xfers[i];
         failedPeer_ = static_cast<int>(x.peer);
@@ -441,16 +559,23 @@ bool Executor::advance() {
         fail(kindOf(c.fault), fmt::format("{}: {}", whereTransfer(step_, i), c.error));
         return true;
       }
-      if (!c.pending()) ++done;
+      if (c.pending()) continue;
+      // A pushed send not written yet (its op ran before the receiver's buffer was known, or
+      // none produced it): written now, before any op of the step may change its slice.
+      const std::size_t g = stepFirst_[step_] + i;
+      if (open_[g] && transfers_[g].push && !pushWhole(g)) return true;
+      ++done;
     }
-    if (done != seenDone_) {
+    const bool sinkKnown =
+        sinkWait_ >= 0 && !completions_[static_cast<std::size_t>(sinkWait_)].pending();
+    if (done != seenDone_ || sinkKnown) {
       seenDone_ = done;
       if (trace_) [[unlikely]]
         traceCompletions();
       if (!runReadyOps(done == postedCount_)) return true;
       if (done < postedCount_ && !settleDirect()) return true;
     }
-    if (done < postedCount_) return false;
+    if (done < postedCount_ || sinkWait_ >= 0) return false;
 
     const algo::Step& st = schedule_->steps[step_];
     for (std::size_t i = 0; i < postedCount_; ++i) {
@@ -462,9 +587,11 @@ bool Executor::advance() {
         ++stats_.recvs;
         stats_.bytesReceived += bytes;
       }
-      if (open_[i]) {  // a fed op that had nothing to read
-        open_[i] = false;
-        transport_.finishDirect(&completions_[i]);
+      const std::size_t g = stepFirst_[step_] + i;
+      live_[g] = false;
+      if (open_[g]) {  // a fed op that had nothing to read
+        open_[g] = false;
+        transport_.finishDirect(&comp(i));
       }
     }
     if (trace_) [[unlikely]]
@@ -481,7 +608,7 @@ bool Executor::advance() {
 void Executor::traceCompletions() noexcept {
   std::uint64_t t = 0;
   for (std::size_t i = 0; i < postedCount_; ++i) {
-    if (traceDone_[i] != 0 || completions_[i].pending()) continue;
+    if (traceDone_[i] != 0 || comp(i).pending()) continue;
     if (t == 0) t = TraceLog::now();
     traceDone_[i] = t;
   }
@@ -517,16 +644,21 @@ void Executor::traceStep() noexcept {
   }
 }
 
-// Splits the op at every piece boundary of its three slices.
-void Executor::runOp(std::size_t index, const algo::LocalOp& op) {
-  if (op.dst.count == 0) return;
+// Splits the op at every piece boundary of its three slices; with a sink (a pushed send the op
+// produces), also into cache-sized pieces, each written to the peer once computed. False when
+// that write failed (the run failed).
+bool Executor::runOp(std::size_t index, const algo::LocalOp& op, std::int32_t sink) {
+  if (op.dst.count == 0) return true;
   const bool reduce = op.kind == algo::OpKind::Reduce;
   Cursor d(bindings_->of(op.dst.buf), op.dst.offset, elemSize_);
   Cursor a(bindings_->of(op.a.buf), op.a.offset, elemSize_);
   Cursor b = reduce ? Cursor(bindings_->of(op.b.buf), op.b.offset, elemSize_) : a;
+  const std::uint64_t pieceElems = std::max<std::uint64_t>(1, kPieceBytes / elemSize_);
+  std::size_t at = 0;
   for (std::uint64_t left = op.dst.count; left > 0;) {
     std::uint64_t n = std::min({left, d.run(), a.run()});
     if (reduce) n = std::min(n, b.run());
+    if (sink >= 0) n = std::min(n, pieceElems);
     const std::size_t bytes = static_cast<std::size_t>(n) * elemSize_;
     std::byte* dp = d.ptr();
     const std::byte* ap = a.ptr();
@@ -550,10 +682,13 @@ void Executor::runOp(std::size_t index, const algo::LocalOp& op) {
       }
       stats_.elementsCopied += n;
     }
+    if (sink >= 0 && !pushPiece(index, sink, at, dp, bytes)) return false;
+    at += bytes;
     d.advance(n);
     a.advance(n);
     left -= n;
   }
+  return true;
 }
 
 int Executor::waitingFor(bool& recv) const {
@@ -562,7 +697,7 @@ int Executor::waitingFor(bool& recv) const {
   if (state_ != State::Running || !posted_) return -1;
   const algo::Step& st = schedule_->steps[step_];
   for (std::size_t i = 0; i < postedCount_; ++i) {
-    if (!completions_[i].pending()) continue;
+    if (!comp(i).pending()) continue;
     recv = st.xfers[i].dir == algo::Dir::Recv;
     return static_cast<int>(st.xfers[i].peer);
   }
@@ -574,9 +709,13 @@ int Executor::waitingFor(bool& recv) const {
 // come from the transport at the matching offset: for a Copy straight into the destination, for
 // a Reduce through a cache-sized buffer per operand (or, inline, in place in the slot). False
 // when reading them failed (the run failed).
-bool Executor::runFed(std::size_t index, const algo::LocalOp& op, const Feed& feed) {
+bool Executor::runFed(std::size_t index, const algo::LocalOp& op, const Feed& feed,
+                      std::int32_t sink) {
   const bool reduce = op.kind == algo::OpKind::Reduce;
-  const auto open = [&](std::int32_t t) { return t >= 0 && open_[static_cast<std::size_t>(t)]; };
+  const std::size_t first = stepFirst_[step_];
+  const auto open = [&](std::int32_t t) {
+    return t >= 0 && open_[first + static_cast<std::size_t>(t)];
+  };
   const bool linkA = open(feed.a), linkB = reduce && open(feed.b);
   Cursor d(bindings_->of(op.dst.buf), op.dst.offset, elemSize_);
   Cursor a = linkA ? d : Cursor(bindings_->of(op.a.buf), op.a.offset, elemSize_);
@@ -589,7 +728,7 @@ bool Executor::runFed(std::size_t index, const algo::LocalOp& op, const Feed& fe
                         const std::byte** out) {
     std::span<const std::byte> view;
     const tl::Completion c =
-        transport_.readDirect(&completions_[static_cast<std::size_t>(t)], at, into, &view);
+        transport_.readDirect(&comp(static_cast<std::size_t>(t)), at, into, &view);
     if (c.state != tl::Completion::State::Done) {
       fail(kindOf(c.fault), fmt::format("{}: {}", whereOp(step_, index), c.error));
       return false;
@@ -602,6 +741,7 @@ bool Executor::runFed(std::size_t index, const algo::LocalOp& op, const Feed& fe
     std::uint64_t n = std::min(left, d.run());
     if (!linkA) n = std::min(n, a.run());
     if (reduce) n = std::min({n, linkB ? n : b.run(), pieceElems});
+    if (sink >= 0) n = std::min(n, pieceElems);
     const std::size_t bytes = static_cast<std::size_t>(n) * elemSize_;
     std::byte* dp = d.ptr();
     const std::byte* ap = nullptr;
@@ -640,6 +780,7 @@ bool Executor::runFed(std::size_t index, const algo::LocalOp& op, const Feed& fe
       stats_.elementsReduced += n;
       if (!linkB) b.advance(n);
     }
+    if (sink >= 0 && !pushPiece(index, sink, at, dp, bytes)) return false;
     if (!linkA) a.advance(n);
     d.advance(n);
     at += bytes;
@@ -647,8 +788,8 @@ bool Executor::runFed(std::size_t index, const algo::LocalOp& op, const Feed& fe
   }
   for (const std::int32_t t : {linkA ? feed.a : -1, linkB ? feed.b : -1}) {
     if (t < 0) continue;
-    open_[static_cast<std::size_t>(t)] = false;
-    transport_.finishDirect(&completions_[static_cast<std::size_t>(t)]);
+    open_[first + static_cast<std::size_t>(t)] = false;
+    transport_.finishDirect(&comp(static_cast<std::size_t>(t)));
     ++stats_.directReads;
   }
   return true;
@@ -703,16 +844,23 @@ void Executor::fail(FailKind kind, std::string message) noexcept {
   }
 }
 
+// Transfers posted and not over: the current step's, and the next step's posted early.
 void Executor::cancelPending() noexcept {
-  for (std::size_t i = 0; i < postedCount_; ++i) {
-    const bool finish = open_[i] && completions_[i].state == tl::Completion::State::Done;
-    open_[i] = false;
-    if (!completions_[i].pending() && !finish) continue;
-    try {
-      transport_.cancel(&completions_[i]);
-    } catch (...) {
-      // Nothing more to do: the contract makes cancel safe; a transport that throws anyway
-      // must not take the process down from a noexcept path.
+  const std::size_t steps = schedule_ ? schedule_->steps.size() : 0;
+  if (step_ < steps && stepFirst_.size() > steps) {
+    const std::size_t end = stepFirst_[std::min(step_ + 2, steps)];
+    for (std::size_t g = stepFirst_[step_]; g < end && g < live_.size(); ++g) {
+      if (!live_[g]) continue;
+      live_[g] = false;
+      const bool finish = open_[g] && completions_[g].state == tl::Completion::State::Done;
+      open_[g] = false;
+      if (!completions_[g].pending() && !finish) continue;
+      try {
+        transport_.cancel(&completions_[g]);
+      } catch (...) {
+        // Nothing more to do: the contract makes cancel safe; a transport that throws anyway
+        // must not take the process down from a noexcept path.
+      }
     }
   }
   postedCount_ = 0;

@@ -12,7 +12,18 @@
 // into that slice: the op reads the peer's bytes where they are, a Reduce straight from the
 // peer's slot or, piece by cache-sized piece, from the peer's buffer; a Copy copies once from
 // there. The schedule, and what every named buffer holds afterwards that anything reads, stay
-// the same. The executor is a state
+// the same.
+//
+// Pushing (Transfer::push, where Transport::pushable): the receiver exposes its slice and the
+// sender writes it. A pushed message starts with the step before its own: the receiver exposes
+// its slice then (the schedule guarantees nothing of that step touches it; planning checks), and
+// the op of that step that writes the sender's slice whole (none later writing any of it) waits
+// for the receiver's buffer and then writes each cache-sized piece to the peer as soon as it
+// computed it: a reduction's result reaches the peer from the cache, not from memory. A push
+// that no op produces so is written whole in its own step. Either way the message carries what
+// its slice holds when its step begins, as the schedule says.
+//
+// The executor is a state
 // machine without threads: start() validates the schedule against the bindings and resolves every
 // transfer to an iov up front; progress() advances as far as it can without blocking and says
 // whether the run is over, so MPI's progress loop can drive nonblocking collectives; run() loops on
@@ -84,6 +95,8 @@ struct ExecStats {
   std::uint64_t elementsCopied = 0;   // by Copy ops
   std::uint64_t directReads = 0;      // receives an op read in place
   std::uint64_t directSettled = 0;    // receives meant for that, copied after all (op not ready)
+  std::uint64_t pushesStreamed = 0;  // pushed sends written piece by piece by the op producing them
+  std::uint64_t pushesWhole = 0;     // pushed sends written whole from their slice
 };
 
 class Executor {
@@ -146,11 +159,15 @@ class Executor {
     std::size_t bytes = 0;
     tl::Tag tag;
     bool direct = false;  // received in place, read by the op that `feeds` names
+    bool push = false;    // posted in pushed form (Transfer::push and the transport can)
+    bool early = false;   // posted with the previous step (see "Pushing")
   };
   // What an op reads in place: the transfers of its step that carry its operands (-1: none).
+  // sink: the pushed send of the next step (index in transfers_) the op writes piece by piece.
   struct Feed {
     std::int32_t a = -1;
     std::int32_t b = -1;
+    std::int32_t sink = -1;
     bool any() const { return a >= 0 || b >= 0; }
   };
 
@@ -160,13 +177,21 @@ class Executor {
   void checkOp(std::size_t step, std::size_t index, const algo::LocalOp& op) const;
   void checkBound(const algo::Slice& s, std::size_t step, std::size_t index) const;
   void planDirect(std::size_t step);
-  bool runFed(std::size_t index, const algo::LocalOp& op, const Feed& feed);
+  void planEarly(std::size_t step);
+  void post(std::size_t g, const algo::Transfer& x);
+  bool pushPiece(std::size_t index, std::int32_t sink, std::size_t at, const std::byte* from,
+                 std::size_t bytes);
+  bool pushWhole(std::size_t g);
+  bool runFed(std::size_t index, const algo::LocalOp& op, const Feed& feed, std::int32_t sink);
   bool ready(const algo::Step& st, const algo::LocalOp& op, const Feed& feed) const;
   bool runReadyOps(bool all);
   bool settleDirect();
   void postStep();
   bool advance();  // true when the run is over
-  void runOp(std::size_t index, const algo::LocalOp& op);
+  bool runOp(std::size_t index, const algo::LocalOp& op, std::int32_t sink);
+  // The record and the open flag of transfer i of the current step.
+  tl::Completion& comp(std::size_t i) { return completions_[stepFirst_[step_] + i]; }
+  const tl::Completion& comp(std::size_t i) const { return completions_[stepFirst_[step_] + i]; }
   void
   traceCompletions() noexcept;  // stamps transfers of the step seen complete for the first time
   void traceStep() noexcept;    // records the finished step and its transfers
@@ -195,18 +220,22 @@ class Executor {
   std::vector<std::size_t> stepOpFirst_;    // feeds_ index of each step's first op
   std::vector<Feed> feeds_;                 // one per op of the schedule
   std::vector<std::byte> bounce_;           // pieces of a peer's buffer on their way to an op
-  std::vector<bool> open_;                  // per transfer of the step: a direct receive to finish
+  // Per transfer of the schedule: a direct receive to finish, or a pushed send to write.
+  std::vector<bool> open_;
   bool directReads_ = true;
   std::vector<tl::IoVec> iovs_;
-  std::vector<tl::Completion> completions_;  // one per transfer of the current step
+  // One per transfer of the schedule: an early one is posted while the step before runs.
+  std::vector<tl::Completion> completions_;
+  std::vector<bool> live_;  // per transfer of the schedule: posted, not yet over or cancelled
 
   std::size_t step_ = 0;
   int failedPeer_ = -1;
   bool failedRecv_ = false;
   bool posted_ = false;
   std::size_t postedCount_ = 0;
-  std::size_t nextOp_ = 0;    // the step's first op not yet run
-  std::size_t seenDone_ = 0;  // completed transfers when ops were last tried
+  std::size_t nextOp_ = 0;      // the step's first op not yet run
+  std::size_t seenDone_ = 0;    // completed transfers when ops were last tried
+  std::int32_t sinkWait_ = -1;  // the push whose receiver's buffer the next op waits for
 
   TraceLog* trace_ = nullptr;  // null: not traced
   TraceCall traceCall_;

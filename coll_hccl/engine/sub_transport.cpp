@@ -46,4 +46,17 @@ void SubTransport::recvDirect(int peer, std::size_t bytes, tl::Tag tag, tl::Comp
   base_->recvDirect(at(peer), bytes, tag, done);
 }
 
+bool SubTransport::pushable(int peer, std::size_t bytes) const {
+  return peer >= 0 && peer < size() && base_->pushable(at(peer), bytes);
+}
+
+void SubTransport::recvPushed(int peer, std::span<const tl::IoVec> iov, tl::Tag tag,
+                              tl::Completion* done) {
+  base_->recvPushed(at(peer), iov, tag, done);
+}
+
+void SubTransport::sendPushed(int peer, std::size_t bytes, tl::Tag tag, tl::Completion* done) {
+  base_->sendPushed(at(peer), bytes, tag, done);
+}
+
 }  // namespace hccl::engine

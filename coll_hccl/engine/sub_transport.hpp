@@ -29,6 +29,14 @@ class SubTransport final : public tl::Transport {
     return base_->readDirect(done, offset, into, view);
   }
   void finishDirect(tl::Completion* done) override { base_->finishDirect(done); }
+  bool pushable(int peer, std::size_t bytes) const override;
+  void recvPushed(int peer, std::span<const tl::IoVec> iov, tl::Tag tag,
+                  tl::Completion* done) override;
+  void sendPushed(int peer, std::size_t bytes, tl::Tag tag, tl::Completion* done) override;
+  tl::Completion writeDirect(const tl::Completion* done, std::size_t offset,
+                             std::span<const std::byte> from) override {
+    return base_->writeDirect(done, offset, from);
+  }
 
  private:
   int at(int peer) const;

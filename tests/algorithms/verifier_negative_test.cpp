@@ -132,6 +132,24 @@ TEST(VerifierNegative, SendWithoutReceive) {
   expectIssue(s, Kind::UnmatchedTransfer, 0, "without posting a matching receive");
 }
 
+TEST(VerifierNegative, PushOnOneEndOnly) {
+  Schedule s = buildSchedule(meshPushAllReduce, Problem::allReduce(2, 8));
+  EXPECT_TRUE(verify(s).empty());
+  Transfer& x = s.ranks[1].steps.back().xfers[0];
+  ASSERT_TRUE(x.push && x.dir == Dir::Send);
+  x.push = false;  // rank 1 sends plainly what rank 0 waits to have pushed
+  expectIssue(s, Kind::UnmatchedTransfer, 0, "only one end is a push");
+}
+
+TEST(VerifierNegative, PushedReceiveTouchedTheStepBefore) {
+  // In place, a peer's Output block is its input, sent in the first step: it cannot be open to
+  // writing from that step on.
+  Schedule s = buildSchedule(meshAllReduce, Problem::allReduce(2, 8, true));
+  for (RankSchedule& rs : s.ranks)
+    for (Transfer& x : rs.steps.back().xfers) x.push = true;
+  expectIssue(s, Kind::TransferHazard, 0, "is open to its sender from step 0");
+}
+
 TEST(VerifierNegative, Deadlock) {
   // Both ranks first wait for the other, then send: a classic cycle.
   Schedule s{Problem::allReduce(2, 4), {}};

@@ -1,10 +1,12 @@
 // Receives read in place (executor.hpp): which ones the executor reads where they are, that the
 // results do not change, and that reading in place never holds a peer's buffer while this rank
 // waits for something else. The ranks are threads over the shared-memory link (shm_wrap.hpp).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "algorithms/generators.hpp"
@@ -149,6 +151,48 @@ TEST(DirectReads, AnOpThatMustWaitDoesNotHoldThePeersBuffer) {
   // The first rank whose message arrives copies it in; the other may find its send done by then.
   EXPECT_GE(res.stats[0].directSettled + res.stats[1].directSettled, 1u);
   for (const ExecStats& st : res.stats) EXPECT_EQ(st.directReads + st.directSettled, 1u);
+}
+
+// Mesh AllReduce pushed (mesh_push.cpp) over the link. Out of place every peer exposes its
+// Output block during the first step, and the op reducing a rank's block writes it to one peer
+// piece by piece as it goes (the last op pairs with one push: at p = 3 the other is written whole
+// in its own step). In place the schedule is Mesh's, nothing pushed, and so is a message small
+// enough for a slot. The results are Mesh's in every case.
+TEST(Pushes, MeshPushWritesTheReducedBlockIntoThePeers) {
+  for (std::uint32_t p : {2u, 3u})
+    for (std::uint64_t n : {3u, 5000u, 200001u})
+      for (bool inPlace : {false, true}) {
+        SCOPED_TRACE(fmt::format("p {} n {} in place {}", p, n, inPlace));
+        const algo::Schedule s =
+            algo::buildSchedule(algo::meshPushAllReduce, algo::Problem::allReduce(p, n, inPlace));
+        std::vector<RankBuffers> bufs = inputs(p, n);
+        if (inPlace)
+          for (RankBuffers& b : bufs) b.output = std::exchange(b.input, {});
+        const LocalRunResult res = runLocal(s, DataType::Int32, ReduceOp::Sum, bufs, overShm(256));
+        expectSums(res, p, n);
+        if (!res.ok) return;
+        // The largest block, n / p rounded up, in bytes: pushed when above a slot's 232.
+        const bool pushed = (n + p - 1) / p * 4 > 232;
+        for (std::uint32_t r = 0; r < p; ++r) {
+          const ExecStats& st = res.stats[r];
+          EXPECT_EQ(st.pushesStreamed + st.pushesWhole, pushed && !inPlace ? p - 1 : 0)
+              << "rank " << r;
+          EXPECT_EQ(st.pushesStreamed, pushed && !inPlace ? 1u : 0u) << "rank " << r;
+        }
+      }
+}
+
+// Without the link nothing is pushed and the result is the same.
+TEST(Pushes, NoneOverTaggedMessages) {
+  const std::uint32_t p = 2;
+  const std::uint64_t n = 5000;
+  const algo::Schedule s =
+      algo::buildSchedule(algo::meshPushAllReduce, algo::Problem::allReduce(p, n));
+  LocalRunOptions tagged;
+  tagged.wrap = [](tl::Transport&, const AllGatherFn&) { return std::shared_ptr<tl::Transport>(); };
+  const LocalRunResult res = runLocal(s, DataType::Int32, ReduceOp::Sum, inputs(p, n), tagged);
+  expectSums(res, p, n);
+  for (const ExecStats& st : res.stats) EXPECT_EQ(st.pushesStreamed + st.pushesWhole, 0u);
 }
 
 }  // namespace

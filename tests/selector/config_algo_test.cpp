@@ -310,7 +310,8 @@ TEST(HcclAlgo, CollectiveOfEachOpType) {
 // ---- rejected values -----------------------------------------------------------------------
 
 const std::string kAlgos =
-    "ring, H-D_R, NHR, NHR_V1, NB, AHC, AHC_BROKE, pipeline, pairwise, fullmesh, NA, null";
+    "ring, H-D_R, NHR, NHR_V1, NB, AHC, AHC_BROKE, pipeline, pairwise, fullmesh, fullmesh_push, "
+    "NA, null";
 const std::string kOps =
     "allreduce, allgather, reducescatter, broadcast, reduce, scatter, alltoall, gather, send, "
     "receive, sendrecv, barrier, scan, exscan, others";
@@ -480,11 +481,11 @@ INSTANTIATE_TEST_SUITE_P(
         Rejected{"allreduce=level0:null;level1:ring", "null", 18,
                  "\"null\" at position 18 is not allowed for level0 of allreduce; valid for a "
                  "per-op level0: ring, H-D_R, NHR, NHR_V1, NB, AHC, AHC_BROKE, pipeline, "
-                 "pairwise, fullmesh, NA"},
+                 "pairwise, fullmesh, fullmesh_push, NA"},
         Rejected{"others=level1:ring;level0:null", "null", 27,
                  "\"null\" at position 27 is not allowed for level0 of others; valid for a "
                  "per-op level0: ring, H-D_R, NHR, NHR_V1, NB, AHC, AHC_BROKE, pipeline, "
-                 "pairwise, fullmesh, NA"}));
+                 "pairwise, fullmesh, fullmesh_push, NA"}));
 
 // ---- canonical printing ----------------------------------------------------------------------
 

@@ -126,7 +126,8 @@ TEST(Settings, InvalidHigherLayerIsAnErrorWithItsSource) {
     EXPECT_EQ(r.error().position, 8u);
     EXPECT_EQ(r.error().message,
               "HCCL_ALGO: unknown algorithm \"rng\" at position 8 (level1); valid: ring, H-D_R, "
-              "NHR, NHR_V1, NB, AHC, AHC_BROKE, pipeline, pairwise, fullmesh, NA, null (from info "
+              "NHR, NHR_V1, NB, AHC, AHC_BROKE, pipeline, pairwise, fullmesh, fullmesh_push, NA, "
+              "null (from info "
               "key hccl_algo)");
   }
   {

@@ -1,0 +1,42 @@
+// Mesh AllReduce, pushed: Mesh's ReduceScatter step (every rank reduces its block from every
+// peer's input, reading the peers' blocks in place on the shared-memory link), then an
+// AllGather whose messages are pushes (Transfer::push): the rank that reduced a block writes it
+// into its peers' Output instead of each peer reading it back.
+//
+// The schedule is Mesh's, message for message; only who copies changes. That lets the engine
+// fuse the two steps on the shared-memory link: every peer exposes its Output block during the
+// first step, and the rank reducing block r writes each cache-sized piece of it to the peers as
+// soon as it computed it. At p = 2 a rank's memory traffic drops from reading 1.5n and writing
+// n (the peer's input block, its own input block, the peer's result block) to reading n and
+// writing n: the result block reaches the peer from the cache.
+//   cost 2a + 2((p-1)/p)n b + ((p-1)/p)n g   (Mesh's: the model has no memory-traffic term,
+//                                              and the second step still waits for the peers)
+// Rank order: yes, as Mesh. Memory: Mesh's. Forced only (catalog.cpp): in place, and where the
+// link cannot push (no CMA, another server, a message small enough for a slot), it runs as Mesh
+// does.
+#include "algorithms/generators.hpp"
+
+namespace hccl::algo {
+
+RankSchedule meshPushAllReduce(const Problem& pb, std::uint32_t r) {
+  RankSchedule out;
+  const Blocks& bl = pb.blocks;
+  const Buf src = pb.inPlace ? Buf::Output : Buf::Input;
+  const Slice mine = bl.block(Buf::Output, r);
+  meshReduceStep(out, pb.ranks, r, bl.count(r), mine,
+                 [&](std::uint32_t j) { return bl.block(src, j); });
+  Step& s = out.newStep();
+  // In place a peer's block of Output is its input until the first step has sent it, so it
+  // cannot be open to writing from the first step on (Transfer::push): then it is Mesh.
+  const auto gather = pb.inPlace ? send : sendPush;
+  const auto take = pb.inPlace ? recv : recvPush;
+  for (std::uint32_t i = 1; i < pb.ranks; ++i) {
+    const std::uint32_t j = (r + i) % pb.ranks;
+    gather(s, j, mine);
+    take(s, j, bl.block(Buf::Output, j));
+  }
+  prune(out);
+  return out;
+}
+
+}  // namespace hccl::algo
