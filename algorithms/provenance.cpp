@@ -345,6 +345,26 @@ void IntervalMap::fill(std::uint64_t off, std::uint64_t count, Value v) {
   write(off, {Piece{0, count, v}});
 }
 
+void IntervalMap::absorbDead(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& live) {
+  // The value of the element at x as fill() takes it (delta relative to the buffer start).
+  const auto at = [this](std::uint64_t x) {
+    Value v = read(x, 1).front().v;
+    if (!v.uninit()) v.delta -= static_cast<std::int64_t>(x);
+    return v;
+  };
+  std::uint64_t from = 0;  // the first element not yet known live
+  for (const auto& [b, e] : live) {
+    const std::uint64_t lo = std::min(b, size_), hi = std::min(e, size_);
+    if (lo >= hi) continue;
+    if (from < lo) fill(from, lo - from, at(from > 0 ? from - 1 : lo));
+    from = std::max(from, hi);
+  }
+  if (from > 0 && from < size_)
+    fill(from, size_ - from, at(from - 1));
+  else if (from == 0 && size_ > 0)
+    fill(0, size_, Value{});  // nothing live: one run
+}
+
 // Two neighbouring runs merge when they hold the same plain value, or when the right one
 // continues the left one's ramp (a plain run counts as a ramp of one block whose steps are
 // whatever the next block makes them).

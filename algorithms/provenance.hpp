@@ -141,6 +141,14 @@ class IntervalMap {
   // Overwrite [off, off + total of pieces) with pieces (relative deltas).
   void write(std::uint64_t off, const std::vector<Piece>& pieces);
   void fill(std::uint64_t off, std::uint64_t count, Value v);
+  // How many runs (plain or ramps) are stored.
+  std::size_t runs() const { return segs_.size(); }
+  // Gives every element outside `live` (sorted, disjoint [begin, end) ranges) the value of the
+  // live element on its left (on its right before the first), so that it joins that run: the
+  // caller knows nothing reads those elements again, so what they hold cannot change a verdict.
+  // A ReduceScatter's partial sums already sent (NB's, NHR's) differ from their neighbours in
+  // a ruler pattern, p runs in each of p ranks' scratch; the ones still live are few runs.
+  void absorbDead(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& live);
 
  private:
   struct Seg {

@@ -39,18 +39,68 @@ VerifyOptions withScanOrder(VerifyOptions o, Collective c) {
   return o;
 }
 
+// Element ranges [begin, end) of one buffer, sorted and disjoint once merged.
+using Ranges = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+
+void mergeRanges(Ranges& v) {
+  std::sort(v.begin(), v.end());
+  std::size_t out = 0;
+  for (const auto& x : v) {
+    if (x.first >= x.second) continue;
+    if (out > 0 && x.first <= v[out - 1].second)
+      v[out - 1].second = std::max(v[out - 1].second, x.second);
+    else
+      v[out++] = x;
+  }
+  v.resize(out);
+}
+
+// What steps of a rank read or write in Scratch and in Output.
+struct Touched {
+  Ranges scratch, output;
+  void add(const Slice& sl) {
+    if (sl.count == 0) return;
+    if (sl.buf == Buf::Scratch) scratch.emplace_back(sl.offset, sl.end());
+    if (sl.buf == Buf::Output) output.emplace_back(sl.offset, sl.end());
+  }
+  void add(const Step& st) {
+    for (const Transfer& t : st.xfers) add(t.slice);
+    for (const LocalOp& op : st.ops) {
+      add(op.dst);
+      add(op.a);
+      if (op.kind == OpKind::Reduce) add(op.b);
+    }
+  }
+  void merge() {
+    mergeRanges(scratch);
+    mergeRanges(output);
+  }
+};
+
+// A step source that can tell what a rank's steps after step k touch (the streamed check's).
+class Liveness {
+ public:
+  virtual ~Liveness() = default;
+  // Called at the completion of step k, which the source holds.
+  virtual Touched touchedAfter(std::uint32_t r, std::uint32_t k) = 0;
+};
+
 class Verifier final : public ReplayObserver {
  public:
-  // scratch: each rank's scratchCount().
+  // scratch: each rank's scratchCount(). live: when given, Scratch and Output elements that no
+  // later step of their rank touches (and the final check does not read) are folded into their
+  // neighbours' runs once a rank's buffers hold many runs.
   Verifier(const Problem& pb, StepSource& src, const std::vector<std::uint64_t>& scratch,
-           const VerifyOptions& opt)
+           const VerifyOptions& opt, Liveness* live = nullptr)
       : pb_(pb),
         src_(src),
+        live_(live),
         opt_(withScanOrder(opt, pb.coll)),
         p_(pb.ranks),
         sets_(p_, opt.setGarbageBytes),
         mem_(p_),
-        words_((p_ + 63) / 64) {
+        words_((p_ + 63) / 64),
+        foldAt_(p_, kFoldRuns) {
     // Only a Barrier's result is what its ranks have heard of: the others' data says it.
     if (pb.coll == Collective::Barrier) {
       heard_.assign(std::size_t{p_} * words_, 0);
@@ -154,7 +204,10 @@ class Verifier final : public ReplayObserver {
       for (std::uint32_t w = 0; w < words_; ++w) h[w] |= in[w];
     }
     for (const LocalOp& op : src_.step(r, step).ops) runOp(r, step, op);
-    if (step + 1 == src_.steps(r)) finish(r);
+    if (step + 1 == src_.steps(r))
+      finish(r);
+    else
+      foldDead(r, step);
   }
 
  private:
@@ -168,6 +221,30 @@ class Verifier final : public ReplayObserver {
     for (const auto& bufs : mem_)
       for (const IntervalMap& m : bufs) m.markSets(live);
     sets_.collect(live);
+  }
+
+  // Scratch and Output elements that no later step of the rank reads or writes, and that the
+  // final check does not read, are given their live neighbour's value (IntervalMap::absorbDead):
+  // nothing observes them again, and the runs left follow the partial sums still live. Done when
+  // the rank's two buffers have doubled their runs since the last fold (at least kFoldRuns), so a
+  // schedule whose runs are all live costs a few folds, not one per step.
+  void foldDead(std::uint32_t r, std::uint32_t step) {
+    if (live_ == nullptr) return;
+    IntervalMap &scratch = buf(r, Buf::Scratch), &output = buf(r, Buf::Output);
+    if (scratch.runs() + output.runs() < foldAt_[r]) return;
+    Touched t = live_->touchedAfter(r, step);
+    t.add(finalRead(r));
+    t.merge();
+    scratch.absorbDead(t.scratch);
+    output.absorbDead(t.output);
+    foldAt_[r] = std::max(kFoldRuns, 2 * (scratch.runs() + output.runs()));
+  }
+  // The part of Output checkFinal() reads: a ReduceScatter's result slice (its other blocks hold
+  // partial sums in place), all of it for the other collectives (read or not: what stays live
+  // only costs runs).
+  Slice finalRead(std::uint32_t r) const {
+    if (pb_.coll == Collective::ReduceScatter) return pb_.resultSlice(r);
+    return Slice{Buf::Output, 0, pb_.bufferCount(Buf::Output, r)};
   }
 
   // A rank that has run its last step is checked at once and its buffers released (nothing
@@ -551,8 +628,10 @@ class Verifier final : public ReplayObserver {
     }
   }
 
+  static constexpr std::size_t kFoldRuns = 64;
   const Problem& pb_;
   StepSource& src_;
+  Liveness* live_;
   VerifyOptions opt_;
   std::uint32_t p_;
   prov::RankSets sets_;
@@ -562,6 +641,7 @@ class Verifier final : public ReplayObserver {
   std::uint32_t words_;
   std::vector<std::uint64_t> heard_, heardIn_;
   std::vector<VerifyIssue> issues_, finals_;
+  std::vector<std::size_t> foldAt_;  // per rank, the runs at which foldDead() looks again
 };
 
 // A pushed receive's slice is open to its sender from the start of the step before
@@ -589,7 +669,7 @@ void checkExposures(const RankSchedule& rs, std::uint32_t r, std::vector<VerifyI
 
 // Steps generated on demand: each rank keeps a window of consecutive steps (about `perRank`
 // transfers and ops, at least one step) and is generated again when the replay moves past it.
-class GeneratedSteps final : public StepSource {
+class GeneratedSteps final : public StepSource, public Liveness {
  public:
   GeneratedSteps(const Problem& pb, const RankGenerator& gen, std::size_t heldItems)
       : pb_(pb),
@@ -619,15 +699,33 @@ class GeneratedSteps final : public StepSource {
     prune(s);
     return s;
   }
+  Touched touchedAfter(std::uint32_t r, std::uint32_t k) override {
+    step(r, k);  // the window holding k
+    Window& w = ranks_[r];
+    if (!w.laterKnown) {  // asked for at most once per window, by a rank holding many runs
+      const RankSchedule all = whole(r);
+      for (std::size_t j = w.base + w.held.size(); j < all.steps.size(); ++j)
+        w.later.add(all.steps[j]);
+      w.later.merge();
+      w.later.scratch.shrink_to_fit();
+      w.later.output.shrink_to_fit();
+      w.laterKnown = true;
+    }
+    Touched t = w.later;
+    for (std::size_t j = k + 1 - w.base; j < w.held.size(); ++j) t.add(w.held[j]);
+    return t;
+  }
   // A window over the rank's share (one step of a one-step mesh: 2p transfers) is dropped while
   // the rank waits, and generated again when its step completes: held for every rank at once it
   // would be p^2 transfers. A finished rank's window is never read again.
   void release(std::uint32_t r, bool finished) override {
     Window& w = ranks_[r];
-    // Only a window of one step can be over the share by much (keep() stops at the share);
-    // dropping the others would regenerate a ring's schedule at every step.
+    // Only a window of one step can be over the share (keep() stops before it); dropping the
+    // others would regenerate a ring's schedule at every step.
     if (finished || (w.held.size() == 1 && w.items > perRank_)) {
       std::vector<Step>().swap(w.held);
+      w.later = {};
+      w.laterKnown = false;
       w.items = 0;
     }
   }
@@ -637,13 +735,27 @@ class GeneratedSteps final : public StepSource {
     std::uint32_t steps = 0, base = 0;
     std::size_t items = 0;  // steps, transfers and ops held
     std::vector<Step> held;
+    // What the steps after the window touch, merged; computed when first asked for (a rank
+    // whose buffers hold few runs never asks, and every rank holding O(p) ranges at once
+    // would be what the folding saves).
+    Touched later;
+    bool laterKnown = false;
   };
   void keep(std::uint32_t r, RankSchedule all, std::uint32_t from) {
     Window& w = ranks_[r];
     std::uint32_t to = from;
-    for (w.items = 0; to < all.steps.size() && (to == from || w.items < perRank_); ++to)
-      w.items += 1 + all.steps[to].xfers.size() + all.steps[to].ops.size();
+    // A step that would take the window over the share ends it (unless it is the first), so
+    // only a window of one step is ever over the share, and release() can tell it apart: in
+    // place, a ReduceScatter's first step copies the input aside and NB's next step has 1.5p
+    // transfers and ops, a window held by every rank while it waits (p = 2048: 485 MB).
+    const auto size = [&](std::size_t k) {
+      return 1 + all.steps[k].xfers.size() + all.steps[k].ops.size();
+    };
+    for (w.items = 0; to < all.steps.size() && (to == from || w.items + size(to) <= perRank_); ++to)
+      w.items += size(to);
     w.base = from;
+    w.later = {};
+    w.laterKnown = false;
     w.held.assign(std::make_move_iterator(all.steps.begin() + from),
                   std::make_move_iterator(all.steps.begin() + to));
   }
@@ -678,7 +790,7 @@ std::vector<VerifyIssue> verifyGenerated(const Problem& pb, const RankGenerator&
                                          const VerifyOptions& opt, std::size_t heldItems) {
   GeneratedSteps src(pb, gen, heldItems);
   if (!src.exposures().empty()) return std::move(src.exposures());
-  return Verifier(pb, src, src.scratch(), opt).run();
+  return Verifier(pb, src, src.scratch(), opt, &src).run();
 }
 
 }  // namespace hccl::algo

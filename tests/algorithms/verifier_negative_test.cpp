@@ -368,8 +368,29 @@ Transfer& firstOf(Schedule& s, std::uint32_t r, Dir d) {
   throw std::logic_error("no such transfer");
 }
 
+// The schedule held in `s`, through the streamed check the sweep runs at thousands of ranks
+// (verifyGenerated: windows of steps, dead scratch folded, rank sets dropped at nearly every
+// step): it must report exactly what verify() reports.
+std::vector<VerifyIssue> streamed(const Schedule& s, VerifyOptions opt = {}) {
+  opt.setGarbageBytes = 0;
+  return verifyGenerated(
+      s.problem, [&s](const Problem&, std::uint32_t r) { return s.ranks.at(r); }, opt);
+}
+
+std::vector<VerifyIssue> verifyBoth(const Schedule& s, const VerifyOptions& opt = {}) {
+  const auto held = verify(s, opt);
+  EXPECT_EQ(describe(held), describe(streamed(s, opt)));
+  return held;
+}
+
+void expectBoth(const Schedule& s, Kind k, std::uint32_t rank, const std::string& fragment,
+                VerifyOptions opt = {}) {
+  expectIssue(s, k, rank, fragment, opt);
+  verifyBoth(s, opt);
+}
+
 TEST(VerifierAt1024, BaselineIsClean) {
-  const auto issues = verify(clean());
+  const auto issues = verifyBoth(clean());
   EXPECT_TRUE(issues.empty()) << describe(issues);
 }
 
@@ -380,7 +401,7 @@ TEST(VerifierAt1024, MissingContribution) {
       if (op.kind == OpKind::Reduce) op = {OpKind::Copy, op.dst, op.b, {}};  // drops operand a
   // Rank 517's partial sums lack its partners' parts; the first rank reported is one they
   // reach (rank 0's result misses 516-517).
-  const auto issues = verify(s);
+  const auto issues = verifyBoth(s);
   ASSERT_TRUE(has(issues, Kind::MissingContribution)) << describe(issues);
   EXPECT_NE(describe(issues).find("missing 516-517"), std::string::npos) << describe(issues);
 }
@@ -388,31 +409,31 @@ TEST(VerifierAt1024, MissingContribution) {
 TEST(VerifierAt1024, DuplicateContribution) {
   Schedule s = clean();
   lastOf(s, kBad).ops.push_back({OpKind::Reduce, out(0, kP), out(0, kP), in(0, kP)});
-  expectIssue(s, Kind::DuplicateContribution, kBad, "twice");
+  expectBoth(s, Kind::DuplicateContribution, kBad, "twice");
 }
 
 TEST(VerifierAt1024, WrongPosition) {
   Schedule s = clean();
   lastOf(s, kBad).ops.push_back({OpKind::Copy, out(3, 1), out(700, 1), {}});
-  expectIssue(s, Kind::WrongPosition, kBad, "out[3+1]: holds input elements starting at 700");
+  expectBoth(s, Kind::WrongPosition, kBad, "out[3+1]: holds input elements starting at 700");
 }
 
 TEST(VerifierAt1024, NotWritten) {
   Schedule s = clean();
   s.problem = Problem::allReduce(kP, kP + 1);  // one element more than the schedule moves
-  expectIssue(s, Kind::NotWritten, 0, "out[1024+1]: never written");
+  expectBoth(s, Kind::NotWritten, 0, "out[1024+1]: never written");
 }
 
 TEST(VerifierAt1024, RankOrder) {
   const Schedule s = pruned(ringAllReduce, Problem::allReduce(kP, 7));
-  EXPECT_TRUE(verify(s).empty());
-  expectIssue(s, Kind::RankOrder, 0, "left of", {.requireRankOrder = true});
+  EXPECT_TRUE(verifyBoth(s).empty());
+  expectBoth(s, Kind::RankOrder, 0, "left of", {.requireRankOrder = true});
 }
 
 TEST(VerifierAt1024, SizeMismatch) {
   Schedule s = clean();
   firstOf(s, kBad, Dir::Recv).slice.count -= 1;
-  const auto issues = verify(s);
+  const auto issues = verifyBoth(s);
   ASSERT_TRUE(has(issues, Kind::SizeMismatch)) << describe(issues);
   EXPECT_NE(describe(issues).find("to rank 517 (message #0 between them), but rank 517"),
             std::string::npos)
@@ -428,7 +449,7 @@ TEST(VerifierAt1024, UnmatchedTransfer) {
   const std::uint32_t peer = it->peer;
   xs.erase(it);
   lastOf(s, kBad).ops.clear();
-  expectIssue(s, Kind::UnmatchedTransfer, peer, "without posting a matching receive");
+  expectBoth(s, Kind::UnmatchedTransfer, peer, "without posting a matching receive");
 }
 
 TEST(VerifierAt1024, Deadlock) {
@@ -441,7 +462,7 @@ TEST(VerifierAt1024, Deadlock) {
     s.ranks[r].steps = std::move(steps);
   }
   // Every rank ends up waiting on the two: the first reported is rank 0; the cycle is there.
-  const auto issues = verify(s, {.maxIssues = 100000});
+  const auto issues = verifyBoth(s, {.maxIssues = 100000});
   ASSERT_TRUE(has(issues, Kind::Deadlock)) << describe(issues);
   EXPECT_NE(describe(issues).find("rank 517 step 0: recv tmp[0+1] <- 518 never completes: rank "
                                   "518 is blocked in step 0 (deadlock)"),
@@ -452,7 +473,7 @@ TEST(VerifierAt1024, UninitializedRead) {
   Schedule s = clean();
   const std::uint64_t fresh = scratchCount(s.ranks[kBad]);
   lastOf(s, kBad).ops.push_back({OpKind::Copy, scratch(fresh, 1), scratch(fresh + 1, 1), {}});
-  expectIssue(s, Kind::UninitializedRead, kBad, "before anything was written");
+  expectBoth(s, Kind::UninitializedRead, kBad, "before anything was written");
 }
 
 TEST(VerifierAt1024, TransferHazard) {
@@ -466,37 +487,37 @@ TEST(VerifierAt1024, TransferHazard) {
   }
   ASSERT_TRUE(snd && rcv);
   snd->slice = {rcv->slice.buf, rcv->slice.offset, snd->slice.count};
-  expectIssue(s, Kind::TransferHazard, kBad, "while");
+  expectBoth(s, Kind::TransferHazard, kBad, "while");
 }
 
 TEST(VerifierAt1024, InputWrite) {
   Schedule s = clean();
   lastOf(s, kBad).ops.push_back({OpKind::Copy, in(0, 1), out(0, 1), {}});
-  expectIssue(s, Kind::InputWrite, kBad, "writes the user's input");
+  expectBoth(s, Kind::InputWrite, kBad, "writes the user's input");
 }
 
 TEST(VerifierAt1024, OutOfBounds) {
   Schedule s = clean();
   lastOf(s, kBad).ops.push_back({OpKind::Copy, out(kP, 1), out(0, 1), {}});
-  expectIssue(s, Kind::OutOfBounds, kBad, "but out holds 1024 elements");
+  expectBoth(s, Kind::OutOfBounds, kBad, "but out holds 1024 elements");
 }
 
 TEST(VerifierAt1024, OverlappingOp) {
   Schedule s = clean();
   lastOf(s, kBad).ops.push_back({OpKind::Copy, out(1, 2), out(0, 2), {}});
-  expectIssue(s, Kind::OverlappingOp, kBad, "overlapping its source");
+  expectBoth(s, Kind::OverlappingOp, kBad, "overlapping its source");
 }
 
 TEST(VerifierAt1024, OutsideResult) {
   Schedule s = pruned(rhdBroadcast, Problem::broadcast(kP, 7, kBad));
-  EXPECT_TRUE(verify(s).empty());
+  EXPECT_TRUE(verifyBoth(s).empty());
   lastOf(s, kBad).ops.push_back({OpKind::Copy, out(0, 1), out(0, 1), {}});  // the root rewrites
-  expectIssue(s, Kind::OutsideResult, kBad, "outside its result (none)");
+  expectBoth(s, Kind::OutsideResult, kBad, "outside its result (none)");
 }
 
 TEST(VerifierAt1024, BarrierRankLeavingEarly) {
   Schedule s = pruned(nbBarrier, Problem::barrier(kP));
-  EXPECT_TRUE(verify(s).empty());
+  EXPECT_TRUE(verifyBoth(s).empty());
   // Rank 517 never hears its first peer's first signal (both ends removed).
   Transfer& rc = firstOf(s, kBad, Dir::Recv);
   const std::uint32_t from = rc.peer;
@@ -512,11 +533,41 @@ TEST(VerifierAt1024, BarrierRankLeavingEarly) {
   ASSERT_TRUE(dropped);
   // Rank 516's signal to 517 is what every rank hears of 516 through 517: the first rank
   // reported is one of those.
-  const auto issues = verify(s);
+  const auto issues = verifyBoth(s);
   ASSERT_TRUE(has(issues, Kind::MissingContribution)) << describe(issues);
   EXPECT_NE(describe(issues).find("leaves the barrier having heard only of ranks 0-515,517"),
             std::string::npos)
       << describe(issues);
+}
+
+// NB's ReduceScatter of one element per rank leaves in each rank's scratch partial sums of
+// every size (a ruler pattern); the streamed check folds those no later step touches into their
+// neighbours' runs. Rank 517 receives slice 519 from rank 516 at step 0 and sends it on at step 1:
+// {516, 517}, dead after step 1 in the clean schedule, where its left neighbour (slice 517, its
+// result) holds {514..517} by then. A last op that reads slice 519 again must see {516, 517}
+// (the fold follows the schedule as given), and its two defects are reported.
+TEST(VerifierAt1024, FoldingKeepsWhatALaterStepReads) {
+  const Problem pb = Problem::fromMpiCount(Collective::ReduceScatter, kP, 1, false, 0);
+  const RankGenerator broken = [&](const Problem& q, std::uint32_t r) {
+    RankSchedule s = nbReduceScatter(q, r);
+    if (r == kBad) {
+      const std::uint64_t fresh = scratchCount(s);
+      s.steps.back().ops.push_back({OpKind::Reduce, scratch(fresh, 1), scratch(519, 1), out(0, 1)});
+    }
+    return s;
+  };
+  EXPECT_TRUE(verifyGenerated(pb, nbReduceScatter, {.setGarbageBytes = 0}).empty());
+  const auto issues = verifyGenerated(pb, broken, {.setGarbageBytes = 0});
+  ASSERT_EQ(issues.size(), 2u) << describe(issues);
+  EXPECT_EQ(issues[0].kind, Kind::WrongPosition) << describe(issues);
+  EXPECT_NE(issues[0].message.find("combines input elements 519 and 517"), std::string::npos)
+      << issues[0].message;
+  EXPECT_EQ(issues[1].kind, Kind::DuplicateContribution) << describe(issues);
+  EXPECT_NE(issues[1].message.find("counts rank(s) 516-517 twice"), std::string::npos)
+      << issues[1].message;
+  Schedule held{pb, {}};
+  for (std::uint32_t r = 0; r < kP; ++r) held.ranks.push_back(broken(pb, r));
+  EXPECT_EQ(describe(issues), describe(verify(held)));
 }
 
 }  // namespace
