@@ -11,11 +11,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "algorithms/ahc.hpp"
 #include "algorithms/catalog.hpp"
 #include "algorithms/generators.hpp"
 #include "algorithms/plan.hpp"
+#include "algorithms/rank_cost.hpp"
 
 namespace hccl::algo {
 namespace {
@@ -44,11 +46,35 @@ struct Algorithms {
   double predicted = 0;
 };
 
+// Over servers of equal size AHC is RS inside, one inter collective per same-index group (one
+// segment per rank), AG inside: its ranks run in lockstep when the inter algorithm's do (ring
+// and NB at any count of servers; H-D_R and NHR over a power of two) and every rank has a
+// non-empty block (empty segments break the lockstep), so its critical path is
+// the slowest representative's rank path (rank_cost.hpp; rank_cost_test.cpp checks it against
+// the replay). Otherwise, and on unequal servers, every rank is replayed: at 4096x8 that is
+// 32768 schedules per candidate, minutes.
+bool lockstep(const std::vector<std::uint32_t>& servers, Algorithm inter, const CallInfo& call,
+              std::uint32_t ranks) {
+  if (Problem::fromMpiCount(call.coll, ranks, call.count, call.inPlace).blocks.total() < ranks)
+    return false;
+  if (std::adjacent_find(servers.begin(), servers.end(), std::not_equal_to<>()) != servers.end())
+    return false;
+  const auto G = static_cast<std::uint32_t>(servers.size());
+  const bool powerOfTwo = (G & (G - 1)) == 0;
+  return inter == Algorithm::Ring || inter == Algorithm::NB ||
+         ((inter == Algorithm::Rhd || inter == Algorithm::NHR) && powerOfTwo);
+}
+
 double predict(const Selection& s, const CallInfo& call, Algorithm intra, Algorithm inter) {
-  const Layout lay = Layout::uneven(serversOf(s));
-  return s.predict(call, lay, [&](const Problem& pb, std::uint32_t r) {
-    return ahcSchedule(lay, intra, inter, pb, r);
-  });
+  const std::vector<std::uint32_t> servers = serversOf(s);
+  const Layout lay = Layout::uneven(servers);
+  const std::vector<std::uint32_t> reps = lockstep(servers, inter, call, lay.ranks())
+                                              ? planRepresentatives(lay)
+                                              : std::vector<std::uint32_t>{};
+  return s.predict(
+      call, lay,
+      [&](const Problem& pb, std::uint32_t r) { return ahcSchedule(lay, intra, inter, pb, r); },
+      reps);
 }
 
 Algorithms choose(const Selection& s, const CallInfo& call) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "algorithms/ahc.hpp"
 #include "algorithms/plan.hpp"
 
 namespace hccl::algo {
@@ -22,9 +23,10 @@ std::string asymmetricAlgorithm(Algorithm a, std::uint32_t g) {
     case Algorithm::Pipeline:
       return {};
     case Algorithm::NB:
-      // A rank's run of blocks wraps around block 0 at some ranks only, which then send two
-      // flows where the others send one; flows share a NIC per flow, so servers differ.
-      return "NB splits some ranks' steps in two transfers";
+      // Some ranks' runs of blocks wrap around block 0 and go as two transfers where the others
+      // send one, but a step's transfers to one peer move as one flow (SimOptions::bundle), so
+      // every rank puts the same flows on its NIC.
+      return {};
     case Algorithm::Rhd:
     case Algorithm::NHR:  // other g: slice runs differ per rank (nhr.cpp)
       return powerOfTwo(g) ? ""
@@ -60,6 +62,13 @@ std::string asymmetry(const Layout& lay, const PlanKey& key, Collective c) {
     return asymmetricAlgorithm(a, lay.ranks());
   }
   if (plan == "pipeline") return {};
+  if (plan == "AHC") {
+    // Over servers of equal size AHC is RS inside, the inter algorithm among the same-index
+    // cards (one segment per rank), AG inside: as symmetric as the inter algorithm.
+    const auto servers = static_cast<std::uint32_t>(lay.groups(0).size());
+    std::string why = asymmetricAlgorithm(key.inter.value_or(ahcDefaultInter(servers)), servers);
+    return why.empty() ? why : fmt::format("AHC between servers: {}", why);
+  }
   if (plan != "per-level") return fmt::format("the {} plan's servers differ", plan);
   for (const LevelGroup& g : shape.levels) {
     if (g.level == 0) continue;

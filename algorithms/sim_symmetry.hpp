@@ -6,13 +6,14 @@
 //   - the collective has no root and no rank order (AllReduce, ReduceScatter, AllGather,
 //     AllToAll, Barrier),
 //   - every server has the same number of ranks (and every supernode the same servers),
-//   - the plan is per-level, flat or pipeline (AHC's and tree's servers differ), and
+//   - the plan is per-level, flat, pipeline or AHC (over equal servers: its inter algorithm decides
+//     as a level1 algorithm's does below; tree's servers differ), and
 //   - every algorithm of a level in use between servers is symmetric for its group size g:
 //     translation-symmetric (ring; pairwise, fullmesh, pipeline) for any g, H-D_R (peers
 //     r xor 2^k) and NHR (its slice runs differ per rank otherwise) only when g is a power of two
 //     (the flat plan: every rank is one group of g = p, and ranks per server must be a power of two
-//     too); NB is not (some ranks' runs of blocks wrap around block 0 and go as two flows, and
-//     flows share per flow), and
+//     too); NB too (some ranks' runs of blocks wrap around block 0 and go as two transfers, but
+//     a step's transfers to one peer are one flow, SimOptions::bundle), and
 //   - the count gives every rank a non-empty block (total >= p).
 // Otherwise every server is simulated. Level0 algorithms never matter: a representative server
 // runs all its ranks.

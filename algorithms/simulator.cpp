@@ -34,15 +34,37 @@ struct CompactSchedule {
   std::vector<CompactStep> steps;
   std::vector<CompactXfer> xfers;
 
-  CompactSchedule(const RankSchedule& s, std::size_t elem) {
+  // bundle: a step's transfers with one peer, in one direction, on one level become one (their
+  // counts summed), moved as one flow (SimOptions::bundle says why).
+  CompactSchedule(const RankSchedule& s, std::size_t elem, bool bundle) {
     steps.reserve(s.steps.size());
+    std::unordered_map<std::uint64_t, std::uint32_t> at;  // bundle key -> index in xfers
     for (const Step& step : s.steps) {
-      CompactStep c{static_cast<std::uint32_t>(xfers.size()),
-                    static_cast<std::uint32_t>(step.xfers.size()), 0, 0};
+      const auto first = static_cast<std::uint32_t>(xfers.size());
+      CompactStep c{first, 0, 0, 0};
+      // Few transfers: a linear search over the step's bundles beats hashing.
+      const bool hashed = bundle && step.xfers.size() > 16;
+      at.clear();
       for (const Transfer& t : step.xfers) {
         c.level = std::max(c.level, t.level);
-        xfers.push_back({t.slice.count, t.peer, t.level, t.dir == Dir::Send});
+        const CompactXfer x{t.slice.count, t.peer, t.level, t.dir == Dir::Send};
+        std::uint32_t found = kNone;
+        if (hashed) {
+          const std::uint64_t k =
+              (std::uint64_t{t.peer} << 9) | (std::uint64_t{t.level} << 1) | (x.send ? 1u : 0u);
+          const auto [it, added] = at.try_emplace(k, static_cast<std::uint32_t>(xfers.size()));
+          if (!added) found = it->second;
+        } else if (bundle) {
+          for (std::uint32_t i = first; i < xfers.size() && found == kNone; ++i)
+            if (xfers[i].peer == x.peer && xfers[i].send == x.send && xfers[i].level == x.level)
+              found = i;
+        }
+        if (found == kNone)
+          xfers.push_back(x);
+        else
+          xfers[found].count += x.count;
       }
+      c.size = static_cast<std::uint32_t>(xfers.size()) - first;
       for (const LocalOp& op : step.ops)
         if (op.kind == OpKind::Reduce) c.reduced += op.dst.count * elem;
       steps.push_back(c);
@@ -145,8 +167,8 @@ class Simulation {
         return out_;
       }
       index_[r] = static_cast<std::uint32_t>(ranks_.size());
-      ranks_.emplace_back(r, in_.whole ? CompactSchedule(in_.whole->ranks[r], elem_)
-                                       : CompactSchedule(in_.schedule(r), elem_));
+      ranks_.emplace_back(r, in_.whole ? CompactSchedule(in_.whole->ranks[r], elem_, o_.bundle)
+                                       : CompactSchedule(in_.schedule(r), elem_, o_.bundle));
     }
     for (std::uint32_t r = 0; r < p; ++r)
       if (in_.rep[r] >= p || index_[in_.rep[r]] == kNone) {
@@ -271,7 +293,7 @@ class Simulation {
   OutsideRank& outsideRank(std::uint32_t b) {
     auto it = outside_.find(b);
     if (it != outside_.end()) return it->second;
-    OutsideRank o{CompactSchedule(in_.schedule(b), elem_), {}};
+    OutsideRank o{CompactSchedule(in_.schedule(b), elem_, o_.bundle), {}};
     const auto& steps = o.schedule.steps;
     o.byPeer.reserve(o.schedule.xfers.size());
     for (std::uint32_t s = 0; s < steps.size(); ++s)
@@ -399,7 +421,11 @@ class Simulation {
       add(nicIndex_[in_.serverOf[sndAt] * 3 + (m_.fullDuplex ? 0 : 2)], m_.nicBandwidth, sndSim);
       add(nicIndex_[in_.serverOf[rcvAt] * 3 + (m_.fullDuplex ? 1 : 2)], m_.nicBandwidth, rcvSim);
     }
-    push(now_ + L.alpha, Kind::FlowStart, id, 0);
+    // A message the level's link does not carry inline costs it a round first (the cost model's
+    // step_us above step_from_bytes, CostParams::linkTime()): per flow, so a step whose flows
+    // run side by side pays it once, as the formula does.
+    const double startup = L.alpha + (bytes > L.stepFrom ? L.step : 0.0);
+    push(now_ + startup, Kind::FlowStart, id, 0);
   }
 
   void start(std::uint32_t id) {

@@ -4,8 +4,10 @@
 // The cost formulas (metrics.hpp) price each step alone and assume every transfer has its links
 // to itself. A real server sends all its ranks' inter-server traffic through one NIC, so eight
 // ranks each sending to another server share it eight ways. The simulator models that:
-//  - a rank posts a step; each transfer starts once both of its ends are posted, plus the level's
-//    alpha (startup), then moves its bytes as a flow;
+//  - a rank posts a step; its transfers to one peer in one direction on one level move as one
+//    flow (SimOptions::bundle), which starts once both of its ends are posted, plus the level's
+//    alpha (startup) and, for more than stepFrom bytes, the level's step cost (the formula's
+//    CostParams::linkTime()), then moves its bytes;
 //  - flows share bandwidth equally on every resource they cross, and run at the smallest share:
 //    the flow's own link (1 / beta of its level), the sending rank's and the receiving rank's
 //    port per level (`links` x 1 / beta, one direction each), and for inter-server levels the
@@ -42,6 +44,11 @@ struct ClusterModel {
     double alpha = 0;  // seconds before a transfer's first byte moves
     double beta = 0;   // seconds per byte of one flow at full speed
     double links = std::numeric_limits<double>::infinity();  // flows a rank runs at full speed
+    // Seconds added to the startup of a flow of more than stepFrom bytes: the round a link runs
+    // for a message it does not carry inline (CostParams::step/stepFrom, the cost model's
+    // step_us, 34 us on the shared-memory link).
+    double step = 0;
+    std::uint64_t stepFrom = std::numeric_limits<std::uint64_t>::max();
   };
   std::array<Level, kNumLevels> level{};
   // Bytes per second through one server's NIC, shared by every inter-server (level >= 1) flow
@@ -88,6 +95,15 @@ struct SimResult {
 
 struct SimOptions {
   bool recordTimeline = false;
+  // A step's transfers between the same two ranks in the same direction on the same level move
+  // as one flow of their summed bytes. They start together and cross the same resources, so
+  // alone they end when their sum is through either way; but NB's strided blocks are hundreds of
+  // runs to one peer per step, and as separate flows every event re-rated all of them (NB at
+  // 512x8 took minutes). One flow per pair is also what a real link does (one connection per
+  // peer), what the cost formula's per-peer-direction load assumes (step cost included), and
+  // what makes NB's timeline the same on every server (a wrapped run no longer counts twice on
+  // a shared NIC). Off: the flows as the schedule lists them (tests compare the two).
+  bool bundle = true;
 };
 
 // `serverOf[r]` names rank r's server; ranks of one server share its NIC.

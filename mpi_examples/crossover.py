@@ -2,15 +2,15 @@
 """Crossover plots from the simulator (issue 14 item 5): for each collective and server count,
 `hccl_info predict --json` with each level1 algorithm forced (coll_hccl_algorithm=level1:X),
 the simulated time against the size, one PNG per collective and server count, and a text table
-of the winner per size (crossover.txt).
+of the winner per size (crossover.txt) and every curve's time per size (crossover_times.txt).
 
   mpi_examples/crossover.py build/coll_hccl/tools/hccl_info OUTDIR [--servers 8,64,512,4096]
       [--colls allreduce,allgather,reducescatter] [--min 1K] [--max 1G] [--factor 4]
       [--algos ring,H-D_R,NHR,NB,pipeline,AHC]
 
-Servers have 8 ranks; a size predict refuses there (the servers are not alike, as for NB, AHC,
-H-D_R/NHR off powers of two, or some ranks' blocks are empty, as for a small AllReduce, and 8 ranks
-per server are above predict's whole-simulation limit of 4096 ranks) is left out of that curve;
+Servers have 8 ranks; a size predict refuses there (the servers are not alike, as for H-D_R/NHR
+off powers of two, or some ranks' blocks are empty, as for a small AllReduce, and 8 ranks per
+server are above predict's whole-simulation limit of 4096 ranks) is left out of that curve;
 an algorithm refused at every size runs on servers of 1 rank instead, its curve labelled "(x1)"
 and left out of the winner table. A forced algorithm
 whose plan did not run it (it does not serve the collective) is left out. Needs matplotlib for the
@@ -62,11 +62,12 @@ def main():
     ap.add_argument("--max", default="1G")
     ap.add_argument("--factor", type=int, default=4)
     ap.add_argument("--algos", default=",".join(ALGOS),
-                    help="level1 algorithms to force (NB and AHC need the whole simulation "
-                         "where servers are not alike: minutes and GB at 512 servers x 8)")
+                    help="level1 algorithms to force (one server simulated where servers are "
+                         "alike: every one of them over a power of two of servers)")
     a = ap.parse_args()
     os.makedirs(a.outdir, exist_ok=True)
     table = []
+    times = []  # every curve's time at every size: ties the winner table cannot show
     for coll in a.colls.split(","):
         for servers in [int(s) for s in a.servers.split(",")]:
             curves = {}  # label -> [(bytes, seconds)]
@@ -102,6 +103,8 @@ def main():
             plt.close(fig)
             sizes = sorted({b for pts in curves.values() for b, _ in pts})
             for b in sizes:
+                times.append(f"{coll:<14} {servers:>5} {b:>11} " + " ".join(
+                    f"{l}={dict(p)[b]:.4e}" for l, p in curves.items() if b in dict(p)))
                 # Only the x8 curves compete: x1 is another cluster.
                 cand = {l: dict(p)[b] for l, p in curves.items() if "(x1)" not in l and b in dict(p)}
                 if cand:
@@ -113,6 +116,9 @@ def main():
         f.write(f"{'collective':<14} {'srv':>5} {'bytes':>11} {'winner':<9} {'time_s':<9}  "
                 "runner-up (x slower)\n")
         f.write("\n".join(table) + "\n")
+    with open(os.path.join(a.outdir, "crossover_times.txt"), "w") as f:
+        f.write("collective     srv       bytes  simulated seconds per curve\n")
+        f.write("\n".join(times) + "\n")
     print(open(os.path.join(a.outdir, "crossover.txt")).read())
 
 

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "algorithms/ahc.hpp"
 #include "algorithms/generators.hpp"
 #include "algorithms/metrics.hpp"
 #include "algorithms/pipeline.hpp"
@@ -178,9 +179,12 @@ namespace {
 
 // The pipeline plan is costed by the selector from representative ranks (Selection::predict,
 // planRepresentatives()); the same check against the replay of every rank.
-void expectPlanCost(const Layout& lay, const RankGenerator& gen, Collective c, const char* what) {
+// `fewerThanRanks`: also a count of 7, fewer elements than ranks from 8 ranks on.
+void expectPlanCost(const Layout& lay, const RankGenerator& gen, Collective c, const char* what,
+                    bool fewerThanRanks = true) {
   const std::vector<CostParams> params = paramSets();
-  for (std::uint64_t count : {std::uint64_t{7}, std::uint64_t{lay.ranks()} * 5 + 3}) {
+  const std::uint64_t small = fewerThanRanks ? 7 : lay.ranks();
+  for (std::uint64_t count : {small, std::uint64_t{lay.ranks()} * 5 + 3}) {
     const Problem pb = Problem::fromMpiCount(c, lay.ranks(), count, false);
     Schedule whole{pb, {}};
     for (std::uint32_t r = 0; r < lay.ranks(); ++r) whole.ranks.push_back(gen(pb, r));
@@ -211,7 +215,28 @@ TEST(RankCostPlans, PipelineEqualsTheReplay) {
 }
 
 // AHC on servers of unequal size is not lockstep (the logical same-index groups differ): the
-// selector replays every rank of it (plan_ahc.cpp), so it has no fast path to check here.
+// selector replays every rank of it. On equal servers with a lockstep inter algorithm (ring, NB;
+// H-D_R and NHR over a power of two) and every rank a non-empty block it costs the
+// representatives (plan_ahc.cpp): checked here. (With fewer elements than ranks the empty
+// segments break the lockstep: 32 ranks, count 7 differ, so the plan replays those.)
+TEST(RankCostPlans, AhcOnEqualServersEqualsTheReplay) {
+  for (std::uint32_t servers : {2u, 3u, 4u, 5u, 8u, 16u})
+    for (std::uint32_t per : {1u, 2u, 3u, 4u})
+      for (Algorithm inter : {Algorithm::Ring, Algorithm::NB, Algorithm::NHR, Algorithm::Rhd}) {
+        if ((inter == Algorithm::NHR || inter == Algorithm::Rhd) && (servers & (servers - 1)) != 0)
+          continue;
+        const Layout lay = Layout::servers(servers, per);
+        for (Algorithm intra : {Algorithm::Ring, Algorithm::Mesh})
+          for (Collective c :
+               {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather})
+            expectPlanCost(
+                lay,
+                [&](const Problem& pb, std::uint32_t r) {
+                  return ahcSchedule(lay, intra, inter, pb, r);
+                },
+                c, "AHC", false);
+      }
+}
 
 }  // namespace
 }  // namespace hccl::algo

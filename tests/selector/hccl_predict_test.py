@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""hccl_info predict end to end: the simulated time of a call whose cost is known in closed form,
-NIC sharing never making a call faster, the timeline as Chrome trace-event JSON, 65536 ranks
-simulated on one server's ranks, and the errors for layouts too large to simulate."""
+"""hccl_info predict end to end: the simulated time of a call whose cost is known in closed form
+(the shared-memory link's step cost included), NIC sharing never making a call faster, the
+timeline as Chrome trace-event JSON, 65536 ranks simulated on one server's ranks, and the errors
+for layouts too large to simulate."""
 import json
 import os
 import subprocess
@@ -38,6 +39,20 @@ for extra in ([], ["--own-nic"], ["--half-duplex"]):
     want = alpha + (1 << 20) * beta * (2 if extra == ["--half-duplex"] else 1)
     got = rows[0]["simulated_s"]
     check(abs(got - want) <= want * 1e-9, f"{extra}: simulated {got} s, expected {want} s")
+
+# The shared-memory link's step cost (step_us above step_from_bytes) is the simulator's as much
+# as the formula's: one server of two ranks, AllGather of 1 MiB per rank over a forced level0
+# ring, one step of 1 MiB each way: alpha + n beta + step, and the formula says the same.
+shm = tuning["link_classes"]["shm"]
+for n, stepped in ((1 << 20, True), (shm["step_from_bytes"] // 4 * 4, False)):
+    rows = json.loads(run("predict", "--shape", "1x2", "--coll", "allgather", "--min", str(n),
+                          "--max", str(n), "--mca", "coll_hccl_algorithm=level0:ring",
+                          "--json").stdout)
+    check(len(rows) == 1 and rows[0]["error"] == "", f"one row: {rows}")
+    want = (shm["alpha_us"] + (shm["step_us"] if stepped else 0)) * 1e-6 + n / (
+        shm["bandwidth_GBps"] * 1e9)
+    for k in ("simulated_s", "formula_s"):
+        check(abs(rows[0][k] - want) <= want * 1e-9, f"{n} bytes: {k} {rows[0][k]}, expected {want}")
 
 # Sharing a server's NIC between its ranks never makes a call faster.
 rows = json.loads(run("predict", "--shape", "2x4", "--coll", "allreduce,allgather,reducescatter",
@@ -77,8 +92,8 @@ check(rows[0]["simulated_s"] >= rows[0]["own_nic_s"] >= 8191 * alpha, f"8191 rin
 
 # Not alike and above the whole simulation's limit: refused, naming the algorithm and the limit.
 p = run("predict", "--shape", "513x8", "--coll", "allreduce", "--min", "1K", "--max", "1K",
-        "--mca", "coll_hccl_algorithm=level1:NB", ok=False)
-check(p.returncode == 1 and "4104 ranks" in p.stdout and "NB" in p.stdout
+        "--mca", "coll_hccl_algorithm=level1:H-D_R", ok=False)
+check(p.returncode == 1 and "4104 ranks" in p.stdout and "H-D_R" in p.stdout
       and "at most 4096" in p.stdout, f"whole-simulation limit: {p.returncode} {p.stdout}")
 
 # Too large to simulate at all: exit 2 and a message saying why and the limit.
