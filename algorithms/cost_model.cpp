@@ -62,8 +62,14 @@ std::optional<ConfigError> readLinkParams(const json& val, const std::string& wh
         return rd.error(where + ".step_from_bytes",
                         fmt::format("expected a byte count (an integer >= 0), found {}", v.dump()));
       lp.stepFrom = v.get<std::uint64_t>();
+    } else if (field == "half_duplex") {
+      if (!v.is_boolean())
+        return rd.error(where + ".half_duplex",
+                        fmt::format("expected true or false, found {}", v.dump()));
+      lp.halfDuplex = v.get<bool>();
     } else {
-      rd.unknown(where, field, "alpha_us, bandwidth_GBps, links, step_us, step_from_bytes");
+      rd.unknown(where, field,
+                 "alpha_us, bandwidth_GBps, links, step_us, step_from_bytes, half_duplex");
     }
   }
   return std::nullopt;
@@ -78,6 +84,7 @@ json linkJson(const LinkParams& lp) {
     j["step_us"] = lp.step * 1e6;
     j["step_from_bytes"] = lp.stepFrom;
   }
+  if (lp.halfDuplex) j["half_duplex"] = true;
   return j;
 }
 
@@ -210,6 +217,7 @@ CostParams CostModel::params(std::optional<DataType> type, std::optional<ReduceO
     p.links[l] = level[l].links;
     p.step[l] = level[l].step;
     p.stepFrom[l] = level[l].stepFrom;
+    p.halfDuplex[l] = level[l].halfDuplex;
   }
   p.gamma = type && op ? gamma(*type, *op) : 0;
   return p;

@@ -18,9 +18,11 @@
 //       "shm": {"alpha_us": 0.3,                   //   class: "shm", the shared-memory link
 //               "bandwidth_GBps": 8.0,             //   (slots, single copy) that carries
 //               "step_us": 20.0,                   //   level0 unless level0_link=tagged;
-//               "step_from_bytes": 16360}          //   step_us: added to a step whose largest
-//     },                                           //   message exceeds step_from_bytes (any
-//                                                  //   level or class may carry both)
+//               "step_from_bytes": 16360,          //   step_us: added to a step whose largest
+//               "half_duplex": true}               //   message exceeds step_from_bytes (any
+//     },                                           //   level or class may carry both);
+//                                                  //   half_duplex: sends and receives share
+//                                                  //   the bandwidth (default false)
 //     "gamma": {                                   // reduction throughput in GB/s of output
 //       "fp32": {"sum": 12.0, "*": 10.0},          //   per type, per op; "*" = any
 //       "*": {"*": 8.0}
@@ -65,6 +67,12 @@ struct LinkParams {
   // Mesh Reduce's ReduceScatter + Gather at two ranks, cost what the machine takes for it.
   double step = 0;
   std::uint64_t stepFrom = std::numeric_limits<std::uint64_t>::max();
+  // Whether a rank's sends and receives share the bandwidth (added before dividing over `links`).
+  // The shared-memory link's are both copies through the server's one memory system: at 1x2,
+  // Mesh Reduce's ReduceScatter (both ranks copy half the vector at once) took as long as a ring
+  // Reduce's whole-vector copy, so its Gather made it 1.1-2.4x slower at every size from 64 KiB
+  // to 64 MiB (OSU osu_reduce, s7-reduce), where full-duplex costing chose it from 1 MiB.
+  bool halfDuplex = false;
 };
 
 struct SizeRule {

@@ -83,8 +83,9 @@ void StepLoad::add(std::uint8_t level, Dir dir, std::uint64_t bytes) {
 double addStepLoad(const StepLoad& sl, const CostParams& params, Metrics& path) {
   std::array<std::uint64_t, kNumLevels> busiest = sl.busiest;
   for (std::size_t l = 0; l < kNumLevels; ++l) {
-    const double shared =
-        static_cast<double>(std::max(sl.total[l][0], sl.total[l][1])) / params.links[l];
+    const std::uint64_t load = params.halfDuplex[l] ? sl.total[l][0] + sl.total[l][1]
+                                                    : std::max(sl.total[l][0], sl.total[l][1]);
+    const double shared = static_cast<double>(load) / params.links[l];
     if (shared > static_cast<double>(busiest[l]))
       busiest[l] = static_cast<std::uint64_t>(shared + 0.5);
   }

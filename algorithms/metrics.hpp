@@ -6,9 +6,9 @@
 //  - a step starts when its rank posts it and every partner has posted the matching transfer;
 //  - transfers of one step run concurrently; on each level the step moves the largest amount any
 //    single peer-direction carries (links are full duplex, peers are reached over separate links),
-//    or, when a rank can drive only `links_l` peers at full speed, its total per direction divided
-//    by links_l if that is more; it costs alpha_l + beta_l * bytes_l; levels overlap, so the step
-//    costs the largest of them;
+//    or, when a rank can drive only `links_l` peers at full speed, its total per direction (both
+//    directions' sum on a half-duplex level) divided by links_l if that is more; it costs alpha_l +
+//    beta_l * bytes_l; levels overlap, so the step costs the largest of them;
 //  - the step's reductions then cost gamma per byte reduced; copies are free.
 // The critical path is the chain of steps that determines the last rank's finish time.
 #pragma once
@@ -36,6 +36,10 @@ struct CostParams {
   std::array<double, kNumLevels> step{};
   std::array<std::uint64_t, kNumLevels> stepFrom{kNever, kNever, kNever};
   static constexpr std::uint64_t kNever = ~std::uint64_t{0};
+  // Per level, whether a rank's sends and receives share its links' bandwidth (they add up before
+  // the division over `links`) instead of each direction having its own: on the shared-memory
+  // link both directions are copies through one memory system (cost_model.hpp's half_duplex).
+  std::array<bool, kNumLevels> halfDuplex{};
 
   // One step's time on `level` for a rank whose largest peer-direction carries `largest` bytes
   // and whose link moves `busiest` (largest, or more when the rank's links are shared).

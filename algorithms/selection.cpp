@@ -135,6 +135,7 @@ double Selection::predictLevel(Algorithm a, const CallInfo& call, std::size_t le
   lvl.links[0] = lvl.links[l];
   lvl.step[0] = lvl.step[l];
   lvl.stepFrom[0] = lvl.stepFrom[l];
+  lvl.halfDuplex[0] = lvl.halfDuplex[l];
   double t = 0;
   for (const Phase& ph : phases) {
     const GeneratorSpec* spec = findGenerator(a, ph.coll);

@@ -107,7 +107,10 @@ void advanceStep(Clock& c, std::uint64_t tx, std::uint64_t rx, bool reduced, std
                  const CostParams& params) {
   const std::uint64_t largest = std::max(tx, rx) * elemSize;
   std::uint64_t busiest = largest;
-  const double shared = static_cast<double>(busiest) / params.links[0];
+  // A tree step sends to one peer and receives from one: per direction its largest, on a
+  // half-duplex link both (metrics.hpp).
+  const std::uint64_t load = params.halfDuplex[0] ? (tx + rx) * elemSize : largest;
+  const double shared = static_cast<double>(load) / params.links[0];
   if (shared > static_cast<double>(busiest)) busiest = static_cast<std::uint64_t>(shared + 0.5);
   c.t += params.linkTime(0, largest, busiest);
   c.steps += 1;

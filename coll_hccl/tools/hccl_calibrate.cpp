@@ -333,13 +333,14 @@ LineFit fitAndReport(const std::string& title, const ClassTimings& c, int repeat
 }
 
 // step_us of the shared-memory link: what a step moving a block costs beyond alpha + beta m, as
-// the general executor runs it. With it, the model prices a two-rank Reduce at
+// the general executor runs it. With it, the model prices a two-rank Reduce on the half-duplex
+// link (cost_model.hpp: the ReduceScatter's two halves, one each way, cost their sum) at
 //   ring (one round):  alpha + step + n beta + n gamma
-//   mesh (two rounds): 2 (alpha + step) + n beta + (n/2) gamma
-// so step = (mesh - ring) measured - alpha + (n/2) gamma at each size; written: their median
-// (at least 0). It stands for all the machine adds to a round (the writer's wait for the release,
-// the CMA call's page pinning, the peer's freshly written lines, both ranks copying at once), so
-// read it as a fit to where the second round stops paying, not as a latency.
+//   mesh (two rounds): 2 (alpha + step) + (3n/2) beta + (n/2) gamma
+// so step = (mesh - ring) measured - alpha - (n/2) beta + (n/2) gamma at each size; written:
+// their median (at least 0). It stands for all the machine adds to a round (the writer's wait for
+// the release, the CMA call's page pinning, the peer's freshly written lines), so read it as a
+// fit to where the second round stops paying, not as a latency.
 double estimateStep(const std::vector<RoundTiming>& rounds, const LineFit& f, double gamma) {
   fmt::print(stderr,
              "shared-memory link rounds: fp32 sum Reduce at two ranks through the executor "
@@ -348,7 +349,8 @@ double estimateStep(const std::vector<RoundTiming>& rounds, const LineFit& f, do
              "bytes", "ring (1)", "mesh (2)", "step");
   std::vector<double> steps;
   for (const RoundTiming& r : rounds) {
-    const double s = (r.mesh - r.ring) - f.alpha + gamma * static_cast<double>(r.bytes) / 2;
+    const double half = static_cast<double>(r.bytes) / 2;
+    const double s = (r.mesh - r.ring) - f.alpha - f.beta * half + gamma * half;
     steps.push_back(s);
     fmt::print(stderr, "  {:>9} {:>12} {:>12} {:>12}\n", bytesText(r.bytes), timeText(r.ring),
                timeText(r.mesh), timeText(s));

@@ -26,10 +26,8 @@ namespace {
 constexpr std::size_t kElem = 4;
 
 std::vector<CostParams> paramSets() {
-  const CostParams hccl = test::hcclLikeParams();
-  CostParams oneLink = test::oneLinkParams();
   CostParams freeReduce = CostParams::uniform(1e-6, 1e-9, 0);
-  return {hccl, oneLink, freeReduce};
+  return {test::hcclLikeParams(), test::oneLinkParams(), freeReduce, test::steppedParams()};
 }
 
 const GeneratorSpec& spec(Algorithm a, Collective c) {

@@ -13,14 +13,28 @@
 
 namespace hccl::algo::test {
 
-// The costing tests' common parameter sets (rank_cost, rank_path, closed_cost): HCCL-like links,
-// and one link a rank that its peers share (links = 1), where lockstep ranks wait on each other.
+// The costing tests' common parameter sets (rank_cost, rank_path, closed_cost, pipeline_cost):
+// HCCL-like links, and one link a rank that its peers share (links = 1), where lockstep ranks
+// wait on each other.
 inline CostParams hcclLikeParams() {
   return CostParams::uniform(2e-6, 1e-9, 3e-10);
 }
 inline CostParams oneLinkParams() {
   CostParams p = CostParams::uniform(20e-6, 4e-10, 1e-10);
   p.links.fill(1);
+  return p;
+}
+// One link a rank with a block round (the shared-memory link's step_us) on every step whose
+// largest peer-direction carries more than 256 bytes (64 elements of 4 bytes): the tests' counts
+// put steps on both sides of that threshold, so a closed form must add the round exactly where
+// the replay does. The round (7 us) is not a multiple of alpha or beta, so a round counted on the
+// wrong step changes the time. Half duplex, as the shared-memory link is (a rank's sends and
+// receives share its link): a step that sends and receives costs their sum.
+inline CostParams steppedParams() {
+  CostParams p = oneLinkParams();
+  p.step.fill(7e-6);
+  p.stepFrom.fill(256);
+  p.halfDuplex.fill(true);
   return p;
 }
 

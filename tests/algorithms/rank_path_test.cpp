@@ -22,9 +22,7 @@ namespace {
 constexpr std::size_t kElem = 4;
 
 std::vector<CostParams> paramSets() {
-  const CostParams hccl = test::hcclLikeParams();
-  CostParams oneLink = test::oneLinkParams();
-  return {hccl, oneLink};
+  return {test::hcclLikeParams(), test::oneLinkParams(), test::steppedParams()};
 }
 
 std::vector<GeneratorSpec> withPaths() {

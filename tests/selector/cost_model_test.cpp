@@ -141,6 +141,43 @@ TEST(CostModel, StepCostAppliesAboveItsThreshold) {
       << bad.error().message;
 }
 
+// A half-duplex link: read, round-tripped, and a step that sends and receives priced at the sum
+// of both directions (over one link), against the sums computed here; full duplex at the larger.
+TEST(CostModel, HalfDuplexAddsBothDirections) {
+  const CostModel& d = defaultCostModel();
+  ASSERT_TRUE(d.sharedMemory.has_value());
+  EXPECT_TRUE(d.sharedMemory->halfDuplex) << "the defaults ship link_classes.shm.half_duplex";
+  EXPECT_FALSE(d.level[0].halfDuplex);  // tagged level0: full duplex
+
+  std::vector<std::string> warnings;
+  auto r = tune(R"({"link_classes": {"shm": {"alpha_us": 1, "bandwidth_GBps": 1, "links": 1,
+                                              "half_duplex": true}}})",
+                warnings);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_TRUE(r.value().sharedMemory->halfDuplex);
+  auto back = applyTuning(CostModel{}, r.value().toJson(), "round trip", warnings);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_TRUE(back.value().sharedMemory->halfDuplex);
+
+  const auto stepOf = [](const CostParams& p) {
+    Step st;
+    st.xfers.push_back(Transfer{Dir::Send, 1, Slice{Buf::Input, 0, 300}, 0});
+    st.xfers.push_back(Transfer{Dir::Recv, 1, Slice{Buf::Output, 0, 500}, 0});
+    Metrics path;
+    return addStep(st, 1, p, path);
+  };
+  CostModel half = r.value().withLevel0OnSharedMemory();
+  EXPECT_NEAR(stepOf(half.params(std::nullopt, std::nullopt)), 1e-6 + 800 * 1e-9, 1e-15);
+  half.level[0].halfDuplex = false;
+  EXPECT_NEAR(stepOf(half.params(std::nullopt, std::nullopt)), 1e-6 + 500 * 1e-9, 1e-15);
+
+  auto bad = tune(R"({"link_classes": {"shm": {"half_duplex": 1}}})", warnings);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("link_classes.shm.half_duplex"), std::string::npos)
+      << bad.error().message;
+}
+
 TEST(CostModel, UnknownNamesAreWarningsNotErrors) {
   std::vector<std::string> warnings;
   auto r = tune(R"({"levels": {"level7": {}}, "gamma": {"fp8": {"sum": 1}, "fp32": {"avg": 1}},

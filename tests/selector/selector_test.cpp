@@ -77,19 +77,22 @@ TEST(Selector, NothingCapableDeclinesWithAReason) {
 }
 
 // One server of two ranks, level0 on the shared-memory link: MPI_Reduce of fp32 sums. Measured
-// with OSU (issue 13, np=2, quiet machine): the ring's one round beats Mesh's ReduceScatter +
-// Gather up to 512 KiB (64 KiB: 14.4 against 26.6 us; 256 KiB: 47.2 against 77.8) and loses from
-// 1 MiB (352 against 248 us; 16 MiB: 8595 against 6127). Without the link's step cost the model
-// took Mesh from 16 KiB (its halves' reduction at once, ignoring the rounds' cost).
-TEST(Selector, TwoRankReduceOnTheSharedMemoryLinkKeepsTheRingBelowTheCrossover) {
+// with OSU (issue 13, np=2, s7-reduce: 4 alternating rounds, medians): the ring's one round beats
+// Mesh's ReduceScatter + Gather at 16 KiB (1.9 against 4.3 us) and at every size from 64 KiB to
+// 64 MiB (64 KiB: 14.6 against 33.4; 1 MiB: 239 against 345; 16 MiB: 8230 against 10066), and
+// loses at 32 KiB only (8.5 against 3.5 us), where Mesh's halves travel inline in the slots and
+// the ring's whole vector pays the link's block round. Full-duplex costing took Mesh from 1 MiB
+// (both ranks' half reductions at once); the link is half duplex (its two copies share one
+// memory system), which prices Mesh's ReduceScatter at the whole vector.
+TEST(Selector, TwoRankReduceOnTheSharedMemoryLinkTakesTheRingButWhereMeshIsInline) {
   const CostModel m = defaultCostModel().withLevel0OnSharedMemory();
   Selector sel(CommShape::servers(1, 2), settingsWith({}), m);
   const auto reduce = [&](std::uint64_t bytes) {
     CallInfo c = withColl(allreduce(bytes), Collective::Reduce);
     return sel.decide(c);
   };
-  for (std::uint64_t bytes :
-       {std::uint64_t{64} << 10, std::uint64_t{256} << 10, std::uint64_t{512} << 10}) {
+  for (std::uint64_t bytes : {std::uint64_t{64} << 10, std::uint64_t{512} << 10,
+                              std::uint64_t{1} << 20, std::uint64_t{64} << 20}) {
     const Decision& d = reduce(bytes);
     ASSERT_TRUE(d.ok()) << d.error;
     EXPECT_EQ(d.levels[0].algorithm, Algorithm::Ring) << bytes << ": " << d.summary();
@@ -103,11 +106,12 @@ TEST(Selector, TwoRankReduceOnTheSharedMemoryLinkKeepsTheRingBelowTheCrossover) 
                 1e-12)
         << d.summary();
   }
-  for (std::uint64_t bytes : {std::uint64_t{1} << 20, std::uint64_t{16} << 20}) {
-    const Decision& d = reduce(bytes);
-    ASSERT_TRUE(d.ok()) << d.error;
-    EXPECT_EQ(d.levels[0].algorithm, Algorithm::Mesh) << bytes << ": " << d.summary();
-  }
+  const Decision& inlineHalves = reduce(std::uint64_t{32} << 10);
+  ASSERT_TRUE(inlineHalves.ok()) << inlineHalves.error;
+  EXPECT_EQ(inlineHalves.levels[0].algorithm, Algorithm::Mesh) << inlineHalves.summary();
+  const Decision& small = reduce(std::uint64_t{16} << 10);
+  ASSERT_TRUE(small.ok()) << small.error;
+  EXPECT_EQ(small.levels[0].algorithm, Algorithm::Ring) << small.summary();
 }
 
 TEST(Selector, StrictDeterminismAsksForRankOrder) {
