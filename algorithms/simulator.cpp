@@ -413,7 +413,8 @@ class Simulation {
     add(links_.try_emplace(linkId, kNone).first->second, link, true);
     if (std::isfinite(L.links)) {
       add(portIndex_[(index_[sndAt] * kNumLevels + level) * 2], L.links * link, sndSim);
-      add(portIndex_[(index_[rcvAt] * kNumLevels + level) * 2 + 1], L.links * link, rcvSim);
+      add(portIndex_[(index_[rcvAt] * kNumLevels + level) * 2 + (L.halfDuplex ? 0 : 1)],
+          L.links * link, rcvSim);
     }
     if (level >= 1 && in_.serverOf[snd.rank] != in_.serverOf[rcv.rank] &&
         std::isfinite(m_.nicBandwidth)) {

@@ -49,6 +49,9 @@ struct ClusterModel {
     // step_us, 34 us on the shared-memory link).
     double step = 0;
     std::uint64_t stepFrom = std::numeric_limits<std::uint64_t>::max();
+    // A rank's sends and receives on this level share its `links` (the cost model's
+    // half_duplex, CostParams::halfDuplex): one port per rank instead of one per direction.
+    bool halfDuplex = false;
   };
   std::array<Level, kNumLevels> level{};
   // Bytes per second through one server's NIC, shared by every inter-server (level >= 1) flow

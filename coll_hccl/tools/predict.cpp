@@ -66,8 +66,8 @@ Prediction predict(const Layout& lay, Selector& sel, const CallInfo& call, const
 ClusterModel clusterModel(const CostModel& m, const CallInfo& call, const PredictOptions& o) {
   ClusterModel c;
   for (std::size_t l = 0; l < c.level.size(); ++l)
-    c.level[l] = {m.level[l].alpha, m.level[l].beta, m.level[l].links, m.level[l].step,
-                  m.level[l].stepFrom};
+    c.level[l] = {m.level[l].alpha, m.level[l].beta,     m.level[l].links,
+                  m.level[l].step,  m.level[l].stepFrom, m.level[l].halfDuplex};
   if (call.type && call.op) c.gamma = m.gamma(*call.type, *call.op);
   if (o.sharedNic && m.level[1].beta > 0) c.nicBandwidth = 1.0 / m.level[1].beta;
   c.fullDuplex = !o.halfDuplex;
