@@ -59,6 +59,8 @@ struct PlanKey {
   std::uint8_t plan = 0;
   LevelAlgorithms algorithms{Algorithm::Ring, Algorithm::Ring, Algorithm::Ring};
   std::optional<Algorithm> inter;
+  // The pipeline's segments (pipeline.hpp); 1 for every other plan.
+  std::uint32_t segments = 1;
 
   auto operator<=>(const PlanKey&) const = default;
 };
@@ -90,6 +92,7 @@ struct std::hash<hccl::algo::PlanKey> {
   std::size_t operator()(const hccl::algo::PlanKey& k) const noexcept {
     std::size_t h = k.plan;
     for (hccl::algo::Algorithm a : k.algorithms) h = h * 31 + static_cast<std::size_t>(a);
-    return h * 31 + (k.inter ? static_cast<std::size_t>(*k.inter) + 1 : 0);
+    h = h * 31 + (k.inter ? static_cast<std::size_t>(*k.inter) + 1 : 0);
+    return h * 31 + k.segments;
   }
 };

@@ -12,14 +12,18 @@ namespace hccl::algo {
 
 // Rank `rank`'s schedule for an AllGather, ReduceScatter or AllReduce over `lay`. Throws
 // std::invalid_argument for other collectives, asymmetric layouts or several supernodes.
-RankSchedule pipelineSchedule(const Layout& lay, const Problem& pb, std::uint32_t rank);
+// `segments` > 1 cuts every block into that many segments whose stages overlap (pipeline.cpp).
+RankSchedule pipelineSchedule(const Layout& lay, const Problem& pb, std::uint32_t rank,
+                              std::uint32_t segments = 1);
 
-// rankPath(pipelineSchedule(Layout::servers(servers, perServer), pb, rank), elemSize, params),
+// rankPath(pipelineSchedule(Layout::servers(servers, perServer), pb, rank, segments), elemSize,
+// params),
 // bit for bit, from the block counts alone (pipeline_cost.cpp): time O(servers x perServer) and
 // no memory, where building the schedule allocates servers (perServer + 1) transfers and the
 // layout a vector per server. Throws std::invalid_argument for the collectives the pipeline has
 // not.
 Metrics pipelineRankPath(std::uint32_t servers, std::uint32_t perServer, const Problem& pb,
-                         std::uint32_t rank, std::size_t elemSize, const CostParams& params);
+                         std::uint32_t rank, std::size_t elemSize, const CostParams& params,
+                         std::uint32_t segments = 1);
 
 }  // namespace hccl::algo

@@ -15,111 +15,146 @@
 //   A transfer of no element is not in the schedule, so it is not counted; a step with nothing
 //   costs nothing, as the pruned step it stands for.
 // AllGather: the gather pass; ReduceScatter: the reduce pass; AllReduce: both, in this order.
+// Segments: the same stages over each segment's counts (w k/m .. w (k+1)/m of a block of w),
+// segment k's stage j in step k + j; a step's transfers to one peer add up (one flow, as
+// rankPath() counts them), so the stages of a step are gathered per peer before addStepLoad().
 // tests/algorithms/pipeline_cost_test.cpp checks it against rankPath() of the built schedule for
 // every rank (equal Metrics), and rank_cost_test.cpp the plan's cost against the replay.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include "algorithms/pipeline.hpp"
 
 namespace hccl::algo {
 namespace {
 
-// Rank (s, l) of S servers of L ranks in block placement: rank s L + l.
+// Rank (s, l) = s L + l of S servers of L ranks in block placement, in m segments.
 class PipelineCost {
  public:
   PipelineCost(std::uint32_t S, std::uint32_t L, const Blocks& bl, std::uint32_t rank,
-               std::size_t elem, const CostParams& params)
-      : bl_(bl), S_(S), s_(rank / L), L_(L), l_(rank % L), elem_(elem), params_(params) {}
+               std::size_t elem, const CostParams& params, std::uint32_t m)
+      : bl_(bl),
+        S_(S),
+        s_(rank / L),
+        L_(L),
+        l_(rank % L),
+        m_(m),
+        elem_(elem),
+        params_(params),
+        send0_(L),
+        recv0_(L) {}
 
-  void gatherPass(std::uint64_t own) {
-    for (std::int64_t k = 0; k < S_; ++k) {
-      StepLoad ld;
-      const std::uint64_t fwd = k == 0 ? own : w(s_ - k, l_);
-      if (k + 1 < S_) {
-        add(ld, 1, Dir::Send, fwd);
-        add(ld, 1, Dir::Recv, w(s_ - 1 - k, l_));
+  // Stage k (0..S-1) of the gather pass of segment `seg`.
+  void gatherStage(std::uint32_t seg, std::uint64_t own, std::int64_t k) {
+    const std::uint64_t fwd = k == 0 ? part(seg, own) : w(seg, s_ - k, l_);
+    if (k + 1 < S_) {
+      send1_ += fwd;
+      recv1_ += w(seg, s_ - 1 - k, l_);
+    }
+    const std::uint64_t from = first(s_ - k);
+    for (std::uint32_t j = 0; j < L_; ++j)
+      if (j != l_) {
+        send0_[j] += fwd;
+        recv0_[j] += part(seg, bl_.count(static_cast<std::uint32_t>(from + j)));
       }
-      addToPeers(ld, Dir::Send, fwd);
-      const std::uint64_t from = first(s_ - k);
-      for (std::uint32_t j = 0; j < L_; ++j)
-        if (j != l_) add(ld, 0, Dir::Recv, bl_.count(static_cast<std::uint32_t>(from + j)));
-      finish(ld);
+  }
+
+  // Stage `stage` (0..S-1) of the reduce pass of segment `seg`.
+  void reduceStage(std::uint32_t seg, std::uint64_t result, std::int64_t stage) {
+    if (stage == 0) {
+      serverPartial(seg, s_ - 1, S_ == 1 ? part(seg, result) : w(seg, s_ - 1, l_));
+      return;
+    }
+    const std::int64_t i = stage - 1;
+    const std::uint64_t got = w(seg, s_ - 2 - i, l_);
+    send1_ += w(seg, s_ - 1 - i, l_);
+    recv1_ += got;
+    serverPartial(seg, s_ - 2 - i, got);
+    const std::uint64_t sum = i + 2 == S_ ? part(seg, result) : got;
+    if (sum) reduced_ += sum * elem_;
+  }
+
+  // Steps of `stages` stages per segment, segment k's stage j in step k + j.
+  template <typename StageOf>
+  void run(std::uint32_t stages, StageOf stageOf) {
+    for (std::uint32_t t = 0; t + 1 < stages + m_; ++t) {
+      for (std::uint32_t k = 0; k < m_; ++k)
+        if (k <= t && t - k < stages) stageOf(k, t - k);
+      finish();
     }
   }
 
-  void reducePass(std::uint64_t result) {
-    {
-      StepLoad ld;
-      serverPartial(ld, s_ - 1, S_ == 1 ? result : w(s_ - 1, l_));
-      finish(ld);
-    }
-    for (std::int64_t i = 0; i + 1 < S_; ++i) {
-      StepLoad ld;
-      const std::uint64_t got = w(s_ - 2 - i, l_);
-      add(ld, 1, Dir::Send, w(s_ - 1 - i, l_));
-      add(ld, 1, Dir::Recv, got);
-      serverPartial(ld, s_ - 2 - i, got);
-      ld.reduced += (i + 2 == S_ ? result : got) * elem_;
-      finish(ld);
-    }
-  }
-
-  const Metrics& path() const { return m_; }
+  std::uint32_t segments() const { return m_; }
+  const Metrics& path() const { return path_; }
 
  private:
   // The first rank of server t (mod S).
   std::uint64_t first(std::int64_t t) const {
     return static_cast<std::uint64_t>(((t % S_) + S_) % S_) * L_;
   }
-  std::uint64_t w(std::int64_t t, std::uint32_t j) const {
-    return bl_.count(static_cast<std::uint32_t>(first(t) + j));
+  // Segment `seg`'s part of a block of `n` elements.
+  std::uint64_t part(std::uint32_t seg, std::uint64_t n) const {
+    return n * (seg + 1) / m_ - n * seg / m_;
+  }
+  std::uint64_t w(std::uint32_t seg, std::int64_t t, std::uint32_t j) const {
+    return part(seg, bl_.count(static_cast<std::uint32_t>(first(t) + j)));
+  }
+  // Server s's partial of block (t, l) into a slice of `dst` elements.
+  void serverPartial(std::uint32_t seg, std::int64_t t, std::uint64_t dst) {
+    const std::uint64_t target = first(t);
+    const std::uint64_t n = part(seg, bl_.count(static_cast<std::uint32_t>(target + l_)));
+    for (std::uint32_t j = 0; j < L_; ++j)
+      if (j != l_) {
+        send0_[j] += part(seg, bl_.count(static_cast<std::uint32_t>(target + j)));
+        recv0_[j] += n;
+      }
+    // A reduction of no element is no op (the schedule's builders drop it).
+    if (L_ > 1 && dst) reduced_ += std::uint64_t{L_ - 1} * dst * elem_;
   }
   void add(StepLoad& ld, std::uint8_t level, Dir d, std::uint64_t count) const {
     if (count) ld.add(level, d, count * elem_);
   }
-  // `count` elements to (or from) each of the L-1 local peers: L-1 add()s at once.
-  void addToPeers(StepLoad& ld, Dir d, std::uint64_t count) const {
-    if (count == 0 || L_ == 1) return;
-    const std::uint64_t bytes = count * elem_;
-    ld.used[0] = true;
-    ld.busiest[0] = std::max(ld.busiest[0], bytes);
-    ld.total[0][d == Dir::Send ? 0 : 1] += std::uint64_t{L_ - 1} * bytes;
-  }
-  // Server s's partial of block (t, l) into a slice of `dst` elements.
-  void serverPartial(StepLoad& ld, std::int64_t t, std::uint64_t dst) const {
-    const std::uint64_t target = first(t);
-    const std::uint64_t n = bl_.count(static_cast<std::uint32_t>(target + l_));
-    for (std::uint32_t j = 0; j < L_; ++j)
-      if (j != l_) add(ld, 0, Dir::Send, bl_.count(static_cast<std::uint32_t>(target + j)));
-    addToPeers(ld, Dir::Recv, n);
-    if (L_ > 1) ld.reduced += std::uint64_t{L_ - 1} * dst * elem_;
-  }
-  // A step that loads the links as the one before (every step of a ring of servers on equal
-  // blocks) reuses its addition: the same additions, so the same bits, without addStepLoad().
-  void finish(const StepLoad& ld) {
+  // The step's load, per peer, then its cost. A step that loads the links as the one before
+  // (every step of a ring of servers on equal blocks) reuses its addition: the same additions,
+  // so the same bits, without addStepLoad().
+  void finish() {
+    StepLoad ld;
+    add(ld, 1, Dir::Send, send1_);
+    add(ld, 1, Dir::Recv, recv1_);
+    for (std::uint32_t j = 0; j < L_; ++j) {
+      add(ld, 0, Dir::Send, send0_[j]);
+      add(ld, 0, Dir::Recv, recv0_[j]);
+      send0_[j] = recv0_[j] = 0;
+    }
+    ld.reduced = reduced_;
+    send1_ = recv1_ = reduced_ = 0;
     if (!known_ || !(ld == last_)) {
       delta_ = Metrics{};
       delta_.time = addStepLoad(ld, params_, delta_);
       last_ = ld;
       known_ = true;
     }
-    for (std::size_t l = 0; l < m_.level.size(); ++l) {
-      m_.level[l].steps += delta_.level[l].steps;
-      m_.level[l].bytes += delta_.level[l].bytes;
+    for (std::size_t l = 0; l < path_.level.size(); ++l) {
+      path_.level[l].steps += delta_.level[l].steps;
+      path_.level[l].bytes += delta_.level[l].bytes;
     }
-    m_.reducedBytes += delta_.reducedBytes;
-    m_.time += delta_.time;
+    path_.reducedBytes += delta_.reducedBytes;
+    path_.time += delta_.time;
   }
 
   const Blocks& bl_;
   std::int64_t S_, s_;
-  std::uint32_t L_, l_;
+  std::uint32_t L_, l_, m_;
   std::size_t elem_;
   const CostParams& params_;
-  Metrics m_;
+  // The step being gathered: level1 to (s+1, l) and from (s-1, l), level0 per local peer,
+  // bytes reduced.
+  std::uint64_t send1_ = 0, recv1_ = 0, reduced_ = 0;
+  std::vector<std::uint64_t> send0_, recv0_;
+  Metrics path_;
   bool known_ = false;
   StepLoad last_;
   Metrics delta_;
@@ -128,18 +163,33 @@ class PipelineCost {
 }  // namespace
 
 Metrics pipelineRankPath(std::uint32_t servers, std::uint32_t perServer, const Problem& pb,
-                         std::uint32_t rank, std::size_t elemSize, const CostParams& params) {
+                         std::uint32_t rank, std::size_t elemSize, const CostParams& params,
+                         std::uint32_t segments) {
   if (pb.coll != Collective::AllGather && pb.coll != Collective::ReduceScatter &&
       pb.coll != Collective::AllReduce)
     throw std::invalid_argument(fmt::format("pipeline has no {}", name(pb.coll)));
-  if (servers == 0 || perServer == 0 || pb.ranks != servers * perServer || rank >= pb.ranks)
+  if (servers == 0 || perServer == 0 || pb.ranks != servers * perServer || rank >= pb.ranks ||
+      segments == 0)
     throw std::invalid_argument(
-        fmt::format("pipeline cost: rank {} of {} servers of {} for {} ranks", rank, servers,
-                    perServer, pb.ranks));
-  PipelineCost c(servers, perServer, pb.blocks, rank, elemSize, params);
+        fmt::format("pipeline cost: rank {} of {} servers of {} for {} ranks, {} segments", rank,
+                    servers, perServer, pb.ranks, segments));
+  PipelineCost c(servers, perServer, pb.blocks, rank, elemSize, params, segments);
   const std::uint64_t mine = pb.blocks.count(rank);
-  if (pb.coll != Collective::AllGather) c.reducePass(mine);
-  if (pb.coll != Collective::ReduceScatter) c.gatherPass(mine);
+  switch (pb.coll) {
+    case Collective::AllGather:
+      c.run(servers, [&](std::uint32_t k, std::uint32_t j) { c.gatherStage(k, mine, j); });
+      break;
+    case Collective::ReduceScatter:
+      c.run(servers, [&](std::uint32_t k, std::uint32_t j) { c.reduceStage(k, mine, j); });
+      break;
+    default:
+      c.run(2 * servers, [&](std::uint32_t k, std::uint32_t j) {
+        if (j < servers)
+          c.reduceStage(k, mine, j);
+        else
+          c.gatherStage(k, mine, j - servers);
+      });
+  }
   return c.path();
 }
 

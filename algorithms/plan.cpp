@@ -39,6 +39,7 @@ std::string toString(const PlanKey& k) {
   std::string s = fmt::format("{}[{},{},{}", planOf(k).name(), hcclName(k.algorithms[0]),
                               hcclName(k.algorithms[1]), hcclName(k.algorithms[2]));
   if (k.inter) s += fmt::format(";{}", hcclName(*k.inter));
+  if (k.segments != 1) s += fmt::format(";x{}", k.segments);
   return s + "]";
 }
 

@@ -16,6 +16,13 @@
 namespace hccl::algo {
 namespace {
 
+// The segment counts the pipeline is costed with (pipeline.hpp): the model picks the fastest.
+// More segments hide the intra-server-only stages behind the inter-server ring (on 2 servers half
+// the stages) for one step cost each. Beyond kSegmentedMaxServers servers those stages are at
+// most 2 of 32 and the candidates would only lengthen the first decision.
+constexpr std::uint32_t kSegmentCounts[] = {1, 2, 4, 8};
+constexpr std::uint32_t kSegmentedMaxServers = 16;
+
 class PipelinePlan final : public Plan {
  public:
   std::string_view name() const override { return "pipeline"; }
@@ -42,16 +49,32 @@ class PipelinePlan final : public Plan {
     // path from its block counts, without building its schedule or the layout
     // (pipeline_cost.cpp).
     const std::vector<std::uint32_t> reps = planRepresentatives(servers, perServer);
-    const double predicted = s.predictFromPaths(
-        call, servers * perServer,
-        [&](const Problem& pb, std::uint32_t r, std::size_t elem, const CostParams& cp) {
-          return pipelineRankPath(servers, perServer, pb, r, elem, cp);
-        },
-        reps);
+    double predicted = 0;
+    std::uint32_t segments = 1;
+    // Every segment of every block holds an element (segments of nothing only add steps, and
+    // ranks whose segments are empty leave the lockstep the representatives are costed by).
+    const std::uint64_t perBlock =
+        call.coll == Collective::AllReduce ? call.count / (servers * perServer) : call.count;
+    for (const std::uint32_t m : kSegmentCounts) {
+      if (m > 1 && (servers > kSegmentedMaxServers || call.uneven || perBlock < m)) break;
+      const double t = s.predictFromPaths(
+          call, servers * perServer,
+          [&](const Problem& pb, std::uint32_t r, std::size_t elem, const CostParams& cp) {
+            return pipelineRankPath(servers, perServer, pb, r, elem, cp, m);
+          },
+          reps);
+      if (m == 1 || t < predicted) {
+        predicted = t;
+        segments = m;
+      }
+    }
     Decision d;
     for (const LevelGroup& g : s.shape().levels)
       d.levels.push_back({g.level, Algorithm::Pipeline, why.reason,
-                          g.level == 0 ? "intra-server part of the pipeline" : why.text(predicted),
+                          g.level == 0 ? "intra-server part of the pipeline"
+                          : segments == 1
+                              ? why.text(predicted)
+                              : fmt::format("{} segments, {}", segments, why.text(predicted)),
                           g.level == 0 ? 0.0 : predicted});
     // The pipeline brings its own intra-server transfers: an algorithm forced at level0 cannot
     // take effect, and the decision says so rather than calling level0 a model choice. (level0
@@ -70,12 +93,13 @@ class PipelinePlan final : public Plan {
     }
     d.predicted = predicted;
     d.plan.algorithms = levelAlgorithms(d.levels);
+    d.plan.segments = segments;
     return d;
   }
 
-  RankSchedule compose(const Layout& layout, const PlanKey&, const Problem& pb,
+  RankSchedule compose(const Layout& layout, const PlanKey& key, const Problem& pb,
                        std::uint32_t rank) const override {
-    return pipelineSchedule(layout, pb, rank);
+    return pipelineSchedule(layout, pb, rank, key.segments);
   }
 
   // Its scratch is slots the largest block fits (pipeline.cpp, PassScratch), alike on every

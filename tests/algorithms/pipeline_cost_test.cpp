@@ -10,6 +10,11 @@
 //     spread, see EqualsTheReplay), with level1 the slower level; the
 //     tolerance is rank_cost_test's (two elements' beta and gamma per step: lockstep cannot see
 //     which rank carries the larger block when).
+//   - Segments: the segmented pipeline (m = 2, 3, 4, 8 segments whose stages overlap) on 2 to 6
+//     servers of up to 4 ranks, every kind of block as above: every schedule passes the symbolic
+//     verifier (results, races, scratch), has stages + m - 1 steps where no block is empty, and
+//     its closed form equals rankPath() bit for bit and the plan's cost the replay; on 2x2 with
+//     level0 free, m segments cut the ring's idle intra-only steps to 1/m of a pass step.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -23,6 +28,7 @@
 #include "algorithms/metrics.hpp"
 #include "algorithms/pipeline.hpp"
 #include "algorithms/rank_cost.hpp"
+#include "algorithms/verifier.hpp"
 
 namespace hccl::algo {
 namespace {
@@ -129,7 +135,8 @@ std::uint32_t perServerOf(std::uint32_t p) {
   return 1;
 }
 
-void expectPlanEqualsReplay(std::uint32_t servers, std::uint32_t per, bool big) {
+void expectPlanEqualsReplay(std::uint32_t servers, std::uint32_t per, bool big,
+                            std::uint32_t segments = 1) {
   // Level1 the slower level, as between servers: with level0 the slower one (the third set, left
   // out), representative ranks fall short of the replay by more than the tolerance (1.5% at 11x8).
   std::vector<CostParams> params = paramSets();
@@ -139,15 +146,17 @@ void expectPlanEqualsReplay(std::uint32_t servers, std::uint32_t per, bool big) 
   const std::vector<std::uint32_t> reps = planRepresentatives(servers, per);
   const RankPathFn path = [&](const Problem& pb, std::uint32_t r, std::size_t e,
                               const CostParams& cp) {
-    return pipelineRankPath(servers, per, pb, r, e, cp);
+    return pipelineRankPath(servers, per, pb, r, e, cp, segments);
   };
-  std::vector<std::uint64_t> counts{std::uint64_t{p} * 5 + 3};
-  if (!big) counts.push_back(7);
+  // Segmented, every segment of every block holds elements, as the plan segments only then.
+  std::vector<std::uint64_t> counts{std::uint64_t{p} * 5 * segments + 3};
+  if (!big && segments == 1) counts.push_back(7);
   for (Collective c : kColls)
     for (std::uint64_t count : counts) {
       const Problem pb = Problem::fromMpiCount(c, p, count, false);
       Schedule whole{pb, {}};
-      for (std::uint32_t r = 0; r < p; ++r) whole.ranks.push_back(pipelineSchedule(lay, pb, r));
+      for (std::uint32_t r = 0; r < p; ++r)
+        whole.ranks.push_back(pipelineSchedule(lay, pb, r, segments));
       for (std::size_t k = 0; k < (big ? 1 : params.size()); ++k) {
         const CostParams& cp = params[k];
         const double exact = criticalPath(whole, kElem, cp).time;
@@ -155,7 +164,8 @@ void expectPlanEqualsReplay(std::uint32_t servers, std::uint32_t per, bool big) 
         const double perStep =
             2.0 * kElem * (*std::max_element(cp.beta.begin(), cp.beta.end()) + cp.gamma);
         ASSERT_NEAR(m.time, exact, 1e-9 * exact + double(m.steps()) * perStep + 1e-15)
-            << lay.describe() << " " << name(c) << " count " << count << " params " << k;
+            << lay.describe() << " " << name(c) << " count " << count << " params " << k
+            << " segments " << segments;
       }
     }
 }
@@ -175,6 +185,69 @@ TEST(PipelineCost, EqualsTheReplay) {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> big{{64, 8}, {128, 8}};
   if (full) big.insert(big.end(), {{128, 4}, {125, 8}, {64, 16}, {1024, 1}});
   for (const auto& [servers, per] : big) expectPlanEqualsReplay(servers, per, true);
+}
+
+TEST(PipelineCost, Segments) {
+  const std::vector<CostParams> params = paramSets();
+  for (std::uint32_t m : {2u, 3u, 4u, 8u})
+    // From 2 servers: the plan needs several (on one server an in-place AllReduce of 3+ ranks
+    // overwrites its own contribution before adding it, segmented or not).
+    for (std::uint32_t servers = 2; servers <= 6; ++servers)
+      for (std::uint32_t per = 1; per <= 4; ++per) {
+        const Layout lay = Layout::servers(servers, per);
+        const std::uint32_t p = lay.ranks();
+        for (Collective c : kColls)
+          for (bool inPlace : {false, true})
+            for (const Problem& pb : problems(c, p, inPlace)) {
+              const std::string what =
+                  fmt::format("{}x{} {} total {}{} segments {}", servers, per, name(c),
+                              pb.blocks.total(), inPlace ? " in place" : "", m);
+              const auto gen = [&](const Problem& q, std::uint32_t r) {
+                return pipelineSchedule(lay, q, r, m);
+              };
+              const std::vector<VerifyIssue> issues = verifyGenerated(pb, gen);
+              ASSERT_TRUE(issues.empty()) << what << "\n" << describe(issues);
+              const std::uint32_t stages = (c == Collective::AllReduce ? 2 : 1) * servers;
+              bool full = true;  // every segment of every block holds an element
+              for (std::uint32_t r = 0; r < p; ++r) full = full && pb.blocks.count(r) >= m;
+              for (std::uint32_t r = 0; r < p; ++r) {
+                const RankSchedule rs = pipelineSchedule(lay, pb, r, m);
+                if (full && per > 1) {
+                  EXPECT_EQ(rs.steps.size(), stages + m - 1) << what << " rank " << r;
+                }
+                for (std::size_t k = 0; k < params.size(); ++k)
+                  expectSame(pipelineRankPath(servers, per, pb, r, kElem, params[k], m),
+                             rankPath(rs, kElem, params[k]),
+                             fmt::format("{} rank {} params {}", what, r, k));
+                if (HasFailure()) return;
+              }
+            }
+        if (per >= 2) expectPlanEqualsReplay(servers, per, false, m);
+        if (HasFailure()) return;
+      }
+  EXPECT_THROW(pipelineSchedule(Layout::servers(2, 2), Problem::allReduce(4, 8), 0, 0),
+               std::invalid_argument);
+  EXPECT_THROW(pipelineRankPath(2, 2, Problem::allReduce(4, 8), 0, kElem, params[0], 0),
+               std::invalid_argument);
+}
+
+// Why segments: 2 servers x 2 ranks, AllReduce of n elements of e bytes, no latency, level1 b per
+// byte, level0 four times faster; q = b n e / 4, a block over level1. Unsegmented, 4 steps: the
+// reduce pass's intra-only step q/4, two ring steps q each, the gather pass's intra-only step
+// q/4: 2q + q/2. With m segments, m + 3 steps: the intra-only ends q/4m each, the first and last
+// ring steps q/m, the m - 1 between them two segments' ring stages (2q/m; the up to four
+// segments' intra stages of a step, q/m in all, hide behind them): 2q + q/2m.
+TEST(PipelineCost, SegmentsHideTheIntraSteps) {
+  const std::uint64_t n = 4 * 8 * 1024;  // divisible by 4 ranks x 8 segments
+  const Problem pb = Problem::allReduce(4, n);
+  const double b = 1e-9, q = b * double(n) * double(kElem) / 4;
+  CostParams cp = CostParams::uniform(0, b, 0);
+  cp.links.fill(1);
+  cp.beta[0] = b / 4;
+  for (std::uint32_t m : {1u, 2u, 4u, 8u})
+    for (std::uint32_t r = 0; r < 4; ++r)
+      EXPECT_NEAR(pipelineRankPath(2, 2, pb, r, kElem, cp, m).time, 2 * q + q / (2 * m), 1e-12)
+          << m << " segments, rank " << r;
 }
 
 }  // namespace

@@ -7,12 +7,16 @@
 // at level1 with fullmesh inside servers. AllReduce, ReduceScatter and AllGather, in and out of
 // place, counts 0, 1, p+1 and 1000, uneven ReduceScatter/AllGather blocks (some empty), sum on
 // fp32 and int32 taking turns, plus every defined (type, op) pair spread over the compositions.
+// The Pipeline in segments (pipeline.hpp: 2, 3 and 8 segments whose stages overlap) on 2x2, 3x2
+// and 2x4, each collective in and out of place, counts with full, partly empty and empty
+// segments, fp32 sum and uint16 prod.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 #include <array>
 
 #include "algorithms/hierarchical.hpp"
+#include "algorithms/pipeline.hpp"
 #include "coll_hccl/reference/check.hpp"
 #include "tests/algorithms/problems.hpp"
 
@@ -284,6 +288,31 @@ TEST(RealDataPipeline, UnevenBlocks) {
       expectData(l, kPipeline, pb, DataType::Float32, ReduceOp::Sum, 3);
       expectData(l, kPipeline, pb, DataType::UInt16, ReduceOp::Prod, 4);
     }
+}
+
+TEST(RealDataPipeline, Segments) {
+  const NamedLayout pipes[] = {{"2x2", Layout::servers(2, 2)},
+                               {"3x2", Layout::servers(3, 2)},
+                               {"2x4", Layout::servers(2, 4)}};
+  std::uint64_t k = 0;
+  for (const NamedLayout& l : pipes) {
+    const std::uint32_t p = l.layout.ranks();
+    for (std::uint32_t m : {2u, 3u, 8u})
+      for (Collective c : kComposed)
+        for (std::uint64_t n :
+             {std::uint64_t{p} * 8 + 5, std::uint64_t{p} + 1, std::uint64_t{1000}})
+          for (bool inPlace : {false, true}) {
+            const Problem pb = problemFor(c, p, n, inPlace);
+            algo::Schedule s{pb, {}};
+            for (std::uint32_t r = 0; r < p; ++r)
+              s.ranks.push_back(algo::pipelineSchedule(l.layout, pb, r, m));
+            const bool prod = ++k % 3 == 0;
+            const std::string err = checkRealData(s, prod ? DataType::UInt16 : DataType::Float32,
+                                                  prod ? ReduceOp::Prod : ReduceOp::Sum, k);
+            EXPECT_TRUE(err.empty()) << l.name << " " << m << " segments: " << err;
+            if (::testing::Test::HasFailure()) return;
+          }
+  }
 }
 
 }  // namespace
