@@ -232,6 +232,8 @@ SlotRun::Result SlotRun::spin(unsigned polls) {
     if (flagSet_) {
       // Idle until the peer posts: the moment to learn what the readers of this rank's posts
       // released (a line transfer), once a call, instead of when a later post needs its slot.
+      // Every call, not only when the next slots are not known free: measured at np=2 (OSU 5.7,
+      // 8 rounds), learning only then left 8-32 B AllReduce 9-14% and Barrier 18% slower.
       if (!learned_) {
         link_->learnReleased(tl::ShmLink::kEveryPeer);
         learned_ = true;
