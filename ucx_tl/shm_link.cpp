@@ -240,6 +240,11 @@ void ShmLink::revoke(int reader, std::uint64_t number) {
   s.control(s.me, r, number).revoked.store(1, std::memory_order_seq_cst);
 }
 
+void ShmLink::learnReleased(int reader) const {
+  const auto& s = *impl_;
+  (void)s.releasedBy(s.readerIndex(reader, "learnReleased"), ~std::uint64_t{0});
+}
+
 bool ShmLink::released(int reader, std::uint64_t number) const {
   auto& s = *impl_;
   return s.releasedBy(s.readerIndex(reader, "released"), number);

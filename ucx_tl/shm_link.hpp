@@ -15,7 +15,12 @@
 // A slot's flag shares its line with the first bytes of its payload (a small post moves as one
 // line); each acknowledgement has its own line; every line has a single writer. A writer loads
 // its readers' acknowledgements only when the last ones it saw do not cover the slot it reuses,
-// so a reader's acknowledgement moves a line only every few posts. A fast rank
+// so a reader's acknowledgement moves a line only every few posts; a caller that waits anyway
+// can have them loaded then (learnReleased), off the next posts' path. Right after a post the
+// writer stores into its next slot's control word when it knows that slot free, so that the
+// next post's store finds the line in its own cache instead of first invalidating the copy the
+// reader kept from the slot's previous use (measured at np=2 with OSU 5.7, in two batches:
+// 8 B AllReduce 0.47-0.49 -> 0.37-0.44 us, Barrier 0.43 -> 0.32-0.36 us with both). A fast rank
 // can run K posts ahead of a slow reader (starting collective k+1 while the reader still works
 // on k) and then waits: a slot is never overwritten before all its readers released it.
 //
@@ -190,6 +195,10 @@ class ShmLink {
   void revoke(int reader, std::uint64_t number);
   // Every reader of the channel has released post `number`.
   bool released(int reader, std::uint64_t number) const;
+  // Loads the readers' acknowledgements of the channel now, for a caller that waits anyway (for
+  // a peer's post): the next posts then find their slots free from what this rank already knows,
+  // without a load of a line the readers write (a cache-line transfer) on their critical path.
+  void learnReleased(int reader) const;
   Completion waitReleased(int reader, std::uint64_t number);
 
   // ---- reader side (writer = a local peer; broadcast: its broadcast channel) --------------------

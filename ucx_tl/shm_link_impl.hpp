@@ -266,6 +266,15 @@ struct ShmLink::Impl {
     ctl.revoked.store(0, std::memory_order_relaxed);
     ctl.seq.store(number, std::memory_order_release);
     w.acquired = false;
+    // Takes the next slot's line into this core's cache now, while no one waits: a reader last
+    // read it K posts ago and still holds a copy, so the next post's store would first have to
+    // invalidate that copy (one cache-line transfer) before a waiting reader can fetch the line
+    // (a second one). A store to a field no reader looks at once its post is released (a
+    // released slot is not withdrawn), and only when this rank already knows every reader
+    // released the slot's previous post: no acknowledgement line is loaded for it.
+    const std::uint64_t next = number + 1;
+    if (next <= layout.slotsPerChannel || w.knownReleased >= next - layout.slotsPerChannel)
+      control(me, r, next).revoked.store(0, std::memory_order_relaxed);
     return number;
   }
 

@@ -232,7 +232,14 @@ class Communicator {
   // link (and threads do not run calls concurrently).
   tl::ShmLink* fastLink_ = nullptr;
   std::array<FastEntry, 8> fast_{};
-  std::size_t fastLast_ = 0, fastNext_ = 0;
+  // The entry each collective's last call used, looked at first: programs interleave
+  // collectives (OSU's loops put a Barrier after every call), so one "last entry" for all would
+  // miss every call and scan the cache.
+  std::array<std::uint8_t, HCCL_COLL_COUNT> fastLast_{};
+  std::size_t fastNext_ = 0;
+  FastEntry& fastLastOf(const hccl_coll_desc_t& d) {
+    return fast_[d.coll < HCCL_COLL_COUNT ? fastLast_[d.coll] : 0];
+  }
   SlotRun fastRun_;
   std::vector<std::byte> fastScratch_;
   std::uint32_t fastSeq_ = 0;

@@ -143,28 +143,33 @@ void Communicator::rebindInPlace(const FastEntry& e, const hccl_coll_desc_t& d,
 }
 
 Communicator::FastEntry& Communicator::fastFind(const hccl_coll_desc_t& d) {
+  static_assert(std::tuple_size_v<decltype(fast_)> <= 256, "fastLast_ holds uint8_t indices");
+  const auto remember = [&](std::size_t i) {
+    if (d.coll < HCCL_COLL_COUNT) fastLast_[d.coll] = static_cast<std::uint8_t>(i);
+  };
   for (std::size_t i = 0; i < fast_.size(); ++i)
     if (fastMatches(fast_[i], d)) {
-      fastLast_ = i;
+      remember(i);
       return fast_[i];
     }
-  fastLast_ = fastNext_;
+  const std::size_t i = fastNext_;
   fastNext_ = (fastNext_ + 1) % fast_.size();
-  FastEntry* const e = &fast_[fastLast_];
+  remember(i);
+  FastEntry* const e = &fast_[i];
   fastBuild(*e, d);
   return *e;
 }
 
 bool Communicator::fastAccepts(const hccl_coll_desc_t& d) {
   if (!fastLink_) return false;
-  const FastEntry& last = fast_[fastLast_];
+  const FastEntry& last = fastLastOf(d);
   return fastMatches(last, d) ? last.slots : fastFind(d).slots;
 }
 
 hccl_status_t Communicator::fastStart(const hccl_coll_desc_t& d, std::string& err) {
   if (!fastLink_) return HCCL_ERR_UNSUPPORTED;
-  FastEntry* e = &fast_[fastLast_];
-  if (!fastMatches(*e, d)) e = &fastFind(d);  // the last shape again: no call
+  FastEntry* e = &fastLastOf(d);
+  if (!fastMatches(*e, d)) e = &fastFind(d);  // this collective's last shape again: no call
   if (!e->slots) return HCCL_ERR_UNSUPPORTED;
   if (broken_) return brokenError(err);
   std::byte* bufs[3] = {

@@ -104,7 +104,7 @@ void SlotRun::begin(const SlotProgram& program, tl::ShmLink& link, std::byte* co
   step_ = recv_ = 0;
   chunk_ = posted_ = 0;
   block_ = 0;
-  moved_ = flagSet_ = false;
+  moved_ = flagSet_ = learned_ = false;
   error_.clear();
   fault_ = tl::Fault::None;
 }
@@ -230,6 +230,14 @@ SlotRun::Result SlotRun::spin(unsigned polls) {
   for (unsigned i = 1; i < polls && r == Result::Pending; ++i) {
     // Waiting for a peer's post: spin on its flag alone (one load a turn), then take it.
     if (flagSet_) {
+      // Idle until the peer posts: the moment to learn what the readers of this rank's posts
+      // released (a line transfer), once a call, instead of when a later post needs its slot.
+      // Every call, not only when the next slots are not known free: measured at np=2 (OSU 5.7,
+      // 8 rounds), learning only then left 8-32 B AllReduce 9-14% and Barrier 18% slower.
+      if (!learned_) {
+        link_->learnReleased(tl::ShmLink::kEveryPeer);
+        learned_ = true;
+      }
       i = waitFlag(i, polls);
       if (!flag_.ready()) break;
     } else {

@@ -142,6 +142,8 @@ class SlotRun {
   // The flag of the receive the run waits for (flagSet_: taken for recv_ of step_).
   tl::ShmLink::Flag flag_;
   bool flagSet_ = false;
+  // The acknowledgements of this rank's broadcast channel were loaded during this run's wait.
+  bool learned_ = false;
 
   const SlotProgram* program_ = nullptr;
   tl::ShmLink* link_ = nullptr;

@@ -322,6 +322,46 @@ TEST(ShmLink, ASlotIsReusedOnlyAfterItsReleaseSeenOnce) {
   EXPECT_TRUE(g.ok()) << g.summary();
 }
 
+// A writer takes its next slot's line ahead of its next post (a store into the slot's control
+// word), but only once it has seen every reader release the slot's previous post: a block post
+// that is withdrawn while its reader still holds it stays withdrawn through the writer's next
+// posts, and its late read fails instead of copying the buffer.
+TEST(ShmLink, AHeldWithdrawnBlockStaysWithdrawnThroughLaterPosts) {
+  const GroupResult g = runGroup(2, 60s, [](Child& c) {
+    tl::ShmOptions o;
+    o.slotBytes = 256;
+    o.slotsPerChannel = 2;
+    o.singleCopy = tl::SingleCopy::Cma;
+    o.timeout = 30s;
+    ShmLink link(c.rank(), std::vector<int>{0, 0}, c.allGather(), o);
+    std::vector<std::byte> buf(4096, std::byte{5});
+    if (c.rank() == 0) {
+      std::uint64_t number = 0;
+      checkDone(link.publishBlock(ShmLink::kEveryPeer, buf.data(), buf.size(), &number), "block");
+      CHILD_CHECK(number == 1, fmt::format("the block is post {}", number));
+      link.revoke(ShmLink::kEveryPeer, 1);
+      // Post 2 fills the ring: the slot after it is post 1's, still held.
+      checkDone(link.post(ShmLink::kEveryPeer, std::span(buf.data(), 8)), "post 2");
+    }
+    c.barrier();  // 1: rank 1 reads the withdrawn block, then post 2
+    if (c.rank() == 1) {
+      ShmLink::Post p;
+      checkDone(link.peek(0, true, &p), "peek 1");
+      CHILD_CHECK(p.number == 1 && p.block, "post 1 is not the block");
+      std::vector<std::byte> into(buf.size());
+      const Completion r = link.read(p, 0, into.data(), into.size());
+      CHILD_CHECK(r.state == Completion::State::Failed && r.fault == tl::Fault::Withdrawn,
+                  fmt::format("read of the withdrawn block: {} ({})", tl::name(r.fault), r.error));
+      link.release(0, true);
+      checkDone(link.peek(0, true, &p), "peek 2");
+      CHILD_CHECK(p.number == 2 && !p.block && p.data.size() == 8, "post 2");
+      link.release(0, true);
+    }
+    c.barrier();
+  });
+  EXPECT_TRUE(g.ok()) << g.summary();
+}
+
 // ---- single copy against the tagged transport ---------------------------------------------------
 
 // Rank 0 sends each buffer over the tagged transport and posts it as a block on a CMA link and
