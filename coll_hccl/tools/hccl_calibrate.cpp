@@ -36,6 +36,7 @@
 //   --max-size), alternating; what the push saves over the bytes it streams from the cache
 //   (n/2 a rank), median over the sizes: the rate of the memory read the model credits a
 //   streamed push (cost_model.hpp, LinkParams::memory). No saving measured: 0, the term off.
+//   Not with --quick (seconds of memory-sized calls).
 //   gamma: engine::kernel(type, op) over --gamma-size bytes (dst = a (+) dst, as the executor
 //   reduces), median of --repeat runs, for every pair MPI defines (--quick: the common ones), in
 //   GB/s of output; "<type>": {"*"} is the median of the type's ops and "*": {"*"} of all.
@@ -550,6 +551,8 @@ int main(int argc, char** argv) {
                                  fmt::format("{} bytes is outside [1K, 1G]", plan.maxBytes));
     plan.sizes = sizesUpTo(plan.maxBytes, quick ? 16 : 4);
     plan.linksBytes = std::min<std::size_t>(plan.maxBytes, std::size_t{1} << 20);
+    // Memory-sized AllReduces take seconds on a loaded machine: not in the quick run.
+    if (quick) plan.pushSizes.clear();
     const unsigned cpus = std::thread::hardware_concurrency();
     plan.links = linksMode == "measure" || (linksMode == "auto" && cpus >= 3);
     const std::size_t gammaBytes =
@@ -627,7 +630,13 @@ int main(int argc, char** argv) {
       json& shm = doc["link_classes"][algo::kSharedMemoryClass];
       shm["step_us"] = round4(estimateStep(ms.shmRounds, *fShm, g) * 1e6);
       shm["step_from_bytes"] = ms.shmInline;
-      if (!ms.shmPush.empty()) shm["memory_GBps"] = round4(estimateMemory(ms.shmPush));
+      if (!ms.shmPush.empty())
+        shm["memory_GBps"] = round4(estimateMemory(ms.shmPush));
+      else
+        fmt::print(stderr,
+                   "shared-memory link pushes: not measured ({}); memory_GBps not "
+                   "written\n\n",
+                   quick ? "--quick" : "--max-size below 4 MiB");
     } else if (fShm) {
       fmt::print(stderr, "shared-memory link rounds: not measured ({}); step_us not written\n\n",
                  plan.links ? "a third process takes part (--links)" : "no single copy");
