@@ -83,8 +83,10 @@ struct LinkParams {
   // fullmesh_push reads n and writes n per rank where Mesh and the ring (RS+AG) read 1.5n and
   // write n. metrics.hpp credits such a step this much per streamed byte (at most the byte's
   // beta). hccl_calibrate measures it as Mesh's AllReduce minus fullmesh_push's over the bytes
-  // streamed; the default is s7's OSU measurement at 16 MiB (fullmesh_push 0.78 of the ring's
-  // time: ~1.1 ms saved for 8 MiB streamed).
+  // streamed. The default, 8 GB/s (the link's bandwidth: a streamed byte costs its send no memory
+  // time), is what the measurements say: s7's OSU run at 16 MiB (fullmesh_push 0.78 of the
+  // ring's time: ~1.1 ms saved for 8 MiB streamed, 7.8 GB/s) and s8's hccl_calibrate (11.1 GB/s
+  // against a measured bandwidth of 12.5 GB/s: 4 MiB 0.75, 16 MiB 0.81 of Mesh's time).
   double memory = 0;
 };
 
