@@ -32,12 +32,14 @@ constexpr std::array<AlgorithmInfo, kNumAlgorithms> kCatalog = {{
     {A::MeshOneShot,
      "full mesh one-shot: whole vectors to every peer, each rank reduces all p (small messages)",
      {true, false, false}},
-    // Not HCCL's: chosen only when forced (HCCL_ALGO="level0:fullmesh_push"). Its model cost is
-    // Mesh's (mesh_push.cpp), so automatic choice would gain nothing it can see.
+    // Not HCCL's: coll_hccl's level0 AllReduce on the shared-memory link. The model prices it
+    // as Mesh less the memory read its streamed push saves (cost_model.hpp's memory_GBps), so
+    // it wins where that term is on and its blocks are pushed (above the slots' inline size);
+    // elsewhere it ties with Mesh, which comes first and keeps the tie.
     {A::MeshPush,
      "full mesh, pushed: Mesh AllReduce whose reducing rank writes its block into its peers "
      "(shared-memory link)",
-     {false, false, false}},
+     {true, false, false}},
 }};
 
 }  // namespace

@@ -67,9 +67,14 @@ std::optional<ConfigError> readLinkParams(const json& val, const std::string& wh
         return rd.error(where + ".half_duplex",
                         fmt::format("expected true or false, found {}", v.dump()));
       lp.halfDuplex = v.get<bool>();
+    } else if (field == "memory_GBps") {
+      // 0 turns the term off (a calibration that measured no saving writes it).
+      if (auto e = rd.positive(v, where + ".memory_GBps", x, true)) return e;
+      lp.memory = x > 0 ? 1.0 / (x * 1e9) : 0.0;
     } else {
       rd.unknown(where, field,
-                 "alpha_us, bandwidth_GBps, links, step_us, step_from_bytes, half_duplex");
+                 "alpha_us, bandwidth_GBps, links, step_us, step_from_bytes, half_duplex, "
+                 "memory_GBps");
     }
   }
   return std::nullopt;
@@ -85,6 +90,7 @@ json linkJson(const LinkParams& lp) {
     j["step_from_bytes"] = lp.stepFrom;
   }
   if (lp.halfDuplex) j["half_duplex"] = true;
+  if (lp.memory > 0) j["memory_GBps"] = 1.0 / lp.memory / 1e9;
   return j;
 }
 
@@ -218,6 +224,7 @@ CostParams CostModel::params(std::optional<DataType> type, std::optional<ReduceO
     p.step[l] = level[l].step;
     p.stepFrom[l] = level[l].stepFrom;
     p.halfDuplex[l] = level[l].halfDuplex;
+    p.memory[l] = level[l].memory;
   }
   p.gamma = type && op ? gamma(*type, *op) : 0;
   return p;

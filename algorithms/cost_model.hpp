@@ -19,10 +19,12 @@
 //               "bandwidth_GBps": 8.0,             //   (slots, single copy) that carries
 //               "step_us": 20.0,                   //   level0 unless level0_link=tagged;
 //               "step_from_bytes": 16360,          //   step_us: added to a step whose largest
-//               "half_duplex": true}               //   message exceeds step_from_bytes (any
-//     },                                           //   level or class may carry both);
-//                                                  //   half_duplex: sends and receives share
-//                                                  //   the bandwidth (default false)
+//               "half_duplex": true,               //   message exceeds step_from_bytes (any
+//               "memory_GBps": 8.0}                //   level or class may carry both);
+//     },                                           //   half_duplex: sends and receives share
+//                                                  //   the bandwidth (default false);
+//                                                  //   memory_GBps: the memory-traffic term
+//                                                  //   (LinkParams::memory; 0 or absent: none)
 //     "gamma": {                                   // reduction throughput in GB/s of output
 //       "fp32": {"sum": 12.0, "*": 10.0},          //   per type, per op; "*" = any
 //       "*": {"*": 8.0}
@@ -73,6 +75,19 @@ struct LinkParams {
   // Reduce's whole-vector copy, so its Gather made it 1.1-2.4x slower at every size from 64 KiB
   // to 64 MiB (OSU osu_reduce, s7-reduce), where full-duplex costing chose it from 1 MiB.
   bool halfDuplex = false;
+  // Seconds per byte of memory traffic a step's copies no longer make (0: no such term). On the
+  // half-duplex shared-memory link beta prices every byte a rank moves as traffic through memory:
+  // read from memory where it is sent from (the peer's single copy reads it), written into memory
+  // where it is received. A pushed send (Transfer::push) that the executor streams piece by piece
+  // from the cache of the op that has just computed it is not read from memory: at two ranks
+  // fullmesh_push reads n and writes n per rank where Mesh and the ring (RS+AG) read 1.5n and
+  // write n. metrics.hpp credits such a step this much per streamed byte (at most the byte's
+  // beta). hccl_calibrate measures it as Mesh's AllReduce minus fullmesh_push's over the bytes
+  // streamed. The default, 8 GB/s (the link's bandwidth: a streamed byte costs its send no memory
+  // time), is what the measurements say: s7's OSU run at 16 MiB (fullmesh_push 0.78 of the
+  // ring's time: ~1.1 ms saved for 8 MiB streamed, 7.8 GB/s) and s8's hccl_calibrate (11.1 GB/s
+  // against a measured bandwidth of 12.5 GB/s: 4 MiB 0.75, 16 MiB 0.81 of Mesh's time).
+  double memory = 0;
 };
 
 struct SizeRule {

@@ -9,11 +9,12 @@
 // soon as it computed it. At p = 2 a rank's memory traffic drops from reading 1.5n and writing
 // n (the peer's input block, its own input block, the peer's result block) to reading n and
 // writing n: the result block reaches the peer from the cache.
-//   cost 2a + 2((p-1)/p)n b + ((p-1)/p)n g   (Mesh's: the model has no memory-traffic term,
-//                                              and the second step still waits for the peers)
-// Rank order: yes, as Mesh. Memory: Mesh's. Forced only (catalog.cpp): in place, and where the
-// link cannot push (no CMA, another server, a message small enough for a slot), it runs as Mesh
-// does.
+//   cost Mesh's, less (n/p) mu on the shared-memory link (cost_model.hpp's memory-traffic term,
+//   memory_GBps: the block streamed from the cache, one push per reducing op, is not read from
+//   memory), where its blocks exceed the slots' inline size
+// Rank order: yes, as Mesh. Memory: Mesh's. In place, and where the link cannot push (no CMA,
+// another server, a message small enough for a slot), it runs as Mesh does and the model prices
+// it as Mesh (a tie, which Mesh keeps).
 #include "algorithms/generators.hpp"
 
 namespace hccl::algo {

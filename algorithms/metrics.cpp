@@ -68,6 +68,8 @@ double addStep(const Step& step, std::size_t elem, const CostParams& params, Met
   }
   StepLoad sl;
   for (const Load& ld : load) sl.add(ld.level, ld.dir, ld.bytes);
+  for (const Transfer& t : step.xfers)
+    if (t.push && t.dir == Dir::Send) sl.addPushed(t.level, t.slice.count * elem);
   for (const LocalOp& op : step.ops)
     if (op.kind == OpKind::Reduce) sl.reduced += op.dst.count * elem;
   return addStepLoad(sl, params, path);
@@ -78,6 +80,11 @@ void StepLoad::add(std::uint8_t level, Dir dir, std::uint64_t bytes) {
   used[l] = true;
   busiest[l] = std::max(busiest[l], bytes);
   total[l][dir == Dir::Send ? 0 : 1] += bytes;
+}
+
+void StepLoad::addPushed(std::uint8_t level, std::uint64_t bytes) {
+  const std::uint8_t l = std::min<std::uint8_t>(level, kNumLevels - 1);
+  pushed[l] = std::max(pushed[l], bytes);
 }
 
 double addStepLoad(const StepLoad& sl, const CostParams& params, Metrics& path) {
@@ -94,7 +101,12 @@ double addStepLoad(const StepLoad& sl, const CostParams& params, Metrics& path) 
   for (int l = 0; l < kNumLevels; ++l) {
     if (!sl.used[static_cast<std::size_t>(l)]) continue;
     const auto i = static_cast<std::size_t>(l);
-    const double c = params.linkTime(i, sl.busiest[i], busiest[i]);
+    double c = params.linkTime(i, sl.busiest[i], busiest[i]);
+    // The memory term: the pushed send streamed from the cache is not read from memory.
+    const std::uint64_t inlineUpTo =
+        params.stepFrom[i] == CostParams::kNever ? 0 : params.stepFrom[i];
+    if (params.memory[i] > 0 && sl.pushed[i] > inlineUpTo)
+      c -= std::min(params.memory[i], params.beta[i]) * static_cast<double>(sl.pushed[i]);
     if (dominant < 0 || c > comm) {
       comm = c;
       dominant = l;

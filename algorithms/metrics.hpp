@@ -9,6 +9,11 @@
 //    or, when a rank can drive only `links_l` peers at full speed, its total per direction (both
 //    directions' sum on a half-duplex level) divided by links_l if that is more; it costs alpha_l +
 //    beta_l * bytes_l; levels overlap, so the step costs the largest of them;
+//  - on a level with a memory term (the shared-memory link's memory_GBps), a step whose pushed
+//    sends the executor streams from the cache of the op that computed them is credited
+//    memory_l per streamed byte, at most beta_l: only one pushed send per step is streamed (one
+//    per reducing op, and a Mesh rank reduces one block), the largest one above stepFrom_l
+//    (smaller messages travel inline and are not pushed);
 //  - the step's reductions then cost gamma per byte reduced; copies are free.
 // The critical path is the chain of steps that determines the last rank's finish time.
 #pragma once
@@ -40,6 +45,9 @@ struct CostParams {
   // the division over `links`) instead of each direction having its own: on the shared-memory
   // link both directions are copies through one memory system (cost_model.hpp's half_duplex).
   std::array<bool, kNumLevels> halfDuplex{};
+  // Per level, seconds per byte of memory traffic a pushed send streamed from the cache saves
+  // (cost_model.hpp's memory_GBps, LinkParams::memory; 0: no such term).
+  std::array<double, kNumLevels> memory{};
 
   // One step's time on `level` for a rank whose largest peer-direction carries `largest` bytes
   // and whose link moves `busiest` (largest, or more when the rank's links are shared).
@@ -84,9 +92,13 @@ struct StepLoad {
   std::array<std::array<std::uint64_t, 2>, kNumLevels> total{};  // per direction: send, recv
   std::array<bool, kNumLevels> used{};
   std::uint64_t reduced = 0;  // bytes
+  // Per level, the largest pushed send (bytes to one peer): what the memory term credits.
+  std::array<std::uint64_t, kNumLevels> pushed{};
 
   // All a step's transfers to one peer in one direction on `level`: `bytes` in all.
   void add(std::uint8_t level, Dir dir, std::uint64_t bytes);
+  // A pushed send of `bytes` to one peer on `level`, also add()ed.
+  void addPushed(std::uint8_t level, std::uint64_t bytes);
   bool operator==(const StepLoad&) const = default;
 };
 double addStepLoad(const StepLoad& load, const CostParams& params, Metrics& path);

@@ -136,6 +136,7 @@ double Selection::predictLevel(Algorithm a, const CallInfo& call, std::size_t le
   lvl.step[0] = lvl.step[l];
   lvl.stepFrom[0] = lvl.stepFrom[l];
   lvl.halfDuplex[0] = lvl.halfDuplex[l];
+  lvl.memory[0] = lvl.memory[l];
   double t = 0;
   for (const Phase& ph : phases) {
     const GeneratorSpec* spec = findGenerator(a, ph.coll);

@@ -169,30 +169,32 @@ StepTiming StepProbe::measure(std::span<const int> partners, std::size_t bytes, 
   return timing;
 }
 
-RoundTiming timeReduceRounds(tl::Transport& transport, Sync& sync, std::size_t bytes, int repeat,
-                             double sampleSeconds) {
+namespace {
+
+// fp32 sum calls of schedules `a` and `b` for `pb` through the executor over `transport`, back to
+// back; per schedule the median over `repeat` samples (taken alternately) of a sample's
+// lower-quartile call time on this rank.
+std::pair<double, double> timeTwoSchedules(tl::Transport& transport, Sync& sync,
+                                           const algo::Problem& pb, const algo::RankSchedule& a,
+                                           const algo::RankSchedule& b, int repeat,
+                                           double sampleSeconds) {
   constexpr std::uint32_t kRoundsComm = kComm + 1;  // apart from the steps' tags
-  const std::uint64_t n = bytes / sizeof(float);
-  const auto r = static_cast<std::uint32_t>(transport.rank());
-  algo::Problem pb;
-  pb.coll = Collective::Reduce;
-  pb.ranks = 2;
-  pb.root = 0;
-  pb.blocks = algo::Blocks::even(n, 2);
-  const algo::RankSchedule ring = algo::ringReduce(pb, r), mesh = algo::meshReduce(pb, r);
+  const std::uint64_t n = pb.blocks.total();
+  const std::size_t bytes = n * sizeof(float);
+  const auto r = transport.rank();
   std::vector<float> in(n, 1.0f), out(n, 0.0f);
-  std::vector<float> scratch(std::max(algo::scratchCount(ring), algo::scratchCount(mesh)) + 1);
-  const engine::Bindings b{engine::Binding::contiguous(in.data(), n),
-                           engine::Binding::contiguous(out.data(), n),
-                           engine::Binding::contiguous(scratch.data(), scratch.size())};
+  std::vector<float> scratch(std::max(algo::scratchCount(a), algo::scratchCount(b)) + 1);
+  const engine::Bindings bind{engine::Binding::contiguous(in.data(), n),
+                              engine::Binding::contiguous(out.data(), n),
+                              engine::Binding::contiguous(scratch.data(), scratch.size())};
   engine::Reduction sum = engine::Reduction::predefined(DataType::Float32, ReduceOp::Sum);
   engine::Executor ex(transport, sizeof(float), &sum);
   engine::MessageCounters counters(transport.size());
   std::uint32_t seq = 0;
   const auto call = [&](const algo::RankSchedule& s) {
-    if (!ex.start(s, b, counters, kRoundsComm, ++seq) || !ex.run())
+    if (!ex.start(s, bind, counters, kRoundsComm, ++seq) || !ex.run())
       throw std::runtime_error(
-          fmt::format("rank {}: a Reduce of {} bytes failed: {}", r, bytes, ex.error()));
+          fmt::format("rank {}: a {} of {} bytes failed: {}", r, name(pb.coll), bytes, ex.error()));
   };
   // Calls per sample from the bytes alone, so both ranks run the same number: about
   // sampleSeconds at 1 GB/s, within [16, 4000].
@@ -212,12 +214,41 @@ RoundTiming timeReduceRounds(tl::Transport& transport, Sync& sync, std::size_t b
     }
     return lowerQuartile(std::move(t));
   };
-  std::vector<double> ringT, meshT;
+  std::vector<double> aT, bT;
   for (int k = 0; k < repeat; ++k) {
-    ringT.push_back(sample(ring));
-    meshT.push_back(sample(mesh));
+    aT.push_back(sample(a));
+    bT.push_back(sample(b));
   }
-  return {bytes, median(ringT), median(meshT)};
+  return {median(aT), median(bT)};
+}
+
+algo::Problem twoRanks(Collective c, std::size_t bytes) {
+  algo::Problem pb;
+  pb.coll = c;
+  pb.ranks = 2;
+  pb.root = 0;
+  pb.blocks = algo::Blocks::even(bytes / sizeof(float), 2);
+  return pb;
+}
+
+}  // namespace
+
+RoundTiming timeReduceRounds(tl::Transport& transport, Sync& sync, std::size_t bytes, int repeat,
+                             double sampleSeconds) {
+  const auto r = static_cast<std::uint32_t>(transport.rank());
+  const algo::Problem pb = twoRanks(Collective::Reduce, bytes);
+  const auto [ring, mesh] = timeTwoSchedules(transport, sync, pb, algo::ringReduce(pb, r),
+                                             algo::meshReduce(pb, r), repeat, sampleSeconds);
+  return {bytes, ring, mesh};
+}
+
+PushTiming timePush(tl::Transport& transport, Sync& sync, std::size_t bytes, int repeat,
+                    double sampleSeconds) {
+  const auto r = static_cast<std::uint32_t>(transport.rank());
+  const algo::Problem pb = twoRanks(Collective::AllReduce, bytes);
+  const auto [mesh, push] = timeTwoSchedules(transport, sync, pb, algo::meshAllReduce(pb, r),
+                                             algo::meshPushAllReduce(pb, r), repeat, sampleSeconds);
+  return {bytes, mesh, push};
 }
 
 }  // namespace hccl::calib

@@ -84,6 +84,17 @@ struct RoundTiming {
 RoundTiming timeReduceRounds(tl::Transport& transport, Sync& sync, std::size_t bytes, int repeat,
                              double sampleSeconds);
 
+// The memory traffic a push saves (cost_model.hpp's memory_GBps): fp32 sum AllReduce of `bytes`
+// at two ranks through the executor by Mesh (RS, then each rank reads its peer's result block)
+// and by fullmesh_push (RS whose reduced pieces the rank writes into its peer from the cache),
+// timed as timeReduceRounds times its pair.
+struct PushTiming {
+  std::size_t bytes = 0;
+  double mesh = 0, push = 0;  // seconds per call
+};
+PushTiming timePush(tl::Transport& transport, Sync& sync, std::size_t bytes, int repeat,
+                    double sampleSeconds);
+
 double median(std::vector<double> v);
 double lowerQuartile(std::vector<double> v);
 

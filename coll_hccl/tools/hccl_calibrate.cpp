@@ -31,6 +31,12 @@
 //   and a two-peer step measures the scheduler (a pipelined shared-memory transfer needs both
 //   sides running at once), not the links. Not measured, links is written as 1, as the defaults
 //   assume.
+//   memory_GBps (link_classes.shm, two processes with single copy only): fp32 sum AllReduce at
+//   two ranks through the executor by Mesh and by fullmesh_push, 4 MiB and 16 MiB (up to
+//   --max-size), alternating; what the push saves over the bytes it streams from the cache
+//   (n/2 a rank), median over the sizes: the rate of the memory read the model credits a
+//   streamed push (cost_model.hpp, LinkParams::memory). No saving measured: 0, the term off.
+//   Not with --quick (seconds of memory-sized calls).
 //   gamma: engine::kernel(type, op) over --gamma-size bytes (dst = a (+) dst, as the executor
 //   reduces), median of --repeat runs, for every pair MPI defines (--quick: the common ones), in
 //   GB/s of output; "<type>": {"*"} is the median of the type's ops and "*": {"*"} of all.
@@ -94,6 +100,8 @@ struct Plan {
   // Reduce sizes for the shared-memory link's step_us (block sizes, up to maxBytes).
   std::vector<std::size_t> roundSizes{std::size_t{64} << 10, std::size_t{256} << 10,
                                       std::size_t{1} << 20};
+  // AllReduce sizes for memory_GBps: larger than the caches, so that memory is what they read.
+  std::vector<std::size_t> pushSizes{std::size_t{4} << 20, std::size_t{16} << 20};
 };
 
 // One link class's timings, as rank 0 saw them.
@@ -114,6 +122,7 @@ struct Measurements {
   std::optional<ClassTimings> level1;
   std::optional<ClassTimings> shm;     // the shared-memory link (link class "shm")
   std::vector<RoundTiming> shmRounds;  // Reduce by one round and by two over it (step_us)
+  std::vector<PushTiming> shmPush;     // AllReduce by Mesh and by fullmesh_push (memory_GBps)
   std::size_t shmInline = 0;           // the largest message it carries inline
   std::string shmWhy;                  // why not, when it could not be set up
   std::optional<LinksTimings> links;
@@ -217,6 +226,15 @@ std::string ucxMember(MeshMember& m, const Plan& plan) {
       }
     }
     out["shm_rounds"] = rounds;
+    json pushes = json::array();
+    if (m.size() == 2 && link->singleCopy() != tl::SingleCopy::None) {
+      for (std::size_t bytes : plan.pushSizes) {
+        if (bytes > plan.maxBytes) continue;
+        const PushTiming pt = timePush(t, m, bytes, plan.repeat, plan.sampleSeconds);
+        pushes.push_back({{"bytes", pt.bytes}, {"mesh", pt.mesh}, {"push", pt.push}});
+      }
+    }
+    out["shm_push"] = pushes;
     m.barrier();
   } catch (const tl::UcxError& e) {  // every rank alike: ShmLink agrees on its outcome
     out["shm_error"] = e.what();
@@ -243,6 +261,9 @@ Measurements measureOverUcx(const Plan& plan, std::chrono::milliseconds deadline
     for (const json& rj : j.value("shm_rounds", json::array()))
       ms.shmRounds.push_back({rj.at("bytes").get<std::size_t>(), rj.at("ring").get<double>(),
                               rj.at("mesh").get<double>()});
+    for (const json& pj : j.value("shm_push", json::array()))
+      ms.shmPush.push_back({pj.at("bytes").get<std::size_t>(), pj.at("mesh").get<double>(),
+                            pj.at("push").get<double>()});
   } else
     ms.shmWhy = j.value("shm_error", std::string("not measured"));
   if (j.contains("links")) {
@@ -358,6 +379,29 @@ double estimateStep(const std::vector<RoundTiming>& rounds, const LineFit& f, do
   const double step = std::max(0.0, median(steps));
   fmt::print(stderr, "  -> step_us {:.4g} (median, at least 0)\n\n", step * 1e6);
   return step;
+}
+
+// memory_GBps of the shared-memory link: a streamed push reads n/2 a rank from the cache where
+// Mesh's AllGather reads it from memory (the rest of the two calls is alike), so the rate is
+// (n/2) / (mesh - push) at each size; written: the median, 0 (no term) when the push saved
+// nothing.
+double estimateMemory(const std::vector<PushTiming>& pushes) {
+  fmt::print(stderr,
+             "shared-memory link pushes: fp32 sum AllReduce at two ranks through the executor "
+             "(lower quartile of back-to-back calls, median of samples)\n  {:>9} {:>12} {:>12} "
+             "{:>12}\n",
+             "bytes", "fullmesh", "pushed", "GB/s saved");
+  std::vector<double> rates;
+  for (const PushTiming& p : pushes) {
+    const double saved = p.mesh - p.push;
+    const double rate = saved > 0 ? static_cast<double>(p.bytes) / 2 / saved / 1e9 : 0.0;
+    rates.push_back(rate);
+    fmt::print(stderr, "  {:>9} {:>12} {:>12} {:>12.3g}\n", bytesText(p.bytes), timeText(p.mesh),
+               timeText(p.push), rate);
+  }
+  const double m = median(rates);
+  fmt::print(stderr, "  -> memory_GBps {:.4g} (median; 0: the term off)\n\n", m);
+  return m;
 }
 
 // links for level0 from the one-peer and two-peer step times (see the top of the file). alpha is
@@ -507,6 +551,8 @@ int main(int argc, char** argv) {
                                  fmt::format("{} bytes is outside [1K, 1G]", plan.maxBytes));
     plan.sizes = sizesUpTo(plan.maxBytes, quick ? 16 : 4);
     plan.linksBytes = std::min<std::size_t>(plan.maxBytes, std::size_t{1} << 20);
+    // Memory-sized AllReduces take seconds on a loaded machine: not in the quick run.
+    if (quick) plan.pushSizes.clear();
     const unsigned cpus = std::thread::hardware_concurrency();
     plan.links = linksMode == "measure" || (linksMode == "auto" && cpus >= 3);
     const std::size_t gammaBytes =
@@ -584,6 +630,13 @@ int main(int argc, char** argv) {
       json& shm = doc["link_classes"][algo::kSharedMemoryClass];
       shm["step_us"] = round4(estimateStep(ms.shmRounds, *fShm, g) * 1e6);
       shm["step_from_bytes"] = ms.shmInline;
+      if (!ms.shmPush.empty())
+        shm["memory_GBps"] = round4(estimateMemory(ms.shmPush));
+      else
+        fmt::print(stderr,
+                   "shared-memory link pushes: not measured ({}); memory_GBps not "
+                   "written\n\n",
+                   quick ? "--quick" : "--max-size below 4 MiB");
     } else if (fShm) {
       fmt::print(stderr, "shared-memory link rounds: not measured ({}); step_us not written\n\n",
                  plan.links ? "a third process takes part (--links)" : "no single copy");

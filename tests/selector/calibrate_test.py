@@ -74,6 +74,8 @@ with tempfile.TemporaryDirectory() as tmp:
                   f"shm step_from_bytes {shm['step_from_bytes']}")
             check("rounds:" in p.stderr and "-> step_us" in p.stderr,
                   "the report shows the rounds behind step_us:\n" + p.stderr)
+            check("memory_GBps" not in shm and "pushes: not measured (--quick)" in p.stderr,
+                  "--quick leaves memory_GBps to the defaults and says so:\n" + p.stderr)
         gamma = doc["gamma"]
         check(gamma["fp32"]["sum"] > 0 and "*" in gamma["*"], f"gamma: {gamma}")
         for t, ops in gamma.items():

@@ -178,6 +178,56 @@ TEST(CostModel, HalfDuplexAddsBothDirections) {
       << bad.error().message;
 }
 
+// The memory-traffic term (memory_GBps): read, round-tripped, and a step's largest pushed send
+// above the inline size credited memory per byte (at most beta), against sums computed here:
+// beta 1 ns/B, memory 0.5 ns/B, alpha 1 us, step_from 100 B, one link, half duplex.
+TEST(CostModel, MemoryTermCreditsTheLargestStreamedPush) {
+  const CostModel& d = defaultCostModel();
+  ASSERT_TRUE(d.sharedMemory.has_value());
+  EXPECT_GT(d.sharedMemory->memory, 0) << "the defaults ship link_classes.shm.memory_GBps";
+  EXPECT_EQ(d.level[0].memory, 0);  // tagged level0: no pushes, no term
+
+  std::vector<std::string> warnings;
+  auto r = tune(R"({"link_classes": {"shm": {"alpha_us": 1, "bandwidth_GBps": 1, "links": 1,
+                                              "step_us": 0, "step_from_bytes": 100,
+                                              "half_duplex": true, "memory_GBps": 2}}})",
+                warnings);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_NEAR(r.value().sharedMemory->memory, 0.5e-9, 1e-21);
+  auto back = applyTuning(CostModel{}, r.value().toJson(), "round trip", warnings);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_NEAR(back.value().sharedMemory->memory, 0.5e-9, 1e-21);
+
+  // Pushed sends of `a` to rank 1 and `b` to rank 2, a pushed receive of 500 from rank 1.
+  const auto stepOf = [](const CostParams& p, std::uint64_t a, std::uint64_t b, bool push) {
+    Step st;
+    st.xfers.push_back(Transfer{Dir::Send, 1, Slice{Buf::Output, 0, a}, 0, push});
+    st.xfers.push_back(Transfer{Dir::Send, 2, Slice{Buf::Output, 0, b}, 0, push});
+    st.xfers.push_back(Transfer{Dir::Recv, 1, Slice{Buf::Output, a, 500}, 0, push});
+    Metrics path;
+    return addStep(st, 1, p, path);
+  };
+  CostModel m = r.value().withLevel0OnSharedMemory();
+  const CostParams p = m.params(std::nullopt, std::nullopt);
+  // 300 + 200 + 500 bytes through the one half-duplex link; only the largest push (300) streams.
+  EXPECT_NEAR(stepOf(p, 300, 200, true), 1e-6 + 1000e-9 - 300 * 0.5e-9, 1e-15);
+  EXPECT_NEAR(stepOf(p, 300, 200, false), 1e-6 + 1000e-9, 1e-15);  // not pushed: no credit
+  EXPECT_NEAR(stepOf(p, 90, 60, true), 1e-6 + 650e-9, 1e-15);      // inline sizes: not pushed
+  CostParams slow = p;  // memory slower than the link: a byte saves at most its beta
+  slow.memory[0] = 2e-9;
+  EXPECT_NEAR(stepOf(slow, 300, 200, true), 1e-6 + 1000e-9 - 300 * 1e-9, 1e-15);
+
+  auto off = tune(R"({"link_classes": {"shm": {"memory_GBps": 0}}})", warnings);
+  ASSERT_TRUE(off.ok()) << off.error().message;
+  EXPECT_EQ(off.value().sharedMemory->memory, 0);
+  EXPECT_EQ(off.value().toJson().find("memory_GBps"), std::string::npos);
+  auto bad = tune(R"({"link_classes": {"shm": {"memory_GBps": -1}}})", warnings);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("link_classes.shm.memory_GBps"), std::string::npos)
+      << bad.error().message;
+}
+
 TEST(CostModel, UnknownNamesAreWarningsNotErrors) {
   std::vector<std::string> warnings;
   auto r = tune(R"({"levels": {"level7": {}}, "gamma": {"fp8": {"sum": 1}, "fp32": {"avg": 1}},

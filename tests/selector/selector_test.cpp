@@ -114,6 +114,40 @@ TEST(Selector, TwoRankReduceOnTheSharedMemoryLinkTakesTheRingButWhereMeshIsInlin
   EXPECT_EQ(small.levels[0].algorithm, Algorithm::Ring) << small.summary();
 }
 
+// AllReduce at two ranks on the shared-memory link: above the slots' inline size fullmesh_push
+// (Mesh whose reducing rank streams its block into the peer from the cache), which the memory
+// term prices one pushed block's memory read below the ring's RS+AG (s7-fused, OSU at 16 MiB: 0.78
+// of the ring's time); with the term off the ring again, at the same two rounds plus that read.
+TEST(Selector, TwoRankAllReduceOnTheSharedMemoryLinkPushesAboveTheSlots) {
+  const CostModel m = defaultCostModel().withLevel0OnSharedMemory();
+  CostModel off = m;
+  off.level[0].memory = 0;
+  Selector sel(CommShape::servers(1, 2), settingsWith({}), m);
+  Selector selOff(CommShape::servers(1, 2), settingsWith({}), off);
+  const LinkParams& l = *m.sharedMemory;
+  ASSERT_GT(l.memory, 0);
+  for (std::uint64_t bytes :
+       {std::uint64_t{1} << 20, std::uint64_t{16} << 20, std::uint64_t{64} << 20}) {
+    const Decision& d = sel.decide(allreduce(bytes));
+    ASSERT_TRUE(d.ok()) << d.error;
+    EXPECT_EQ(d.levels[0].algorithm, Algorithm::MeshPush) << bytes << ": " << d.summary();
+    // Two rounds moving a block each way (half duplex: n per round), n/2 reduced, and the
+    // pushed half read from the cache instead of memory.
+    const auto n = static_cast<double>(bytes);
+    const double rounds =
+        2 * (l.alpha + l.step + n * l.beta) + n / 2 * m.gamma(DataType::Float32, ReduceOp::Sum);
+    EXPECT_NEAR(d.predicted, rounds - n / 2 * std::min(l.memory, l.beta), 1e-12) << d.summary();
+    const Decision& o = selOff.decide(allreduce(bytes));
+    ASSERT_TRUE(o.ok()) << o.error;
+    EXPECT_EQ(o.levels[0].algorithm, Algorithm::Ring) << bytes << ": " << o.summary();
+    EXPECT_NEAR(o.predicted, rounds, 1e-12) << o.summary();
+  }
+  // At 16 KiB the halves travel inline in the slots: nothing is pushed, the push is not chosen.
+  const Decision& small = sel.decide(allreduce(std::uint64_t{16} << 10));
+  ASSERT_TRUE(small.ok()) << small.error;
+  EXPECT_NE(small.levels[0].algorithm, Algorithm::MeshPush) << small.summary();
+}
+
 TEST(Selector, StrictDeterminismAsksForRankOrder) {
   Selector sel(CommShape::flat(4), settingsWith({{"HCCL_DETERMINISTIC", "strict"}}),
                defaultCostModel());
