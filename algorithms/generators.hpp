@@ -80,6 +80,8 @@ RankSchedule meshAllToAllV(const Problem& pb, std::uint32_t rank);
 // of them left to right into dst. dst may be contribution(r) itself, not partly overlap it.
 void meshReduceStep(RankSchedule& out, std::uint32_t p, std::uint32_t r, std::uint64_t c, Slice dst,
                     const std::function<Slice(std::uint32_t)>& contribution);
+// Mesh AllReduce: meshReduceStep, then an AllGather step of sends, or of pushes (push).
+RankSchedule meshAllReduceGathering(const Problem& pb, std::uint32_t rank, bool push);
 // meshReduce's critical path from its blocks' counts, O(p) (rs_gather_reduce.cpp).
 Metrics meshReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                        const CostParams& params);

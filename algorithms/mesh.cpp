@@ -110,7 +110,7 @@ RankSchedule meshAllGather(const Problem& pb, std::uint32_t r) {
   return out;
 }
 
-RankSchedule meshAllReduce(const Problem& pb, std::uint32_t r) {
+RankSchedule meshAllReduceGathering(const Problem& pb, std::uint32_t r, bool push) {
   RankSchedule out;
   const Blocks& bl = pb.blocks;
   const Buf src = pb.inPlace ? Buf::Output : Buf::Input;
@@ -118,13 +118,19 @@ RankSchedule meshAllReduce(const Problem& pb, std::uint32_t r) {
   meshReduceStep(out, pb.ranks, r, bl.count(r), mine,
                  [&](std::uint32_t j) { return bl.block(src, j); });
   Step& s = out.newStep();
+  const auto gather = push ? sendPush : send;
+  const auto take = push ? recvPush : recv;
   for (std::uint32_t i = 1; i < pb.ranks; ++i) {
     const std::uint32_t j = (r + i) % pb.ranks;
-    send(s, j, mine);
-    recv(s, j, bl.block(Buf::Output, j));
+    gather(s, j, mine);
+    take(s, j, bl.block(Buf::Output, j));
   }
   prune(out);
   return out;
+}
+
+RankSchedule meshAllReduce(const Problem& pb, std::uint32_t r) {
+  return meshAllReduceGathering(pb, r, /*push=*/false);
 }
 
 RankSchedule meshScatter(const Problem& pb, std::uint32_t r) {

@@ -20,24 +20,9 @@
 namespace hccl::algo {
 
 RankSchedule meshPushAllReduce(const Problem& pb, std::uint32_t r) {
-  RankSchedule out;
-  const Blocks& bl = pb.blocks;
-  const Buf src = pb.inPlace ? Buf::Output : Buf::Input;
-  const Slice mine = bl.block(Buf::Output, r);
-  meshReduceStep(out, pb.ranks, r, bl.count(r), mine,
-                 [&](std::uint32_t j) { return bl.block(src, j); });
-  Step& s = out.newStep();
   // In place a peer's block of Output is its input until the first step has sent it, so it
   // cannot be open to writing from the first step on (Transfer::push): then it is Mesh.
-  const auto gather = pb.inPlace ? send : sendPush;
-  const auto take = pb.inPlace ? recv : recvPush;
-  for (std::uint32_t i = 1; i < pb.ranks; ++i) {
-    const std::uint32_t j = (r + i) % pb.ranks;
-    gather(s, j, mine);
-    take(s, j, bl.block(Buf::Output, j));
-  }
-  prune(out);
-  return out;
+  return meshAllReduceGathering(pb, r, /*push=*/!pb.inPlace);
 }
 
 }  // namespace hccl::algo

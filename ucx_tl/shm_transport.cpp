@@ -191,8 +191,15 @@ void ShmTransport::send(int peer, std::span<const IoVec> iov, Tag tag, Completio
     if (done->pending()) basePending_.push_back(done);
     return;
   }
+  queueSend(peer, iov, tag, bytes, /*exposed=*/false, done);
+}
+
+// A send over the link (exposed: a push exposure): posted now if nothing waits before it.
+void ShmTransport::queueSend(int peer, std::span<const IoVec> iov, Tag tag, std::size_t bytes,
+                             bool exposed, Completion* done) {
   Op* op = newOp();
   op->kind = Op::Kind::Send;
+  op->exposed = exposed;
   op->done = done;
   op->peer = peer;
   op->tag = tag;
@@ -272,8 +279,15 @@ void ShmTransport::recvDirect(int peer, std::size_t bytes, Tag tag, Completion* 
     throw std::logic_error(
         fmt::format("ShmTransport::recvDirect: {} bytes from rank {} do not travel over the link",
                     bytes, peer));
+  queueDirect(peer, bytes, tag, /*exposed=*/false, done);
+}
+
+// A direct receive (exposed: of a push exposure), matched in posting order.
+void ShmTransport::queueDirect(int peer, std::size_t bytes, Tag tag, bool exposed,
+                               Completion* done) {
   Op* op = newOp();
   op->kind = Op::Kind::Direct;
+  op->exposed = exposed;
   op->done = done;
   op->peer = peer;
   op->tag = tag;
@@ -479,18 +493,7 @@ void ShmTransport::recvPushed(int peer, std::span<const IoVec> iov, Tag tag, Com
     throw std::logic_error(
         fmt::format("ShmTransport::recvPushed: {} bytes from rank {} are not pushed over the link",
                     bytes, peer));
-  Op* op = newOp();
-  op->kind = Op::Kind::Send;
-  op->exposed = true;
-  op->done = done;
-  op->peer = peer;
-  op->tag = tag;
-  op->bytes = bytes;
-  op->iov.assign(iov.begin(), iov.end());
-  done->state = Completion::State::Pending;
-  Peer* p = peerOf(peer);
-  if (p->sends.empty() && trySend(*p, *op)) return;
-  p->sends.push_back(op);
+  queueSend(peer, iov, tag, bytes, /*exposed=*/true, done);
 }
 
 // The sending end is a direct receive of the exposure: Done once it is there.
@@ -498,17 +501,7 @@ void ShmTransport::sendPushed(int peer, std::size_t bytes, Tag tag, Completion* 
   if (!pushable(peer, bytes))
     throw std::logic_error(fmt::format(
         "ShmTransport::sendPushed: {} bytes to rank {} are not pushed over the link", bytes, peer));
-  Op* op = newOp();
-  op->kind = Op::Kind::Direct;
-  op->exposed = true;
-  op->done = done;
-  op->peer = peer;
-  op->tag = tag;
-  op->bytes = bytes;
-  done->state = Completion::State::Pending;
-  Peer* p = peerOf(peer);
-  p->recvs.push_back(op);
-  pump(*p);
+  queueDirect(peer, bytes, tag, /*exposed=*/true, done);
 }
 
 Completion ShmTransport::writeDirect(const Completion* done, std::size_t offset,

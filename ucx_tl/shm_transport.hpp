@@ -105,6 +105,9 @@ class ShmTransport final : public Transport {
   Op* newOp();
   void freeOp(Op* op);
   Peer* peerOf(int peer);
+  void queueSend(int peer, std::span<const IoVec> iov, Tag tag, std::size_t bytes, bool exposed,
+                 Completion* done);
+  void queueDirect(int peer, std::size_t bytes, Tag tag, bool exposed, Completion* done);
   bool trySend(Peer& p, Op& op);
   void pump(Peer& p);
   void take(Peer& p, const ShmLink::Post& post);

@@ -7,9 +7,7 @@
 
 #include <thread>
 
-#include "fork_group.hpp"
-#include "ucx_tl/shm_transport.hpp"
-#include "ucx_tl/ucx_transport.hpp"
+#include "shm_stack.hpp"
 
 namespace hccl::test {
 namespace {
@@ -17,27 +15,12 @@ namespace {
 using namespace std::chrono_literals;
 using tl::Completion;
 
-struct Stack {
-  std::shared_ptr<tl::UcxTransport> ucx;
-  std::shared_ptr<tl::ShmTransport> shm;
-};
+using Stack = ShmStack;
 
+// Pushes need single copy (CMA) between the two ranks of one server.
 Stack makeStack(Child& child, tl::ShmOptions so) {
-  const std::vector<int> serverOf{0, 0};
-  tl::UcxOptions uo;
-  uo.timeout = 30s;
-  Stack s;
-  s.ucx = std::make_shared<tl::UcxTransport>(child.rank(), serverOf, child.allGather(), uo);
   so.singleCopy = tl::SingleCopy::Cma;
-  s.shm = std::make_shared<tl::ShmTransport>(
-      s.ucx, std::make_shared<tl::ShmLink>(child.rank(), serverOf, child.allGather(), so));
-  return s;
-}
-
-void waitOne(tl::Transport& t, const Completion& c) {
-  const auto end = std::chrono::steady_clock::now() + 10s;
-  while (c.pending() && std::chrono::steady_clock::now() < end) t.progress();
-  CHILD_CHECK(!c.pending(), "still pending after 10 s");
+  return makeShmStack(child, {0, 0}, so);
 }
 
 std::byte pattern(std::size_t i, std::size_t bytes) {
@@ -93,14 +76,6 @@ TEST(ShmPush, WritesIntoTheReceiversBuffer) {
     child.barrier();
   });
   EXPECT_TRUE(g.ok()) << g.summary();
-}
-
-tl::ShmOptions quickFailures() {
-  tl::ShmOptions so;
-  so.slotBytes = 1024;
-  so.timeout = 800ms;
-  so.liveness = 100ms;
-  return so;
 }
 
 // kill -9 of the pusher after half its bytes: the receive fails as a lost peer, naming it, well

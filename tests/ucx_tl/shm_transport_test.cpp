@@ -10,10 +10,8 @@
 #include <random>
 #include <thread>
 
-#include "fork_group.hpp"
 #include "patterns.hpp"
-#include "ucx_tl/shm_transport.hpp"
-#include "ucx_tl/ucx_transport.hpp"
+#include "shm_stack.hpp"
 
 namespace hccl::test {
 namespace {
@@ -21,27 +19,8 @@ namespace {
 using namespace std::chrono_literals;
 using tl::Completion;
 
-struct Stack {
-  std::shared_ptr<tl::UcxTransport> ucx;
-  std::shared_ptr<tl::ShmTransport> shm;
-};
-
-Stack makeStack(Child& child, const std::vector<int>& serverOf, tl::ShmOptions so) {
-  tl::UcxOptions uo;
-  uo.timeout = 30s;
-  Stack s;
-  s.ucx = std::make_shared<tl::UcxTransport>(child.rank(), serverOf, child.allGather(), uo);
-  s.shm = std::make_shared<tl::ShmTransport>(
-      s.ucx, std::make_shared<tl::ShmLink>(child.rank(), serverOf, child.allGather(), so));
-  return s;
-}
-
-// Progresses until `c` completes or 10 s pass.
-void waitOne(tl::Transport& t, const Completion& c) {
-  const auto end = std::chrono::steady_clock::now() + 10s;
-  while (c.pending() && std::chrono::steady_clock::now() < end) t.progress();
-  CHILD_CHECK(!c.pending(), "still pending after 10 s");
-}
+using Stack = ShmStack;
+constexpr auto makeStack = makeShmStack;
 
 // ---- matching under reordering ------------------------------------------------------------------
 
@@ -290,14 +269,6 @@ TEST(ShmTransport, AnUnexpectedOldestPostNeverStallsTheWindow) {
 }
 
 // ---- failures -----------------------------------------------------------------------------------
-
-tl::ShmOptions quickFailures() {
-  tl::ShmOptions so;
-  so.slotBytes = 1024;
-  so.timeout = 800ms;
-  so.liveness = 100ms;
-  return so;
-}
 
 TEST(ShmTransport, PeerDeathFailsPendingTransfersAsPeerLost) {
   const GroupResult g = runGroup(2, 60s, [](Child& child) {
