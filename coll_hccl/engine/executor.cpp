@@ -251,6 +251,8 @@ void Executor::planDirect(std::size_t step) {
     PlannedTransfer& t = transfers_[stepFirst_[step] + i];
     if (x.dir != algo::Dir::Recv || t.push || !transport_.direct(static_cast<int>(x.peer), t.bytes))
       continue;
+    bool sends = false;
+    for (const algo::Transfer& y : st.xfers) sends = sends || y.dir == algo::Dir::Send;
     bool alone = true;
     for (std::size_t k = 0; k < st.xfers.size() && alone; ++k)
       alone = k == i || !st.xfers[k].slice.overlaps(x.slice);
@@ -266,6 +268,12 @@ void Executor::planDirect(std::size_t step) {
         continue;
       }
       if (asA && asB) break;
+      // A reduction of several pieces in a step where this rank sends nothing: its sender
+      // waits for nothing but this message's release, which reading in place gives only after
+      // the last piece is read, so behind all but one piece's reduction. Received whole (one
+      // copy, released at once), the sender goes on after the copy; the reduction then reads
+      // the copy back from memory instead of from the cache.
+      if (reduce && !sends && t.bytes > kPieceBytes) break;
       Feed& f = feeds_[stepOpFirst_[step] + j];
       const bool inPlace = reduce && op.dst == x.slice;
       if (!inPlace && op.dst.overlaps(x.slice)) break;
@@ -736,6 +744,14 @@ bool Executor::runFed(std::size_t index, const algo::LocalOp& op, const Feed& fe
     *out = view.data();
     return true;
   };
+  // Releases a received operand: its bytes are no longer needed from the link.
+  const auto finish = [&](std::int32_t t) {
+    const std::size_t g = first + static_cast<std::size_t>(t);
+    if (!open_[g]) return;
+    open_[g] = false;
+    transport_.finishDirect(&completions_[g]);
+    ++stats_.directReads;
+  };
   std::size_t at = 0;  // bytes of the op consumed
   for (std::uint64_t left = op.dst.count; left > 0;) {
     std::uint64_t n = std::min(left, d.run());
@@ -752,10 +768,14 @@ bool Executor::runFed(std::size_t index, const algo::LocalOp& op, const Feed& fe
     // anyway. An in-place reduction (dst is the local operand) still goes through the bounce.
     const std::byte* local = !reduce || linkA == linkB ? nullptr : linkA ? b.ptr() : a.ptr();
     const bool intoDst = local != nullptr && !memOverlap(dp, local, bytes);
+    // The op's last piece: a received operand copied out of the link (not shown in place) is
+    // released now, before the reduction of that piece, so that its sender goes on at once.
+    const bool last = n == left;
     if (linkA) {
       const std::span<std::byte> into =
           reduce && !intoDst ? std::span(bounce_.data(), bytes) : std::span(dp, bytes);
       if (!read(feed.a, at, into, &ap)) return false;
+      if (last && ap == into.data()) finish(feed.a);
     } else {
       ap = a.ptr();
     }
@@ -768,6 +788,7 @@ bool Executor::runFed(std::size_t index, const algo::LocalOp& op, const Feed& fe
             intoDst ? std::span(dp, bytes)
                     : std::span(bounce_.data() + pieceElems * elemSize_, bytes);
         if (!read(feed.b, at, into, &bp)) return false;
+        if (last && bp == into.data()) finish(feed.b);
       } else {
         bp = b.ptr();
       }
@@ -786,12 +807,8 @@ bool Executor::runFed(std::size_t index, const algo::LocalOp& op, const Feed& fe
     at += bytes;
     left -= n;
   }
-  for (const std::int32_t t : {linkA ? feed.a : -1, linkB ? feed.b : -1}) {
-    if (t < 0) continue;
-    open_[first + static_cast<std::size_t>(t)] = false;
-    transport_.finishDirect(&comp(static_cast<std::size_t>(t)));
-    ++stats_.directReads;
-  }
+  for (const std::int32_t t : {linkA ? feed.a : -1, linkB ? feed.b : -1})
+    if (t >= 0) finish(t);
   return true;
 }
 

@@ -11,8 +11,12 @@
 // nothing later before being overwritten; Scratch at the end of the schedule) is not copied
 // into that slice: the op reads the peer's bytes where they are, a Reduce straight from the
 // peer's slot or, piece by cache-sized piece, from the peer's buffer; a Copy copies once from
-// there. The schedule, and what every named buffer holds afterwards that anything reads, stay
-// the same.
+// there. A message the link copies out of the peer's buffer is released as soon as its last
+// piece is read, before that piece is reduced, so that its sender goes on. A Reduce of several
+// pieces in a step where this rank sends nothing (its sender waits for this release alone: the
+// root of a chain Reduce) receives its message whole instead: one copy, released at once, the
+// sender free while the reduction runs. The schedule, and what every named buffer holds
+// afterwards that anything reads, stay the same.
 //
 // Pushing (Transfer::push, where Transport::pushable): the receiver exposes its slice and the
 // sender writes it. A pushed message starts with the step before its own: the receiver exposes

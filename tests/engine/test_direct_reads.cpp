@@ -6,12 +6,15 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <utility>
 #include <vector>
 
 #include "algorithms/generators.hpp"
 #include "coll_hccl/engine/local_cluster.hpp"
 #include "tests/engine/shm_wrap.hpp"
+#include "ucx_tl/shm_transport.hpp"
 
 namespace hccl::engine {
 namespace {
@@ -151,6 +154,82 @@ TEST(DirectReads, AnOpThatMustWaitDoesNotHoldThePeersBuffer) {
   // The first rank whose message arrives copies it in; the other may find its send done by then.
   EXPECT_GE(res.stats[0].directSettled + res.stats[1].directSettled, 1u);
   for (const ExecStats& st : res.stats) EXPECT_EQ(st.directReads + st.directSettled, 1u);
+}
+
+// What each reducing rank saw of its peer's message while it reduced: ShmLink::held on the
+// channel from the peer (1: the message is still held, its sender still waiting; 0: released),
+// at every call of the reduction, in order. The ranks' threads record their own.
+struct HeldLog {
+  std::mutex m;
+  std::map<int, std::vector<std::size_t>> byRank;
+};
+thread_local tl::ShmTransport* rankTransport = nullptr;
+
+void sumLogged(const void* in, void* inout, std::size_t count, void* ctx) {
+  auto* log = static_cast<HeldLog*>(ctx);
+  tl::ShmTransport& t = *rankTransport;
+  const int peer = 1 - t.rank();
+  {
+    const std::lock_guard<std::mutex> lock(log->m);
+    log->byRank[t.rank()].push_back(t.link().held(peer, false));
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    std::int32_t a, b;
+    std::memcpy(&a, static_cast<const std::byte*>(in) + i * 4, 4);
+    std::memcpy(&b, static_cast<std::byte*>(inout) + i * 4, 4);
+    b += a;
+    std::memcpy(static_cast<std::byte*>(inout) + i * 4, &b, 4);
+  }
+}
+
+LocalRunResult runLogged(const algo::Schedule& s, std::vector<RankBuffers> bufs, HeldLog& log) {
+  LocalRunOptions opt = overShm(256);
+  const TransportWrap shm = opt.wrap;
+  opt.wrap = [shm](tl::Transport& ep, const AllGatherFn& allGather) {
+    std::shared_ptr<tl::Transport> t = shm(ep, allGather);
+    rankTransport = dynamic_cast<tl::ShmTransport*>(t.get());
+    return t;
+  };
+  return runLocal(s, Reduction::user(sumLogged, &log, 4, true), std::move(bufs), opt);
+}
+
+// A sender whose message a peer reads in place is released once the peer has read the last
+// piece, not once it has also reduced it (OSU averages both ranks' times, and the sender of a
+// Reduce has nothing else to do). Ring Reduce at p = 2: the root only receives, so one piece
+// (200 KB, within the executor's 256 KiB) is read in place and released before its reduction,
+// and several (800 KB) are received whole, released before any reduction. Where the receiving
+// rank sends too (the exchange), several pieces are read in place, the message released after
+// the last one is read: the first reduction call still sees it held, the last one does not.
+TEST(DirectReads, TheSenderIsReleasedBeforeTheLastReduction) {
+  for (std::uint64_t n : {50000u, 200001u}) {
+    SCOPED_TRACE(fmt::format("ring reduce, n {}", n));
+    HeldLog log;
+    const algo::Schedule s = algo::buildSchedule(algo::ringReduce, algo::Problem::reduce(2, n, 0));
+    std::vector<RankBuffers> bufs = inputs(2, n);
+    bufs[1].output.clear();  // a non-root has no output
+    const LocalRunResult res = runLogged(s, std::move(bufs), log);
+    ASSERT_TRUE(res.ok) << res.error;
+    for (std::uint64_t i = 0; i < n; ++i)
+      ASSERT_EQ(at(res.outputs[0], i), static_cast<std::int32_t>(1000 + 2 * i)) << "element " << i;
+    EXPECT_EQ(res.stats[0].directReads, n * 4 <= 256 * 1024 ? 1u : 0u);
+    ASSERT_EQ(log.byRank.count(1), 0u) << "the non-root reduced";
+    const std::vector<std::size_t>& held = log.byRank[0];
+    ASSERT_FALSE(held.empty());
+    for (std::size_t k = 0; k < held.size(); ++k)
+      EXPECT_EQ(held[k], 0u) << "reduction call " << k << " of " << held.size();
+  }
+  const std::uint64_t n = 200001;
+  HeldLog log;
+  const LocalRunResult res = runLogged(exchangeAndReduce(n, 0), inputs(2, n), log);
+  expectSums(res, 2, n);
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE(fmt::format("exchange, rank {}", r));
+    EXPECT_EQ(res.stats[static_cast<std::size_t>(r)].directReads, 1u);
+    const std::vector<std::size_t>& held = log.byRank[r];
+    ASSERT_GE(held.size(), 2u);
+    EXPECT_EQ(held.front(), 1u);
+    EXPECT_EQ(held.back(), 0u);
+  }
 }
 
 // Mesh AllReduce pushed (mesh_push.cpp) over the link. Out of place every peer exposes its
