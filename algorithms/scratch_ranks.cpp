@@ -70,4 +70,20 @@ ScratchNeed scratchNeed(const Layout& layout, const PlanKey& key, RankGenerator 
   };
 }
 
+RankGenerator composedGenerator(const Layout& layout, const PlanKey& key) {
+  return [&layout, key](const Problem& q, std::uint32_t r) {
+    return withPrivateInput(q, r, [&layout, &key](const Problem& x, std::uint32_t y) {
+      return compose(layout, key, x, y);
+    });
+  };
+}
+
+std::uint64_t engineChunkSize(const Layout& layout, const PlanKey& key, const Problem& pb,
+                              bool sharedInPlace, std::uint64_t budgetElems) {
+  Problem sizing = pb;
+  if (!sharedInPlace) sizing.inPlace = false;
+  return chunkSizeFor(sizing, budgetElems,
+                      scratchNeed(layout, key, composedGenerator(layout, key)));
+}
+
 }  // namespace hccl::algo
