@@ -185,7 +185,56 @@ void allReduce(RankSchedule& out, const Grid& g, const Problem& pb, std::uint32_
   gatherPass(out, g, pb.blocks, mine);
 }
 
+// The largest scratch end of reducePass's schedule for `g`, walking the slots it uses in the
+// same order without building the steps (chunk sizing asks this of ~90 ranks per candidate chunk
+// at 512x8, where a rank's schedule takes milliseconds).
+std::uint64_t reducePassScratch(const Grid& g, const Blocks& blocks, bool firstInScratch) {
+  const auto s = static_cast<std::int64_t>(g.s);
+  const PassScratch at(g, blocks);
+  std::uint64_t top = 0;
+  auto see = [&top](std::uint64_t offset, std::uint64_t n) {
+    if (n > 0) top = std::max(top, offset + n);
+  };
+  // serverPartial's landing slots for the local contributions: the highest is local index L-2's.
+  auto serverPartial = [&](std::int64_t t) {
+    if (g.L > 1) see(at.local(g.l == g.L - 1 ? g.L - 2 : g.L - 1), blocks.count(g.at(t, g.l)));
+  };
+  if (firstInScratch) see(at.sum(0), blocks.count(g.at(s - 1, g.l)));
+  serverPartial(s - 1);
+  for (std::uint32_t i = 0; i + 1 < g.S; ++i) {
+    const std::uint64_t sent = blocks.count(g.at(s - 1 - i, g.l)),
+                        got = blocks.count(g.at(s - 2 - i, g.l));
+    see(at.sum(i), sent);
+    see(at.landing(), got);
+    see(at.partial(), got);
+    serverPartial(s - 2 - i);
+    if (i + 2 != g.S) see(at.sum(i + 1), got);
+  }
+  return top;
+}
+
 }  // namespace
+
+std::uint64_t pipelineScratch(const Layout& lay, const Problem& pb, std::uint32_t rank) {
+  check(lay);
+  const Grid g(lay, rank);
+  switch (pb.coll) {
+    case Collective::AllGather:
+      return 0;  // gatherPass moves blocks between Input and Output only
+    case Collective::AllReduce:
+      return reducePassScratch(g, pb.blocks, g.S > 1);
+    case Collective::ReduceScatter: {
+      std::uint64_t top = reducePassScratch(g, pb.blocks, g.S > 1);
+      const Slice result = pb.resultSlice(rank);
+      const Slice own = pb.blocks.block(pb.inPlace ? Buf::Output : Buf::Input, rank);
+      if (own.overlaps(result) && !(own == result) && result.count > 0)
+        top = std::max(top, PassScratch(g, pb.blocks).end() + result.count);
+      return top;
+    }
+    default:
+      throw std::invalid_argument(fmt::format("pipeline has no {}", name(pb.coll)));
+  }
+}
 
 RankSchedule pipelineSchedule(const Layout& lay, const Problem& pb, std::uint32_t rank) {
   using Pass = void (*)(RankSchedule&, const Grid&, const Problem&, std::uint32_t);

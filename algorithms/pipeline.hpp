@@ -14,6 +14,10 @@ namespace hccl::algo {
 // std::invalid_argument for other collectives, asymmetric layouts or several supernodes.
 RankSchedule pipelineSchedule(const Layout& lay, const Problem& pb, std::uint32_t rank);
 
+// scratchCount(pipelineSchedule(lay, pb, rank)) without building the schedule: O(servers) time,
+// no memory (chunk sizing; tests/algorithms/scratch_formula_test.cpp holds it to the schedules).
+std::uint64_t pipelineScratch(const Layout& lay, const Problem& pb, std::uint32_t rank);
+
 // rankPath(pipelineSchedule(Layout::servers(servers, perServer), pb, rank), elemSize, params),
 // bit for bit, from the block counts alone (pipeline_cost.cpp): time O(servers x perServer) and
 // no memory, where building the schedule allocates servers (perServer + 1) transfers and the

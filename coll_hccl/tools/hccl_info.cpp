@@ -325,10 +325,11 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
                "({})\n",
                calls.size(), shape.ranks, totalMs, totalMs / n, slowestMs, slowest, totalCpuMs,
                totalCpuMs / n, slowestCpuMs, slowestCpu);
-    fmt::print(stderr,
-               "hccl_info: first calls (decision, chunk sizing, cutting, rank {}'s schedules), CPU {:.3f} "
-               "ms in all, {:.3f} ms mean, slowest {:.3f} ms ({})\n",
-               timedRank, totalCallMs, totalCallMs / n, slowestCallMs, slowestCall);
+    fmt::print(
+        stderr,
+        "hccl_info: first calls (decision, chunk sizing, cutting, rank {}'s schedules), CPU {:.3f} "
+        "ms in all, {:.3f} ms mean, slowest {:.3f} ms ({})\n",
+        timedRank, totalCallMs, totalCallMs / n, slowestCallMs, slowestCall);
   }
 }
 
@@ -388,8 +389,7 @@ int main(int argc, char** argv) {
                   "Print to stderr how long the decisions took (each row is a call the selector "
                   "has not seen: a first decision), and the CPU time of each first call's chunk "
                   "sizing and schedules");
-  table->add_option("--timing-rank", to.timingRank,
-                    "The rank whose schedules --timing builds")
+  table->add_option("--timing-rank", to.timingRank, "The rank whose schedules --timing builds")
       ->capture_default_str();
 
   tools::PredictOptions po;
