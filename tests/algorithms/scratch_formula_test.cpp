@@ -56,6 +56,12 @@ std::vector<Problem> pipelineProblems(std::uint32_t p) {
     rs.blocks = Blocks::of(uneven);
     out.push_back(rs);
     out.push_back(firstChunkProblem(rs, 2));
+    // 1, 2, 3, 4, ..: in place, rank 1's result [0, 2) half-covers its own block [1, 3) (the
+    // schedule builds it past the pass's scratch).
+    std::vector<std::uint64_t> rising(p);
+    for (std::uint32_t i = 0; i < p; ++i) rising[i] = i % 4 + 1;
+    rs.blocks = Blocks::of(rising);
+    out.push_back(rs);
     out.push_back(Problem::allGatherV(uneven, inPlace));
   }
   return out;
