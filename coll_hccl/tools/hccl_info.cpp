@@ -231,8 +231,8 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
         (void)gen(c.problem, timedRank);
         built.push_back(c.problem);
       }
-    return std::array<double, 5>{c1 - c0, c2 - c1, cpuMs() - c2, double(built.size()),
-                                 double(chunks.size())};
+    return std::array<double, 6>{
+        c1 - c0, c2 - c1, cpuMs() - c2, double(built.size()), double(chunks.size()), double(chunk)};
   };
   const auto row = [&](const CallInfo& call) {
     const Collective c = call.coll;
@@ -253,7 +253,7 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
       slowestCpu = fmt::format("{} {}", name(c), bytesText(call.bytes()));
     }
     if (to.timing && d.ok()) {
-      const auto [chunkMs, cutMs, schedMs, schedules, chunks] = firstCall(call, d);
+      const auto [chunkMs, cutMs, schedMs, schedules, chunks, chunkElems] = firstCall(call, d);
       const double all = cms + chunkMs + cutMs + schedMs;
       totalCallMs += all;
       if (all >= slowestCallMs) {
@@ -262,9 +262,10 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
       }
       fmt::print(stderr,
                  "timing {} {}: CPU ms: decision {:.3f}, chunk sizing {:.3f}, {} chunk(s) cut "
-                 "{:.3f}, rank {}'s {} schedule(s) {:.3f}, first call {:.3f}\n",
+                 "{:.3f}, rank {}'s {} schedule(s) {:.3f}, first call {:.3f} (chunk {} "
+                 "elements)\n",
                  name(c), bytesText(call.bytes()), cms, chunkMs, chunks, cutMs, timedRank,
-                 schedules, schedMs, all);
+                 schedules, schedMs, all, chunkElems);
     }
     if (to.json) {
       nlohmann::json levels = nlohmann::json::array();
