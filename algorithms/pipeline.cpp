@@ -233,7 +233,66 @@ void allReduce(RankSchedule& out, const Grid& g, const Problem& pb, std::uint32_
   });
 }
 
+// The largest scratch end of the ReduceScatter pass of segment `seg`, walking the slots its
+// stages use in the same order without building the steps (chunk sizing asks this of ~90 ranks
+// per candidate chunk at 512x8, where a rank's schedule takes milliseconds).
+std::uint64_t reducePassScratch(const Grid& g, const Segment& seg, bool firstInScratch) {
+  const auto s = static_cast<std::int64_t>(g.s);
+  const PassScratch at(g, seg);
+  std::uint64_t top = 0;
+  auto see = [&top](std::uint64_t offset, std::uint64_t n) {
+    if (n > 0) top = std::max(top, offset + n);
+  };
+  // serverPartial's landing slots for the local contributions: the highest is local index L-2's.
+  auto serverPartial = [&](std::int64_t t) {
+    if (g.L > 1) see(at.local(g.l == g.L - 1 ? g.L - 2 : g.L - 1), seg.count(g.at(t, g.l)));
+  };
+  if (firstInScratch) see(at.sum(0), seg.count(g.at(s - 1, g.l)));
+  serverPartial(s - 1);
+  for (std::uint32_t i = 0; i + 1 < g.S; ++i) {
+    const std::uint64_t sent = seg.count(g.at(s - 1 - i, g.l)),
+                        got = seg.count(g.at(s - 2 - i, g.l));
+    see(at.sum(i), sent);
+    see(at.landing(), got);
+    see(at.partial(), got);
+    serverPartial(s - 2 - i);
+    if (i + 2 != g.S) see(at.sum(i + 1), got);
+  }
+  return top;
+}
+
+// Every segment's pass: each has its own slots (PassScratch::base).
+std::uint64_t reduceSegmentsScratch(const Grid& g, const Blocks& blocks, std::uint32_t m) {
+  std::uint64_t top = 0;
+  for (std::uint32_t k = 0; k < m; ++k)
+    top = std::max(top, reducePassScratch(g, Segment{blocks, k, m}, g.S > 1));
+  return top;
+}
+
 }  // namespace
+
+std::uint64_t pipelineScratch(const Layout& lay, const Problem& pb, std::uint32_t rank,
+                              std::uint32_t segments) {
+  check(lay);
+  const Grid g(lay, rank);
+  const std::uint32_t m = std::max(segments, 1u);
+  switch (pb.coll) {
+    case Collective::AllGather:
+      return 0;  // the gather pass moves blocks between Input and Output only
+    case Collective::AllReduce:
+      return reduceSegmentsScratch(g, pb.blocks, m);
+    case Collective::ReduceScatter: {
+      std::uint64_t top = reduceSegmentsScratch(g, pb.blocks, m);
+      const Slice result = pb.resultSlice(rank);
+      const Slice own = pb.blocks.block(pb.inPlace ? Buf::Output : Buf::Input, rank);
+      if (own.overlaps(result) && !(own == result) && result.count > 0)
+        top = std::max(top, PassScratch(g, Segment{pb.blocks, 0, m}).end(m) + result.count);
+      return top;
+    }
+    default:
+      throw std::invalid_argument(fmt::format("pipeline has no {}", name(pb.coll)));
+  }
+}
 
 RankSchedule pipelineSchedule(const Layout& lay, const Problem& pb, std::uint32_t rank,
                               std::uint32_t segments) {

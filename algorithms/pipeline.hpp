@@ -16,6 +16,12 @@ namespace hccl::algo {
 RankSchedule pipelineSchedule(const Layout& lay, const Problem& pb, std::uint32_t rank,
                               std::uint32_t segments = 1);
 
+// scratchCount(pipelineSchedule(lay, pb, rank, segments)) without building the schedule:
+// O(segments x servers) time, no memory (chunk sizing; tests/algorithms/scratch_formula_test.cpp
+// holds it to the schedules).
+std::uint64_t pipelineScratch(const Layout& lay, const Problem& pb, std::uint32_t rank,
+                              std::uint32_t segments = 1);
+
 // rankPath(pipelineSchedule(Layout::servers(servers, perServer), pb, rank, segments), elemSize,
 // params),
 // bit for bit, from the block counts alone (pipeline_cost.cpp): time O(servers x perServer) and

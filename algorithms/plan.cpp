@@ -86,6 +86,11 @@ bool Plan::scratchAtEdges(const Layout&, const PlanKey&, Collective) const {
   return false;
 }
 
+std::optional<std::uint64_t> Plan::scratchOf(const Layout&, const PlanKey&, const Problem&,
+                                             std::uint32_t) const {
+  return std::nullopt;
+}
+
 bool Plan::rankOrdered(const Layout&, const PlanKey&, Collective) const {
   return false;
 }

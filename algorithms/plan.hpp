@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -90,6 +91,11 @@ class Plan {
   // always an edge rank's (scratch_ranks.hpp); chunk sizing then builds those ranks' schedules
   // only. False (every rank's) unless the entry says so.
   virtual bool scratchAtEdges(const Layout& layout, const PlanKey& key, Collective c) const;
+  // scratchCount(compose(layout, key, pb, rank)) where the entry can tell it without building the
+  // schedule (a formula the tests hold to the schedules), else nothing: chunk sizing asks it of
+  // every edge rank for each candidate chunk.
+  virtual std::optional<std::uint64_t> scratchOf(const Layout& layout, const PlanKey& key,
+                                                 const Problem& pb, std::uint32_t rank) const;
   // True when compose() reduces in rank order for this layout, key and collective.
   virtual bool rankOrdered(const Layout& layout, const PlanKey& key, Collective c) const;
   // Empty when compose() can run on `layout` (for callers that name the level algorithms

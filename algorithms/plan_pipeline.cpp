@@ -106,6 +106,11 @@ class PipelinePlan final : public Plan {
   // server; the ends of its rings differ.
   bool scratchAtEdges(const Layout&, const PlanKey&, Collective) const override { return true; }
 
+  std::optional<std::uint64_t> scratchOf(const Layout& layout, const PlanKey& key,
+                                         const Problem& pb, std::uint32_t rank) const override {
+    return pipelineScratch(layout, pb, rank, key.segments);
+  }
+
   std::string whyNotOn(const Layout& layout) const override {
     const CommShape shape = layout.shape();
     bool level1 = false, level2 = false;

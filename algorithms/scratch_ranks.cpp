@@ -63,11 +63,42 @@ std::uint64_t scratchOfEveryRank(const RankGenerator& gen, const Problem& pb) {
 
 ScratchNeed scratchNeed(const Layout& layout, const PlanKey& key, RankGenerator gen) {
   return [&layout, key, gen = std::move(gen)](const Problem& pb) {
-    if (!scratchAtEdges(layout, key, pb.coll)) return scratchOfEveryRank(gen, pb);
+    // Rank r's scratch from the plan's formula where it has one, through withPrivateInput's
+    // rule (an in-place ReduceScatter runs out of place after copying its input past the
+    // body's scratch), else from its schedule.
+    const Plan& plan = planOf(key);
+    const bool privateInput = needsPrivateInput(pb);
+    Problem body = pb;
+    if (privateInput) body.inPlace = false;
+    const std::uint64_t copied = privateInput ? pb.total() : 0;
+    const auto rankScratch = [&](std::uint32_t r) {
+      if (const auto s = plan.scratchOf(layout, key, body, r)) return *s + copied;
+      return scratchCount(gen(pb, r));
+    };
     std::uint64_t s = 0;
-    for (std::uint32_t r : edgeRanks(layout, pb.root)) s = std::max(s, scratchCount(gen(pb, r)));
+    if (!scratchAtEdges(layout, key, pb.coll)) {
+      for (std::uint32_t r = 0; r < pb.ranks; ++r) s = std::max(s, rankScratch(r));
+      return s;
+    }
+    for (std::uint32_t r : edgeRanks(layout, pb.root)) s = std::max(s, rankScratch(r));
     return s;
   };
+}
+
+RankGenerator composedGenerator(const Layout& layout, const PlanKey& key) {
+  return [&layout, key](const Problem& q, std::uint32_t r) {
+    return withPrivateInput(q, r, [&layout, &key](const Problem& x, std::uint32_t y) {
+      return compose(layout, key, x, y);
+    });
+  };
+}
+
+std::uint64_t engineChunkSize(const Layout& layout, const PlanKey& key, const Problem& pb,
+                              bool sharedInPlace, std::uint64_t budgetElems) {
+  Problem sizing = pb;
+  if (!sharedInPlace) sizing.inPlace = false;
+  return chunkSizeFor(sizing, budgetElems,
+                      scratchNeed(layout, key, composedGenerator(layout, key)));
 }
 
 }  // namespace hccl::algo

@@ -42,6 +42,18 @@ bool scratchAtEdges(const Layout& layout, const PlanKey& key, Collective c);
 // through withPrivateInput). The function keeps a reference to `layout`, which must outlive it.
 ScratchNeed scratchNeed(const Layout& layout, const PlanKey& key, RankGenerator gen);
 
+// What the engine runs for `key`: compose() through withPrivateInput. Keeps a reference to
+// `layout`.
+RankGenerator composedGenerator(const Layout& layout, const PlanKey& key);
+
+// The chunk size (elements per block, 0 = one chunk) the engine cuts `pb` into for `key` with a
+// scratch budget of `budgetElems`. Sized on the out-of-place problem unless in place is shared by
+// every rank (`sharedInPlace`): where in place is one rank's choice (a rooted call's root, any rank
+// of a Scan or Exscan) the others cannot know it, and an in-place schedule may need other scratch
+// (hier_scan's Exscan keeps a copy of its input), yet every rank must cut the same chunks.
+std::uint64_t engineChunkSize(const Layout& layout, const PlanKey& key, const Problem& pb,
+                              bool sharedInPlace, std::uint64_t budgetElems);
+
 // The largest scratch over every rank, the reference the tests hold scratchNeed() to.
 std::uint64_t scratchOfEveryRank(const RankGenerator& gen, const Problem& pb);
 

@@ -522,25 +522,14 @@ std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::strin
   if (auto hit = plans_.find(key)) return hit;
 
   const algo::Layout& lay = *layout_;
-  const algo::RankGenerator compose = [&lay, composed](const algo::Problem& q, std::uint32_t r) {
-    return algo::compose(lay, composed, q, r);
-  };
-  const auto gen = [&compose](const algo::Problem& q, std::uint32_t r) {
-    return algo::withPrivateInput(q, r, compose);
-  };
+  const algo::RankGenerator gen = algo::composedGenerator(lay, composed);
   auto plan = std::make_shared<Plan>();
   plan->decision = d;
   plan->algorithms = composed.algorithms;
   const std::uint64_t budget =
       std::max<std::uint64_t>(1, options_.settings.buffSizeBytes() / s.info.elemSize);
-  // Every rank must cut the same chunks. Where in place is one rank's choice (a rooted call's
-  // root; any rank of a Scan or Exscan) the others cannot know it, and an in-place schedule may
-  // need other scratch (hier_scan's Exscan keeps a copy of its input): size the chunks on the
-  // out-of-place problem everywhere.
-  algo::Problem sizing = pb;
-  if (!s.info.inPlace) sizing.inPlace = false;
-  const std::uint64_t chunk =
-      algo::chunkSizeFor(sizing, budget, algo::scratchNeed(lay, composed, gen));
+  // Every rank must cut the same chunks (engineChunkSize says why in-place is left out).
+  const std::uint64_t chunk = algo::engineChunkSize(lay, composed, pb, s.info.inPlace, budget);
   plan->chunks = algo::planChunks(pb, static_cast<std::uint32_t>(rank_), chunk);
   for (const algo::Chunk& c : plan->chunks) {
     const ScheduleCacheKey skey{key, c.problem};

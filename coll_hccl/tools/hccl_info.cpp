@@ -23,6 +23,7 @@
 #include "algorithms/config_values.hpp"
 #include "algorithms/cost_model.hpp"
 #include "algorithms/generators.hpp"
+#include "algorithms/scratch_ranks.hpp"
 #include "algorithms/selector.hpp"
 #include "coll_hccl/engine/hierarchy_layout.hpp"
 #include "coll_hccl/tools/predict.hpp"
@@ -149,6 +150,7 @@ struct TableOptions {
   std::string shape, rankTable, collectives = "allreduce,reducescatter,allgather", dtype = "fp32",
                                 op = "sum", minSize = "4", maxSize = "64M";
   unsigned factor = 4;
+  std::uint32_t timingRank = 0;
   bool why = false, json = false, timing = false;
 };
 
@@ -200,13 +202,37 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
   }
   // --timing: each call is new to the selector, so each decide() is a first decision. Wall
   // time as a caller sees it, and this thread's CPU time, which other processes' load on a shared
-  // machine does not inflate.
-  double totalMs = 0, slowestMs = 0, totalCpuMs = 0, slowestCpuMs = 0;
-  std::string slowest, slowestCpu;
+  // machine does not inflate. The first call also sizes the chunks and builds the rank's chunk
+  // schedules (Communicator::planFor): timed as CPU, from the same functions.
+  double totalMs = 0, slowestMs = 0, totalCpuMs = 0, slowestCpuMs = 0, totalCallMs = 0,
+         slowestCallMs = 0;
+  std::string slowest, slowestCpu, slowestCall;
   const auto cpuMs = [] {
     timespec ts{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
+  };
+  const std::uint32_t timedRank = std::min(to.timingRank, shape.ranks - 1);
+  // Chunk sizing and the rank's distinct chunk schedules, as planFor does them; CPU ms of each.
+  const auto firstCall = [&](const CallInfo& call, const Decision& d) {
+    Problem pb = Problem::fromMpiCount(call.coll, shape.ranks, call.count, false);
+    if (pb.rankLocal() || call.countsRankLocal()) pb = pb.localView(timedRank);
+    const double c0 = cpuMs();
+    const std::uint64_t budget =
+        std::max<std::uint64_t>(1, settings.buffSizeBytes() / call.elemSize);
+    const std::uint64_t chunk = engineChunkSize(lay, d.plan, pb, false, budget);
+    const double c1 = cpuMs();
+    const std::vector<Chunk> chunks = planChunks(pb, timedRank, chunk);
+    const double c2 = cpuMs();
+    const RankGenerator gen = composedGenerator(lay, d.plan);
+    std::vector<Problem> built;
+    for (const Chunk& c : chunks)
+      if (std::find(built.begin(), built.end(), c.problem) == built.end()) {
+        (void)gen(c.problem, timedRank);
+        built.push_back(c.problem);
+      }
+    return std::array<double, 6>{
+        c1 - c0, c2 - c1, cpuMs() - c2, double(built.size()), double(chunks.size()), double(chunk)};
   };
   const auto row = [&](const CallInfo& call) {
     const Collective c = call.coll;
@@ -225,6 +251,21 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
     if (cms >= slowestCpuMs) {
       slowestCpuMs = cms;
       slowestCpu = fmt::format("{} {}", name(c), bytesText(call.bytes()));
+    }
+    if (to.timing && d.ok()) {
+      const auto [chunkMs, cutMs, schedMs, schedules, chunks, chunkElems] = firstCall(call, d);
+      const double all = cms + chunkMs + cutMs + schedMs;
+      totalCallMs += all;
+      if (all >= slowestCallMs) {
+        slowestCallMs = all;
+        slowestCall = fmt::format("{} {}", name(c), bytesText(call.bytes()));
+      }
+      fmt::print(stderr,
+                 "timing {} {}: CPU ms: decision {:.3f}, chunk sizing {:.3f}, {} chunk(s) cut "
+                 "{:.3f}, rank {}'s {} schedule(s) {:.3f}, first call {:.3f} (chunk {} "
+                 "elements)\n",
+                 name(c), bytesText(call.bytes()), cms, chunkMs, chunks, cutMs, timedRank,
+                 schedules, schedMs, all, chunkElems);
     }
     if (to.json) {
       nlohmann::json levels = nlohmann::json::array();
@@ -285,6 +326,11 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
                "({})\n",
                calls.size(), shape.ranks, totalMs, totalMs / n, slowestMs, slowest, totalCpuMs,
                totalCpuMs / n, slowestCpuMs, slowestCpu);
+    fmt::print(
+        stderr,
+        "hccl_info: first calls (decision, chunk sizing, cutting, rank {}'s schedules), CPU {:.3f} "
+        "ms in all, {:.3f} ms mean, slowest {:.3f} ms ({})\n",
+        timedRank, totalCallMs, totalCallMs / n, slowestCallMs, slowestCall);
   }
 }
 
@@ -342,7 +388,10 @@ int main(int argc, char** argv) {
   table->add_flag("--why", to.why, "Explain every decision");
   table->add_flag("--timing", to.timing,
                   "Print to stderr how long the decisions took (each row is a call the selector "
-                  "has not seen: a first decision)");
+                  "has not seen: a first decision), and the CPU time of each first call's chunk "
+                  "sizing and schedules");
+  table->add_option("--timing-rank", to.timingRank, "The rank whose schedules --timing builds")
+      ->capture_default_str();
 
   tools::PredictOptions po;
   auto* predict =
