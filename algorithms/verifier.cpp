@@ -377,7 +377,13 @@ class Verifier final : public ReplayObserver {
   template <class What>
   void checkResultWrite(std::uint32_t r, std::uint32_t step, const Slice& sl, const What& what) {
     if (sl.buf != Buf::Output || sl.count == 0) return;
-    const std::vector<Slice> allowed = pb_.writableOutput(r);
+    // One rank's at a time (a step's receives, its ops): an AllToAllV's costs O(p) to compute,
+    // once per receive that was O(p^3) for a 4096-rank mesh (minutes).
+    if (allowedRank_ != r) {
+      allowed_ = pb_.writableOutput(r);
+      allowedRank_ = r;
+    }
+    const std::vector<Slice>& allowed = allowed_;
     std::string where;
     for (const Slice& a : allowed) {
       if (sl.offset >= a.offset && sl.end() <= a.end()) return;
@@ -642,6 +648,8 @@ class Verifier final : public ReplayObserver {
   std::vector<std::uint64_t> heard_, heardIn_;
   std::vector<VerifyIssue> issues_, finals_;
   std::vector<std::size_t> foldAt_;  // per rank, the runs at which foldDead() looks again
+  std::uint32_t allowedRank_ = ~0u;  // whose writableOutput() allowed_ holds
+  std::vector<Slice> allowed_;
 };
 
 // A pushed receive's slice is open to its sender from the start of the step before
