@@ -246,26 +246,32 @@ Value IntervalMap::block(const Seg& s, std::uint64_t k) {
 }
 
 // Splits the run containing pos so that a run starts at pos. A ramp is cut into the blocks
-// before pos's block, that block (plain), and the blocks after it, before the plain cut.
+// before pos's block, that block (plain, and its gap as a plain never-written run), and the
+// blocks after it, before the plain cut.
 void IntervalMap::split(std::uint64_t pos) {
   if (pos == 0 || pos >= size_) return;
   auto it = std::prev(segs_.upper_bound(pos));  // the run containing pos
   if (it->first == pos) return;
   if (it->second.period > 0) {
     const Seg ramp = it->second;
-    const std::uint64_t start = it->first, c = ramp.period;
-    const std::uint64_t k = (pos - start) / c, blocks = (ramp.end - start) / c;
-    const std::uint64_t bs = start + k * c;
-    const auto part = [&](std::uint64_t from, std::uint64_t to) {  // blocks [from, to)
-      if (to - from == 1) return Seg{start + to * c, block(ramp, from)};
-      return Seg{start + to * c, block(ramp, from), c, ramp.setStep, ramp.deltaStep};
+    const std::uint64_t start = it->first, c = ramp.period, written = c - ramp.gap;
+    const std::uint64_t k = (pos - start) / c, blocks = (ramp.end - start + c - 1) / c;
+    const auto put = [&](std::uint64_t from, std::uint64_t to) {  // blocks [from, to)
+      const std::uint64_t b = start + from * c, e = std::min(start + to * c, ramp.end);
+      if (to - from > 1) {
+        segs_.emplace(b, Seg{e, block(ramp, from), c, ramp.setStep, ramp.deltaStep, ramp.gap});
+        return;
+      }
+      const std::uint64_t w = std::min(b + written, e);
+      segs_.emplace(b, Seg{w, block(ramp, from)});
+      if (w < e) segs_.emplace(w, Seg{e, Value{}});
     };
     segs_.erase(it);
-    if (k > 0) segs_.emplace(start, part(0, k));
-    segs_.emplace(bs, part(k, k + 1));
-    if (k + 1 < blocks) segs_.emplace(bs + c, part(k + 1, blocks));
-    if (bs == pos) return;
-    it = segs_.find(bs);
+    if (k > 0) put(0, k);
+    put(k, k + 1);
+    if (k + 1 < blocks) put(k + 1, blocks);
+    it = std::prev(segs_.upper_bound(pos));
+    if (it->first == pos) return;
   }
   Seg tail = it->second;
   it->second.end = pos;
@@ -275,7 +281,7 @@ void IntervalMap::split(std::uint64_t pos) {
 void IntervalMap::markSets(std::vector<bool>& live) const {
   for (const auto& [start, s] : segs_) {
     if (s.v.uninit()) continue;
-    const std::uint64_t blocks = s.period ? (s.end - start) / s.period : 1;
+    const std::uint64_t blocks = s.period ? (s.end - start + s.period - 1) / s.period : 1;
     // Ids move evenly along a ramp: when the first and the last are past live (range ids) and
     // the ids between do not wrap around, so are they all.
     const auto first = static_cast<std::int64_t>(s.v.set);
@@ -294,8 +300,15 @@ std::vector<Piece> IntervalMap::read(std::uint64_t off, std::uint64_t count) con
   if (count == 0) return out;
   auto it = std::prev(segs_.upper_bound(off));
   const std::uint64_t end = off + count;
+  // Never-written elements next to each other are one piece, as one run held them before ramps
+  // had gaps: what a report of an uninitialized read names does not depend on the storage form.
   const auto piece = [&](std::uint64_t from, std::uint64_t to, Value v) {
     const std::uint64_t b = std::max(from, off), e = std::min(to, end);
+    if (b >= e) return;
+    if (v.uninit() && !out.empty() && out.back().v.uninit() && out.back().end == b - off) {
+      out.back().end = e - off;
+      return;
+    }
     if (!v.uninit()) v.delta += static_cast<std::int64_t>(off);
     out.push_back({b - off, e - off, v});
   };
@@ -305,24 +318,52 @@ std::vector<Piece> IntervalMap::read(std::uint64_t off, std::uint64_t count) con
       piece(it->first, s.end, s.v);
       continue;
     }
+    const std::uint64_t written = s.period - s.gap;
     const std::uint64_t first = off > it->first ? (off - it->first) / s.period : 0;
     for (std::uint64_t k = first;; ++k) {
       const std::uint64_t bs = it->first + k * s.period;
       if (bs >= s.end || bs >= end) break;
-      piece(bs, bs + s.period, block(s, k));
+      piece(bs, std::min(bs + written, s.end), block(s, k));
+      if (s.gap > 0) piece(bs + written, std::min(bs + s.period, s.end), Value{});
     }
   }
   return out;
+}
+
+std::pair<std::uint64_t, std::uint64_t> IntervalMap::unwrittenFrom(Segs::const_iterator it,
+                                                                   std::uint64_t x) {
+  const std::uint64_t start = it->first;
+  const Seg& s = it->second;
+  x = std::max(x, start);
+  if (x >= s.end) return {s.end, s.end};
+  if (s.period == 0) return s.v.uninit() ? std::pair{x, s.end} : std::pair{s.end, s.end};
+  if (s.gap == 0) return {s.end, s.end};  // ramps without gaps are written (coalesce)
+  const std::uint64_t bs = start + (x - start) / s.period * s.period;
+  const std::uint64_t g = bs + s.period - s.gap;  // block's gap, else the next block's
+  const std::uint64_t b = x >= g ? x : g;
+  const std::uint64_t e = x >= g ? bs + s.period : g + s.gap;
+  if (b >= s.end) return {s.end, s.end};
+  return {b, std::min(e, s.end)};
 }
 
 std::optional<Piece> IntervalMap::firstUninit(std::uint64_t off, std::uint64_t count) const {
   if (count == 0) return std::nullopt;
   auto it = std::prev(segs_.upper_bound(off));
   const std::uint64_t end = off + count;
-  for (; it != segs_.end() && it->first < end; ++it)
-    if (it->second.v.uninit())
-      return Piece{std::max(it->first, off) - off, std::min(it->second.end, end) - off, {}};
-  return std::nullopt;
+  std::uint64_t b = end, e = end;  // the first never-written range, continued across runs
+  for (; it != segs_.end() && it->first < end; ++it) {
+    const auto [gb, ge] = unwrittenFrom(it, b == end ? off : e);
+    if (b == end) {
+      if (gb == ge) continue;
+      b = gb;
+    } else if (gb != e || gb == ge) {
+      break;
+    }
+    e = ge;
+    if (e < it->second.end || e >= end) break;
+  }
+  if (b >= end) return std::nullopt;
+  return Piece{b - off, std::min(e, end) - off, {}};
 }
 
 void IntervalMap::write(std::uint64_t off, const std::vector<Piece>& pieces) {
@@ -367,44 +408,92 @@ void IntervalMap::absorbDead(const std::vector<std::pair<std::uint64_t, std::uin
 
 // Two neighbouring runs merge when they hold the same plain value, or when the right one
 // continues the left one's ramp (a plain run counts as a ramp of one block whose steps are
-// whatever the next block makes them).
+// whatever the next block makes them). Gapped ramps also grow by a plain block or gap that
+// continues them, and begin from a written run, a never-written one and a written one of the
+// first's length (the steps from the first to the third): looking back one run more than the
+// range written reaches such a first run, and a run that grew is compared with the next one
+// even past the range.
 void IntervalMap::coalesce(std::uint64_t lo, std::uint64_t hi) {
   auto it = std::prev(segs_.upper_bound(lo > 0 ? lo - 1 : 0));
+  if (it != segs_.begin()) --it;
+  // A run that grew (a ramp taking a gap that starts at hi) may now continue the run after it.
+  bool grew = false;
   while (true) {
     auto next = std::next(it);
-    if (next == segs_.end() || next->first > hi) return;
-    Seg& l = it->second;
-    const Seg& r = next->second;
-    bool merged = false;
-    if (l.period == 0 && r.period == 0 && l.v == r.v) {
-      l.end = r.end;
-      merged = true;
-    } else if (!l.v.uninit() && !r.v.uninit() && l.v.flags == r.v.flags) {
-      const std::uint64_t lenL = l.end - it->first, lenR = r.end - next->first;
-      const std::uint64_t cl = l.period ? l.period : lenL;
-      const std::uint64_t cr = r.period ? r.period : lenR;
-      // The steps: the ramp's own, else from the left block to the right one.
-      const auto setStep = [](const Value& a, const Value& b) {
-        return static_cast<std::int64_t>(static_cast<std::int32_t>(b.set - a.set));
-      };
-      std::int64_t ss = l.period ? l.setStep : r.period ? r.setStep : setStep(l.v, r.v);
-      std::int64_t ds = l.period ? l.deltaStep : r.period ? r.deltaStep : r.v.delta - l.v.delta;
-      const bool sameSteps =
-          !(l.period && r.period) || (l.setStep == r.setStep && l.deltaStep == r.deltaStep);
-      if (cl == cr && lenL % cl == 0 && sameSteps &&
-          block(Seg{l.end, l.v, cl, ss, ds}, lenL / cl) == r.v) {
-        l.end = r.end;
-        l.period = cl;
-        l.setStep = ss;
-        l.deltaStep = ds;
-        merged = true;
-      }
+    if (next == segs_.end() || (next->first > hi && !grew)) return;
+    if (mergeNext(it)) {
+      grew = true;
+      continue;
     }
-    if (merged)
-      segs_.erase(next);
-    else
-      it = next;
+    if (next->first > hi) return;
+    it = next;
+    grew = false;
   }
+}
+
+bool IntervalMap::mergeNext(Segs::iterator it) {
+  const auto next = std::next(it);
+  Seg& l = it->second;
+  const Seg& r = next->second;
+  const std::uint64_t lenL = l.end - it->first, lenR = r.end - next->first;
+  // The steps from one plain block to the next.
+  const auto setStep = [](const Value& a, const Value& b) {
+    return static_cast<std::int64_t>(static_cast<std::int32_t>(b.set - a.set));
+  };
+  const auto take = [&](std::uint64_t n) {  // l absorbs the n runs after it
+    auto last = next;
+    for (std::uint64_t i = 1; i < n; ++i) ++last;
+    l.end = last->second.end;
+    segs_.erase(next, std::next(last));
+    return true;
+  };
+  if (l.period == 0 && r.period == 0 && l.v == r.v) return take(1);
+  if (l.gap == 0 && r.gap == 0 && !l.v.uninit() && !r.v.uninit() && l.v.flags == r.v.flags) {
+    const std::uint64_t cl = l.period ? l.period : lenL;
+    const std::uint64_t cr = r.period ? r.period : lenR;
+    // The steps: the ramp's own, else from the left block to the right one.
+    std::int64_t ss = l.period ? l.setStep : r.period ? r.setStep : setStep(l.v, r.v);
+    std::int64_t ds = l.period ? l.deltaStep : r.period ? r.deltaStep : r.v.delta - l.v.delta;
+    const bool sameSteps =
+        !(l.period && r.period) || (l.setStep == r.setStep && l.deltaStep == r.deltaStep);
+    if (cl == cr && lenL % cl == 0 && sameSteps &&
+        block(Seg{l.end, l.v, cl, ss, ds}, lenL / cl) == r.v) {
+      l.period = cl;
+      l.setStep = ss;
+      l.deltaStep = ds;
+      return take(1);
+    }
+    return false;
+  }
+  if (l.gap > 0) {  // a gapped ramp: next comes its last block's gap, or a block
+    const std::uint64_t written = l.period - l.gap;
+    if (lenL % l.period == written)
+      return r.period == 0 && r.v == Value{} && lenR == l.gap && take(1);
+    const Value want = block(l, lenL / l.period);
+    if (r.period == 0 && lenR == written && r.v == want) return take(1);
+    return r.period == l.period && r.gap == l.gap && r.setStep == l.setStep &&
+           r.deltaStep == l.deltaStep && r.v == want && take(1);
+  }
+  // A written run, a gap, then a block of the first's length or a gapped ramp that continues
+  // them.
+  if (l.period != 0 || l.v.uninit() || r.period != 0 || !(r.v == Value{})) return false;
+  const auto third = std::next(next);
+  if (third == segs_.end()) return false;
+  const Seg& x = third->second;
+  const std::uint64_t period = lenL + lenR;
+  if (x.period == 0 && !x.v.uninit() && x.v.flags == l.v.flags && x.end - third->first == lenL) {
+    l.period = period;
+    l.gap = lenR;
+    l.setStep = setStep(l.v, x.v);
+    l.deltaStep = x.v.delta - l.v.delta;
+    return take(2);
+  }
+  const Seg first{l.end, l.v, period, x.setStep, x.deltaStep, lenR};
+  if (x.period == period && x.gap == lenR && block(first, 1) == x.v) {
+    l = first;
+    return take(2);
+  }
+  return false;
 }
 
 }  // namespace hccl::algo::prov

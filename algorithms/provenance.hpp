@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace hccl::algo::prov {
@@ -127,6 +128,13 @@ struct Piece {
 // blocks is one run, not p, and thousands of ranks' buffers fit in memory. Ramps are only a
 // storage form: read() gives their blocks as separate pieces, and write() folds pieces that
 // continue one another back into one.
+//
+// A ramp may also have a gap: each block's first period - gap elements hold its value and the
+// last gap elements were never written (the run may end after a block's written part, before
+// its gap). That is a binomial AllGather in place half way (NHR's, keeping the caller's block
+// order): after its step i a rank holds every h-th block, h = p / 2^(i+1), the blocks between
+// not yet written. As plain runs that is p runs in each of p ranks (1.5 GB at 4096 ranks);
+// as a gapped ramp, one.
 class IntervalMap {
  public:
   explicit IntervalMap(std::uint64_t size = 0, Value init = {});
@@ -157,6 +165,8 @@ class IntervalMap {
     std::uint64_t period = 0;  // a ramp's block length, 0 for a plain run
     // What a ramp's set id and delta add from one block to the next.
     std::int64_t setStep = 0, deltaStep = 0;
+    // A ramp's never-written elements at the end of each block (0: all written).
+    std::uint64_t gap = 0;
   };
   using Segs = std::map<std::uint64_t, Seg>;
   // Block k of a ramp starting at `start`, as a plain value.
@@ -164,6 +174,13 @@ class IntervalMap {
   void split(std::uint64_t pos);
   // Merges runs that continue one another from the run containing lo to the one starting at hi.
   void coalesce(std::uint64_t lo, std::uint64_t hi);
+  // Merges into `it` the run after it (or the two after it, a gap and a block), if they continue
+  // it; true when it did.
+  bool mergeNext(Segs::iterator it);
+  // The never-written elements of run `it` from x on: the first such range [begin, end) at or
+  // after x, begin == end if none.
+  static std::pair<std::uint64_t, std::uint64_t> unwrittenFrom(Segs::const_iterator it,
+                                                               std::uint64_t x);
   std::uint64_t size_;
   Segs segs_;
 };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <iterator>
+#include <optional>
 
 #include "algorithms/provenance.hpp"
 #include "algorithms/replay.hpp"
@@ -377,7 +378,11 @@ class Verifier final : public ReplayObserver {
   template <class What>
   void checkResultWrite(std::uint32_t r, std::uint32_t step, const Slice& sl, const What& what) {
     if (sl.buf != Buf::Output || sl.count == 0) return;
-    const std::vector<Slice> allowed = pb_.writableOutput(r);
+    // Kept per rank (a slice or two each): an AllToAllV's costs O(p) to compute, once per
+    // receive that was O(p^3) over a 4096-rank mesh or pairwise exchange (minutes).
+    if (allowed_.empty()) allowed_.resize(p_);
+    if (!allowed_[r]) allowed_[r] = pb_.writableOutput(r);
+    const std::vector<Slice>& allowed = *allowed_[r];
     std::string where;
     for (const Slice& a : allowed) {
       if (sl.offset >= a.offset && sl.end() <= a.end()) return;
@@ -642,6 +647,7 @@ class Verifier final : public ReplayObserver {
   std::vector<std::uint64_t> heard_, heardIn_;
   std::vector<VerifyIssue> issues_, finals_;
   std::vector<std::size_t> foldAt_;  // per rank, the runs at which foldDead() looks again
+  std::vector<std::optional<std::vector<Slice>>> allowed_;  // writableOutput(), per rank
 };
 
 // A pushed receive's slice is open to its sender from the start of the step before

@@ -1,4 +1,5 @@
 // The verifier catches deliberately broken schedules of every kind it promises to report.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -568,6 +569,62 @@ TEST(VerifierAt1024, FoldingKeepsWhatALaterStepReads) {
   Schedule held{pb, {}};
   for (std::uint32_t r = 0; r < kP; ++r) held.ranks.push_back(broken(pb, r));
   EXPECT_EQ(describe(issues), describe(verify(held)));
+}
+
+// NHR's AllGather keeps the caller's block order: before its step i (h = 2^(K-1-i)) a rank r
+// holds the blocks r - 2h*j, the ones between never written yet (ramps with gaps,
+// provenance.hpp); it receives r - h - 2h*j from rank r - h and sends r - 2h*j to r + h. One
+// element per rank, in and out of place. At the second-to-last step (h = 2) rank 517 receives
+// block 515 one block right, at 516: the gap its last step fills. Block 515 stays a gap among
+// written blocks, and the last step sends it on to rank 518: read before it was written.
+TEST(VerifierAt1024, GappedBlocksOfNhrAllGather) {
+  for (const bool inPlace : {false, true}) {
+    Schedule s =
+        pruned(nhrAllGather, Problem::fromMpiCount(Collective::AllGather, kP, 1, inPlace, 0));
+    auto& steps = s.ranks[kBad].steps;
+    const std::size_t last = steps.size() - 1;
+    bool moved = false;
+    for (Transfer& t : steps[last - 1].xfers)
+      if (t.dir == Dir::Recv && t.slice == out(kBad - 2, 1) && t.peer == kBad - 2) {
+        t.slice = out(kBad - 1, 1);
+        moved = true;
+      }
+    ASSERT_TRUE(moved);
+    const auto issues = verifyBoth(s);
+    ASSERT_EQ(issues.size(), 1u) << describe(issues);
+    EXPECT_EQ(issues[0].kind, Kind::UninitializedRead);
+    EXPECT_NE(issues[0].message.find(fmt::format("rank 517 step {}: send out[515+1] -> 518 reads "
+                                                 "out[515+1] before anything was written there",
+                                                 last)),
+              std::string::npos)
+        << issues[0].message;
+  }
+}
+
+// The last step's receive of block 516 on rank 517 dropped, and rank 516's send of it: a gap
+// that is never filled, among 1023 written blocks; the final check must find it and nothing else.
+TEST(VerifierAt1024, NhrAllGatherGapNeverFilled) {
+  for (const bool inPlace : {false, true}) {
+    Schedule s =
+        pruned(nhrAllGather, Problem::fromMpiCount(Collective::AllGather, kP, 1, inPlace, 0));
+    auto& rx = s.ranks[kBad].steps.back().xfers;
+    auto& tx = s.ranks[kBad - 1].steps.back().xfers;
+    const Slice own = inPlace ? out(kBad - 1, 1) : in(0, 1);
+    const auto recvIt = std::find_if(rx.begin(), rx.end(), [](const Transfer& t) {
+      return t.dir == Dir::Recv && t.slice == out(kBad - 1, 1);
+    });
+    const auto sendIt = std::find_if(tx.begin(), tx.end(), [&](const Transfer& t) {
+      return t.dir == Dir::Send && t.peer == kBad && t.slice == own;
+    });
+    ASSERT_TRUE(recvIt != rx.end() && sendIt != tx.end());
+    rx.erase(recvIt);
+    tx.erase(sendIt);
+    const auto issues = verifyBoth(s);
+    ASSERT_EQ(issues.size(), 1u) << describe(issues);
+    EXPECT_EQ(issues[0].kind, Kind::NotWritten);
+    EXPECT_NE(issues[0].message.find("rank 517 final out[516+1]: never written"), std::string::npos)
+        << issues[0].message;
+  }
 }
 
 }  // namespace
