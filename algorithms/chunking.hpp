@@ -33,9 +33,50 @@ struct Chunk {
   BufferMap output;  // empty when the chunk has no Output on this rank
 };
 
-// Splits `pb` for `rank` into chunks of at most `chunkElems` elements per block (0 = no limit).
-// Returns a single chunk when splitting is impossible without copies (in-place ReduceScatter
-// whose blocks differ in size).
+// `pb` cut for `rank` into chunks of at most `chunkElems` elements per block (0 = no limit); a
+// single chunk when splitting is impossible without copies (in-place ReduceScatter whose blocks
+// differ in size).
+//
+// Cut lazily: a call of a few GB a rank on thousands of ranks has tens of thousands of chunks,
+// and each chunk's Problem and maps hold O(p) counts and segments, so cutting them all up front
+// cost O(chunks x p) time and memory (4096 ranks, 1 GiB ReduceScatter: 31,459 chunks, 15 s,
+// 4.5 GB). Consecutive chunks with the same counts form a run and share one Problem (and so one
+// schedule); a chunk's maps are computed when the executor reaches it, into buffers the caller
+// reuses. Runs: one or two for equal blocks (the full chunks, the last partial one), at most
+// 2 x (distinct counts) + 1 for V forms, found from where each block's count ends.
+class ChunkPlan {
+ public:
+  ChunkPlan() = default;
+  ChunkPlan(const Problem& pb, std::uint32_t rank, std::uint64_t chunkElems);
+
+  std::size_t size() const { return chunks_; }
+  bool empty() const { return chunks_ == 0; }
+  // Runs of consecutive chunks with equal Problems, in chunk order.
+  std::size_t runs() const { return runs_.size(); }
+  const Problem& runProblem(std::size_t run) const { return runs_[run].problem; }
+  std::size_t runOf(std::size_t chunk) const;  // O(log runs)
+  const Problem& problem(std::size_t chunk) const { return runProblem(runOf(chunk)); }
+  // Chunk `chunk`'s maps, written over `input` and `output` (their capacity is reused).
+  void maps(std::size_t chunk, BufferMap& input, BufferMap& output) const;
+  Chunk materialise(std::size_t chunk) const;
+
+ private:
+  struct Run {
+    std::size_t first = 0;  // its first chunk
+    Problem problem;
+  };
+  Collective coll_ = Collective::AllReduce;
+  bool inPlace_ = false;
+  bool root_ = false;                               // this rank is the root (Scatter, Gather)
+  std::uint64_t inputCount_ = 0, outputCount_ = 0;  // the whole call's buffers on this rank
+  std::uint32_t rank_ = 0;
+  std::uint64_t chunkElems_ = 0;  // 0: one chunk, the whole call
+  Blocks blocks_;                 // the whole call's blocks (blockwise collectives only)
+  std::size_t chunks_ = 0;
+  std::vector<Run> runs_;
+};
+
+// Every chunk materialised: for tests and small calls (O(chunks x p)).
 std::vector<Chunk> planChunks(const Problem& pb, std::uint32_t rank, std::uint64_t chunkElems);
 
 // The scratch (elements) a problem's schedule needs on its neediest rank.

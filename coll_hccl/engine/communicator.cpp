@@ -530,13 +530,14 @@ std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::strin
       std::max<std::uint64_t>(1, options_.settings.buffSizeBytes() / s.info.elemSize);
   // Every rank must cut the same chunks (engineChunkSize says why in-place is left out).
   const std::uint64_t chunk = algo::engineChunkSize(lay, composed, pb, s.info.inPlace, budget);
-  plan->chunks = algo::planChunks(pb, static_cast<std::uint32_t>(rank_), chunk);
-  for (const algo::Chunk& c : plan->chunks) {
-    const ScheduleCacheKey skey{key, c.problem};
+  plan->chunks = algo::ChunkPlan(pb, static_cast<std::uint32_t>(rank_), chunk);
+  for (std::size_t run = 0; run < plan->chunks.runs(); ++run) {
+    const algo::Problem& cp = plan->chunks.runProblem(run);
+    const ScheduleCacheKey skey{key, cp};
     std::shared_ptr<const algo::RankSchedule> schedule = schedules_.find(skey);
     if (!schedule)
       schedule = schedules_.insert(skey, std::make_shared<const algo::RankSchedule>(
-                                             gen(c.problem, static_cast<std::uint32_t>(rank_))));
+                                             gen(cp, static_cast<std::uint32_t>(rank_))));
     plan->scratchElems = std::max(plan->scratchElems, algo::scratchCount(*schedule));
     plan->schedules.push_back(std::move(schedule));
   }

@@ -48,8 +48,8 @@ struct CallShape {
 struct Plan {
   algo::Decision decision;
   algo::LevelAlgorithms algorithms{};
-  std::vector<algo::Chunk> chunks;
-  std::vector<std::shared_ptr<const algo::RankSchedule>> schedules;  // one per chunk
+  algo::ChunkPlan chunks;  // cut lazily: a chunk's maps are made when the Request reaches it
+  std::vector<std::shared_ptr<const algo::RankSchedule>> schedules;  // one per run of equal chunks
   std::uint64_t scratchElems = 0;
 };
 

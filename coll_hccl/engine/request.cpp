@@ -173,12 +173,13 @@ void Request::complete() {
 }
 
 bool Request::startChunk() {
-  const algo::Chunk& c = plan_->chunks[chunk_];
-  bind(c.input, send_, bindings_.input);
-  bind(c.output, recv_, bindings_.output);
+  plan_->chunks.maps(chunk_, inputMap_, outputMap_);
+  bind(inputMap_, send_, bindings_.input);
+  bind(outputMap_, recv_, bindings_.output);
   if (TraceLog* t = comm_.trace())
     executor_->setTrace(t, comm_.traceCall(seq_, static_cast<std::uint32_t>(chunk_), coll_));
-  if (!executor_->start(*plan_->schedules[chunk_], bindings_, counters_, comm_.commTag(), seq_)) {
+  const algo::RankSchedule& schedule = *plan_->schedules[plan_->chunks.runOf(chunk_)];
+  if (!executor_->start(schedule, bindings_, counters_, comm_.commTag(), seq_)) {
     finish(executor_->failKind(), executor_->error());
     return false;
   }

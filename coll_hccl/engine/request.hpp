@@ -79,6 +79,8 @@ class Request {
   MessageCounters counters_;
   std::unique_ptr<Executor> executor_;  // reset before the scratch it may use goes back
   Bindings bindings_;
+  // The current chunk's maps (Plan's chunks are cut lazily), reused from chunk to chunk.
+  algo::BufferMap inputMap_, outputMap_;
   std::size_t chunk_ = 0;
   bool finished_ = true;
   FailKind failKind_ = FailKind::None;

@@ -17,6 +17,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/config_settings.hpp"
@@ -222,15 +223,12 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
         std::max<std::uint64_t>(1, settings.buffSizeBytes() / call.elemSize);
     const std::uint64_t chunk = engineChunkSize(lay, d.plan, pb, false, budget);
     const double c1 = cpuMs();
-    const std::vector<Chunk> chunks = planChunks(pb, timedRank, chunk);
+    const ChunkPlan chunks(pb, timedRank, chunk);
     const double c2 = cpuMs();
     const RankGenerator gen = composedGenerator(lay, d.plan);
-    std::vector<Problem> built;
-    for (const Chunk& c : chunks)
-      if (std::find(built.begin(), built.end(), c.problem) == built.end()) {
-        (void)gen(c.problem, timedRank);
-        built.push_back(c.problem);
-      }
+    std::set<Problem> built;  // the engine's schedule cache: one schedule per distinct Problem
+    for (std::size_t run = 0; run < chunks.runs(); ++run)
+      if (built.insert(chunks.runProblem(run)).second) (void)gen(chunks.runProblem(run), timedRank);
     return std::array<double, 6>{
         c1 - c0, c2 - c1, cpuMs() - c2, double(built.size()), double(chunks.size()), double(chunk)};
   };
