@@ -143,6 +143,39 @@ bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, 
       return false;
     }
   }
+  // Merging (Step::merged). The chunks line up: the next step posts this one's reduced slice
+  // (its chunks are the receive's), and receives the writer's reduced slice where this step
+  // sends it, or apart from everything this step reads and writes. A writer's AllGather chunk j
+  // needs its ReduceScatter chunk j from this rank, which this rank posts without waiting for
+  // anything but slots its reader frees by reading in order (a read never waits): so no rank
+  // waits in a circle.
+  for (std::size_t s = 0; s + 1 < out.steps.size(); ++s) {
+    Step& st = out.steps[s];
+    const Step& nx = out.steps[s + 1];
+    if (!st.fused || st.gated || !st.post || st.block || !nx.post || nx.block ||
+        nx.recvs.size() != 1 || nx.recvs[0].block || !nx.ops.empty() ||
+        nx.recvs[0].writer != st.recvs[0].writer || !(nx.send == st.ops[0].dst))
+      continue;
+    const algo::LocalOp& op = st.ops[0];
+    const algo::Slice& back = nx.recvs[0].dst;
+    if (back.overlaps(op.dst) || back.overlaps(op.a) || back.overlaps(op.b) ||
+        (back.overlaps(st.send) && !(back == st.send)))
+      continue;
+    const auto order = [](std::uint32_t rs, std::uint32_t ag) {
+      std::vector<std::int32_t> seq;
+      seq.reserve(rs + ag);
+      for (std::uint32_t t = 0; t < std::max(rs, ag + kMergeLag); ++t) {
+        if (t < rs) seq.push_back(static_cast<std::int32_t>(t));
+        if (t >= kMergeLag && t - kMergeLag < ag)
+          seq.push_back(-1 - static_cast<std::int32_t>(t - kMergeLag));
+      }
+      return seq;
+    };
+    st.merged = true;
+    st.mine = order(st.postChunks, nx.postChunks);
+    st.theirs = order(st.recvs[0].chunks, nx.recvs[0].chunks);
+    ++s;  // the next step is this one's second half
+  }
   return true;
 }
 
@@ -172,6 +205,14 @@ SlotRun::Result SlotRun::poll() {
   const std::vector<SlotProgram::Step>& steps = program_->steps;
   while (step_ < steps.size()) {
     const SlotProgram::Step& st = steps[step_];
+    if (st.merged) {
+      const Result r = pollMerged(st, steps[step_ + 1]);
+      if (r != Result::Done) return r;
+      step_ += 2;
+      recv_ = 0;
+      posted_ = 0;
+      continue;
+    }
     if (st.stream) {
       const Result r = pollStream(st);
       if (r != Result::Done) return r;
@@ -345,6 +386,69 @@ SlotRun::Result SlotRun::pollStream(const SlotProgram::Step& st) {
   }
 }
 
+// As pollStream, over the fixed orders of Step::merged: got_[0] counts the writer's posts taken,
+// got_[1] the chunks this rank reduced (an AllGather chunk is posted once its chunk is reduced).
+SlotRun::Result SlotRun::pollMerged(const SlotProgram::Step& st, const SlotProgram::Step& next) {
+  if (posted_ == 0 && recv_ == 0) {
+    got_.assign(2, 0);
+    recv_ = 1;  // got_ set for this step
+  }
+  const std::uint64_t ce = program_->chunkElems;
+  const auto chunk = [&](const algo::Slice& s, std::uint32_t i, std::size_t* bytes) {
+    const std::uint64_t first = std::uint64_t{i} * ce;
+    *bytes = std::min(ce, s.count - first) * elemSize_;
+    return at(s) + first * elemSize_;
+  };
+  const SlotProgram::Recv& rs = st.recvs[0];
+  const SlotProgram::Recv& ag = next.recvs[0];
+  for (;;) {
+    bool moved = false;
+    if (posted_ < st.mine.size()) {
+      const std::int32_t item = st.mine[posted_];
+      const bool ready = item >= 0 || static_cast<std::uint32_t>(-1 - item) < got_[1];
+      const std::span<std::byte> slot =
+          ready ? link_->tryAcquire(tl::ShmLink::kEveryPeer) : std::span<std::byte>{};
+      if (!slot.empty()) {
+        std::size_t n = 0;
+        const std::byte* src = item >= 0
+                                   ? chunk(st.send, static_cast<std::uint32_t>(item), &n)
+                                   : chunk(next.send, static_cast<std::uint32_t>(-1 - item), &n);
+        std::memcpy(slot.data(), &tag_, SlotProgram::kHeaderBytes);
+        if (n) std::memcpy(slot.data() + SlotProgram::kHeaderBytes, src, n);
+        link_->publish(tl::ShmLink::kEveryPeer, SlotProgram::kHeaderBytes + n);
+        ++posted_;
+        moved = true;
+      }
+    }
+    tl::ShmLink::Post post;
+    if (got_[0] < st.theirs.size() && link_->tryPeek(rs.writer, true, &post)) {
+      const std::int32_t item = st.theirs[got_[0]];
+      const bool reduce = item >= 0;
+      const auto i = static_cast<std::uint32_t>(reduce ? item : -1 - item);
+      std::size_t n = 0;
+      std::byte* const dst = chunk(reduce ? rs.dst : ag.dst, i, &n);
+      if (badChunk(post, reduce ? rs : ag, i, n) == Result::Failed) return Result::Failed;
+      const std::byte* const data = post.data.data() + SlotProgram::kHeaderBytes;
+      if (reduce) {
+        const algo::LocalOp& op = st.ops[0];
+        const std::size_t off = std::uint64_t{i} * ce * elemSize_;
+        const std::byte* const own = at(st.fusedB ? op.a : op.b) + off;
+        reduction_->apply(at(op.dst) + off, st.fusedB ? own : data, st.fusedB ? data : own,
+                          n / elemSize_);
+        ++got_[1];
+      } else if (n) {
+        std::memcpy(dst, data, n);
+      }
+      link_->release(rs.writer, true);
+      ++got_[0];
+      moved = true;
+    }
+    if (moved) moved_ = true;
+    if (posted_ == st.mine.size() && got_[0] == st.theirs.size()) return Result::Done;
+    if (!moved) return Result::Pending;
+  }
+}
+
 namespace {
 
 inline void cpuRelax() {
@@ -397,6 +501,7 @@ void SlotRun::abandon() {
 int SlotRun::waitingFor() const {
   if (!program_ || step_ >= program_->steps.size()) return -1;
   const SlotProgram::Step& st = program_->steps[step_];
+  if (st.merged) return got_.size() == 2 && got_[0] < st.theirs.size() ? st.recvs[0].writer : -1;
   if (st.stream)
     for (std::size_t i = 0; i < st.recvs.size() && i < got_.size(); ++i)
       if (got_[i] < st.recvs[i].chunks) return st.recvs[i].writer;

@@ -84,7 +84,17 @@ struct SlotProgram {
     // is the sent slice itself (in place, Mesh one-shot): chunk i is taken only once this rank
     // posted its own chunk i, which it must send unreduced.
     bool gated = false;
+    // Fused, and the next step sends back the slice this one reduces, to the one writer it reads
+    // (Mesh's and the ring's AllGather after their ReduceScatter at two ranks): both steps run
+    // as one stream, each reduced chunk posted while still in the cache instead of read back from
+    // memory when the next step starts. Both ranks post in a fixed order, a ReduceScatter chunk
+    // before the AllGather chunk kMergeLag behind it: mine, and the writer's as this rank reads
+    // it (>= 0: ReduceScatter chunk t; < 0: AllGather chunk -1 - j).
+    bool merged = false;
+    std::vector<std::int32_t> mine, theirs;
   };
+  // How many ReduceScatter chunks a merged stream posts before the first AllGather chunk.
+  static constexpr std::uint32_t kMergeLag = 2;
   std::vector<Step> steps;
   // Elements of a slot's payload: a post of c elements spans max(1, ceil(c / chunkElems)) slots
   // of its writer's broadcast channel, chunk i holding elements [i * chunkElems, ...).
@@ -161,6 +171,8 @@ class SlotRun {
   Result fail(std::string message, tl::Fault fault = tl::Fault::Mismatch);
   // A streamed step (Step::stream): posts and receives interleaved, as far as slots allow.
   Result pollStream(const SlotProgram::Step& st);
+  // A merged pair of steps (Step::merged), the same way.
+  Result pollMerged(const SlotProgram::Step& st, const SlotProgram::Step& next);
   // Checks a chunk's post (header, size) against what the receive expects.
   Result badChunk(const tl::ShmLink::Post& post, const SlotProgram::Recv& r, std::uint32_t chunk,
                   std::size_t n);

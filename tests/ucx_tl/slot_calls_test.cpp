@@ -216,6 +216,7 @@ struct Totals {
   std::uint64_t blocks = 0;     // calls with a block post
   std::uint64_t streamed = 0;   // calls with a streamed step
   std::uint64_t fused = 0;      // calls reducing chunks straight from the slots
+  std::uint64_t merged = 0;     // calls whose ReduceScatter and AllGather stream as one
 };
 
 // Runs `calls` back-to-back calls; rank `slow` sleeps or spins at random points, before calls
@@ -356,29 +357,34 @@ Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow, bool 
           fmt::format("call {}: in-place input beyond the result changed", call));
     }
     ++t.run;
-    bool several = false, block = false, streamed = false, fused = false;
+    bool several = false, block = false, streamed = false, fused = false, merged = false;
     for (const SlotProgram::Step& st : c.program.steps) {
       several = several || st.postChunks > 1;
       block = block || st.block;
       streamed = streamed || st.stream;
       fused = fused || st.fused;
+      merged = merged || st.merged;
       for (const SlotProgram::Recv& rv : st.recvs) block = block || rv.block;
     }
     t.pipelined += several;
     t.blocks += block;
     t.streamed += streamed;
     t.fused += fused;
+    t.merged += merged;
   }
-  child.report(
-      fmt::format("rank {}: {} calls on slots ({} with posts of several slots, {} with blocks), "
-                  "{} streamed, {} fused, {} not for slots, {} waits",
-                  me, t.run, t.pipelined, t.blocks, t.streamed, t.fused, t.skipped, t.waits));
+  child.report(fmt::format(
+      "rank {}: {} calls on slots ({} with posts of several slots, {} with blocks), "
+      "{} streamed, {} fused, {} merged, {} not for slots, {} waits",
+      me, t.run, t.pipelined, t.blocks, t.streamed, t.fused, t.merged, t.skipped, t.waits));
   CHILD_CHECK(!stream || t.streamed > calls / (p == 2 ? 4 : 20),
               fmt::format("only {} of {} calls streamed", t.streamed, calls));
   // Fusing takes a ReduceScatter step at two ranks (Mesh's and the ring's AllReduce and
   // ReduceScatter); at three ranks those schedules do not run on slots.
   CHILD_CHECK(!stream || p != 2 || t.fused > calls / 20,
               fmt::format("only {} of {} calls reduced straight from the slots", t.fused, calls));
+  CHILD_CHECK(
+      !stream || p != 2 || t.merged > calls / 50,
+      fmt::format("only {} of {} calls merged ReduceScatter and AllGather", t.merged, calls));
   CHILD_CHECK(link.singleCopy() == tl::SingleCopy::None || t.blocks > calls / 100,
               fmt::format("only {} of {} calls read a block", t.blocks, calls));
   CHILD_CHECK(t.pipelined > calls / 50,
