@@ -141,7 +141,9 @@ int main(int argc, char** argv) {
         const size_t* counts = ALLREDUCE == coll              ? ar_counts
                                : REDUCE_SCATTER_BLOCK == coll ? rsb_counts
                                                               : rs_patterns;
-        size_t ncounts = (ALLREDUCE == coll ? 5 : REDUCE_SCATTER_BLOCK == coll ? 4 : 3) +
+        size_t ncounts = (ALLREDUCE == coll              ? 5
+                          : REDUCE_SCATTER_BLOCK == coll ? 4
+                                                         : 3) +
                          (large && REDUCE_SCATTER != coll ? 1 : 0);
         for (size_t ci = large && REDUCE_SCATTER != coll ? ncounts - 1 : 0; ci < ncounts; ++ci) {
           if (large && REDUCE_SCATTER == coll) break;
