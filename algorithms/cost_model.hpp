@@ -96,8 +96,12 @@ struct LinkParams {
   // straight from the slot), instead of leaving the call to the general executor's single copy
   // (0: never). The slots are copied into and out of, but no page of a user buffer is pinned per
   // call, where CMA pins every 4 KiB page of both directions (perf at 16 MiB, np=2:
-  // follow_page_pte 15-16% of fullmesh_push's time). A choice of path, not priced by the
-  // metrics: at 1xL the model's algorithms cost their steps as the executor runs them.
+  // follow_page_pte 15-16% of fullmesh_push's time). Both ranks copy in lockstep, chunk by
+  // chunk, where CMA reads a peer's memory whether it runs or not: measured with OSU 5.7 at np=2
+  // (4 rounds, load 20) 1.15-2.0x faster than fullmesh_push on the executor from 1 to 32 MiB and
+  // 0.91x at 64 MiB; at load 53-58 (one perf run) 0.58x at 16 MiB, half its time waiting for a
+  // descheduled peer. A choice of path, not priced by the metrics: at 1xL the model's algorithms
+  // cost their steps as the executor runs them.
   std::uint64_t streamFrom = 0;
 };
 
