@@ -591,6 +591,9 @@ int main(int argc, char** argv) {
     plan.linksBytes = std::min<std::size_t>(plan.maxBytes, std::size_t{1} << 20);
     // Memory-sized AllReduces take seconds on a loaded machine: not in the quick run.
     if (quick) plan.pushSizes.clear();
+    // The streamed AllReduces' pairs too (seconds under load): the quick run writes no
+    // stream_from_bytes.
+    if (quick) plan.streamSizes.clear();
     const unsigned cpus = std::thread::hardware_concurrency();
     plan.links = linksMode == "measure" || (linksMode == "auto" && cpus >= 3);
     const std::size_t gammaBytes =
@@ -668,7 +671,13 @@ int main(int argc, char** argv) {
       json& shm = doc["link_classes"][algo::kSharedMemoryClass];
       shm["step_us"] = round4(estimateStep(ms.shmRounds, *fShm, g) * 1e6);
       shm["step_from_bytes"] = ms.shmInline;
-      if (!ms.shmStream.empty()) shm["stream_from_bytes"] = estimateStreamFrom(ms.shmStream);
+      if (!ms.shmStream.empty())
+        shm["stream_from_bytes"] = estimateStreamFrom(ms.shmStream);
+      else
+        fmt::print(stderr,
+                   "shared-memory link streaming: not measured{}; stream_from_bytes not "
+                   "written\n\n",
+                   quick ? " (--quick)" : "");
       if (!ms.shmPush.empty())
         shm["memory_GBps"] = round4(estimateMemory(ms.shmPush));
       else
