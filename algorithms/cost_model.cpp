@@ -67,6 +67,12 @@ std::optional<ConfigError> readLinkParams(const json& val, const std::string& wh
         return rd.error(where + ".half_duplex",
                         fmt::format("expected true or false, found {}", v.dump()));
       lp.halfDuplex = v.get<bool>();
+    } else if (field == "stream_from_bytes") {
+      // 0 turns streaming off.
+      if (!v.is_number_unsigned())
+        return rd.error(where + ".stream_from_bytes",
+                        fmt::format("expected a byte count (an integer >= 0), found {}", v.dump()));
+      lp.streamFrom = v.get<std::uint64_t>();
     } else if (field == "memory_GBps") {
       // 0 turns the term off (a calibration that measured no saving writes it).
       if (auto e = rd.positive(v, where + ".memory_GBps", x, true)) return e;
@@ -74,7 +80,7 @@ std::optional<ConfigError> readLinkParams(const json& val, const std::string& wh
     } else {
       rd.unknown(where, field,
                  "alpha_us, bandwidth_GBps, links, step_us, step_from_bytes, half_duplex, "
-                 "memory_GBps");
+                 "memory_GBps, stream_from_bytes");
     }
   }
   return std::nullopt;
@@ -91,6 +97,7 @@ json linkJson(const LinkParams& lp) {
   }
   if (lp.halfDuplex) j["half_duplex"] = true;
   if (lp.memory > 0) j["memory_GBps"] = 1.0 / lp.memory / 1e9;
+  if (lp.streamFrom > 0) j["stream_from_bytes"] = lp.streamFrom;
   return j;
 }
 

@@ -20,7 +20,8 @@
 //               "step_us": 20.0,                   //   level0 unless level0_link=tagged;
 //               "step_from_bytes": 16360,          //   step_us: added to a step whose largest
 //               "half_duplex": true,               //   message exceeds step_from_bytes (any
-//               "memory_GBps": 8.0}                //   level or class may carry both);
+//               "memory_GBps": 8.0,                //   level or class may carry both);
+//               "stream_from_bytes": 65536}        //   stream_from_bytes: LinkParams::streamFrom
 //     },                                           //   half_duplex: sends and receives share
 //                                                  //   the bandwidth (default false);
 //                                                  //   memory_GBps: the memory-traffic term
@@ -88,6 +89,20 @@ struct LinkParams {
   // ring's time: ~1.1 ms saved for 8 MiB streamed, 7.8 GB/s) and s8's hccl_calibrate (11.1 GB/s
   // against a measured bandwidth of 12.5 GB/s: 4 MiB 0.75, 16 MiB 0.81 of Mesh's time).
   double memory = 0;
+  // The shared-memory link only: a blocking call the slots run (a group that is its server's
+  // whole set of ranks, every step sending one slice to every peer: any two-rank schedule, Mesh
+  // one-shot, AllGather, Bcast; engine/slot_executor.hpp) streams its posts of at least this many
+  // bytes through the slots, chunk by chunk in a pipeline (a reduction reducing each chunk
+  // straight from the slot), instead of leaving the call to the general executor's single copy
+  // (0: never). The slots are copied into and out of, but no page of a user buffer is pinned per
+  // call, where CMA pins every 4 KiB page of both directions (perf at 16 MiB, np=2:
+  // follow_page_pte 15-16% of fullmesh_push's time). Both ranks copy in lockstep, chunk by
+  // chunk, where CMA reads a peer's memory whether it runs or not: measured with OSU 5.7 at np=2
+  // (4 rounds, load 20) 1.15-2.0x faster than fullmesh_push on the executor from 1 to 32 MiB and
+  // 0.91x at 64 MiB; at load 53-58 (one perf run) 0.58x at 16 MiB, half its time waiting for a
+  // descheduled peer. A choice of path, not priced by the metrics: at 1xL the model's algorithms
+  // cost their steps as the executor runs them.
+  std::uint64_t streamFrom = 0;
 };
 
 struct SizeRule {

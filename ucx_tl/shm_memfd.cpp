@@ -27,7 +27,10 @@ MemfdSegment createMemfd(std::size_t bytes) {
     throw UcxError(fmt::format("shared-memory link: the {}-byte segment could not be sized: {}",
                                bytes, std::strerror(e)));
   }
-  s.base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd, 0);
+  // Populated at once: a post streamed through many slots otherwise takes a page fault in each
+  // process at each slot's first use, which OSU's few warm-up calls of a size left inside its
+  // timing (64 KiB AllReduce at np=2 with 64 slots: 119-766 us against 6-8 us warm).
+  s.base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, s.fd, 0);
   if (s.base == MAP_FAILED) {
     const int e = errno;
     ::close(s.fd);
@@ -53,7 +56,7 @@ void* attachMemfd(std::int64_t pid, int fd, std::size_t bytes, std::string* erro
     *error = fmt::format("{} is not the segment announced ({} bytes, mode {:o}; expected {}, 600)",
                          path, st.st_size, st.st_mode & 0777, bytes);
   } else {
-    base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mine, 0);
+    base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, mine, 0);
     if (base == MAP_FAILED) *error = fmt::format("{}: mmap failed: {}", path, std::strerror(errno));
   }
   ::close(mine);

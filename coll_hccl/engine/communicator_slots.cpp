@@ -98,15 +98,20 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
   // A post larger than a slot, in a call that only copies (Bcast, AllGather): read in place with
   // one copy where the link has single copy (measured at np=2, load 25, median per call: Bcast
   // of 32 KiB 3.4 us against 3.8 through two slots, 4.3 on tuned), else through up to
-  // slotsPerChannel slots. A reduction keeps to posts of one slot: above that the general
-  // executor reduces straight from the peer's memory in one pass, where the slots would copy
-  // first (measured: AllReduce of 64-128 KiB 0.84-0.89x with blocks).
+  // slotsPerChannel slots. A reduction keeps to posts of one slot below the link's
+  // stream_from_bytes: there the general executor reduces straight from the peer's memory in one
+  // pass, where a block would be copied first (measured: AllReduce of 64-128 KiB 0.84-0.89x with
+  // blocks); from it, posts of any size stream through the slots.
   const bool copies = !reduces(s.info.coll);
   const std::size_t window = copies ? fastLink_->slotsPerChannel() : 1;
   const std::size_t blockFrom =
       copies && fastLink_->singleCopy() != tl::SingleCopy::None ? payload + 1 : 0;
+  // Posts from the link class's stream_from_bytes (cost_model.hpp, LinkParams::streamFrom)
+  // stream through the slots: calls and reductions of any size then stay off the executor.
+  const algo::CostModel& model = selector_->model();
+  const std::size_t streamFrom = model.sharedMemory ? model.sharedMemory->streamFrom : 0;
   if (!SlotProgram::compile(all, static_cast<std::uint32_t>(rank_), members_, s.info.elemSize,
-                            payload, e.program, why, window, blockFrom))
+                            payload, e.program, why, window, blockFrom, streamFrom))
     return;
   if (reduces(s.info.coll)) e.reduction.emplace(Reduction::predefined(*s.info.type, *s.info.op));
   e.elemSize = s.info.elemSize;

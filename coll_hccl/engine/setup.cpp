@@ -189,6 +189,13 @@ tl::ShmOptions shmOptions(std::size_t largestServer, const tl::UcxOptions& ucx,
   tl::ShmOptions o;
   constexpr std::size_t kSegmentBudget = std::size_t{64} << 20;
   const std::size_t L = std::max<std::size_t>(largestServer, 1);
+  // Slots per channel: 64 at two ranks (a 4 MiB segment), where every schedule's large posts
+  // stream through the slots (stream_from_bytes): a streamed post's writer then runs 1 MiB ahead
+  // of a reader whose core is busy elsewhere, where 4 stalled the pipeline at every descheduling
+  // of the peer (OSU 5.7 np=2 AllReduce, 4 alternating rounds at load 20-23, medians: 64 slots
+  // 1.3-1.9x faster than 4 from 2 MiB to 64 MiB). Larger servers keep 4: their large calls run on
+  // the executor (measured at np=4, load 53-58, 2 rounds: 16 slots 0.69-0.75x at 4-8 MiB).
+  if (L <= 2) o.slotsPerChannel = 64;
   const std::size_t perSlot = kSegmentBudget / (L * L * o.slotsPerChannel);
   o.slotBytes = std::clamp<std::size_t>(perSlot / 64 * 64, 1024, 16384) + 64;
   o.timeout = ucx.timeout;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace hccl::engine {
@@ -9,7 +10,8 @@ namespace hccl::engine {
 bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, std::uint32_t me,
                           std::span<const int> linkRank, std::size_t elemSize,
                           std::size_t payloadBytes, SlotProgram& out, std::string& why,
-                          std::size_t window, std::size_t blockFromBytes) {
+                          std::size_t window, std::size_t blockFromBytes,
+                          std::size_t streamFromBytes) {
   const std::size_t p = schedules.size();
   if (p < 2 || me >= p || linkRank.size() != p || elemSize == 0 || window == 0) {
     why = fmt::format("{} ranks, rank {}, {} link ranks, element size {}, window {}", p, me,
@@ -24,6 +26,9 @@ bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, 
   out.blockFrom = blockFromBytes == 0
                       ? 0
                       : std::max<std::uint64_t>((blockFromBytes + elemSize - 1) / elemSize, 1);
+  out.streamFrom = streamFromBytes == 0
+                       ? 0
+                       : std::max<std::uint64_t>((streamFromBytes + elemSize - 1) / elemSize, 1);
   // posts[w]: the element counts of w's broadcast posts in order; from[r][w]: what r receives
   // from w, in order. Every rank's program needs both to agree.
   std::vector<std::vector<std::uint64_t>> posts(p);
@@ -58,7 +63,8 @@ bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, 
         why = fmt::format("rank {} step {} sends to {} of its {} peers", r, s, sends, p - 1);
         return false;
       }
-      if (!out.blockPost(sent->count) && out.chunksOf(sent->count) > window) {
+      if (!out.blockPost(sent->count) && !out.streamPost(sent->count) &&
+          out.chunksOf(sent->count) > window) {
         why = fmt::format("rank {} step {} sends {} bytes, above {} slots of {}", r, s,
                           sent->count * elemSize, window, payloadBytes);
         return false;
@@ -89,6 +95,86 @@ bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, 
       }
     }
     mine.ops = st.ops;
+    const auto streamed = [&](std::uint64_t count) {
+      return out.streamPost(count) && out.chunksOf(count) > window;
+    };
+    mine.stream = (mine.post && streamed(mine.send.count)) ||
+                  std::any_of(mine.recvs.begin(), mine.recvs.end(),
+                              [&](const Recv& r) { return streamed(r.dst.count); });
+  }
+  // Fusing: a streamed step whose one op reduces its one receive (Mesh's ReduceScatter at two
+  // ranks, Mesh one-shot) reduces each chunk straight from the slot, instead of copying the whole
+  // slice to scratch and reading it back from memory; the receive's destination, in scratch, is
+  // then never written, so no later step may read it.
+  for (std::size_t s = 0; s < out.steps.size(); ++s) {
+    Step& st = out.steps[s];
+    if (!st.stream) continue;
+    if (st.recvs.size() == 1 && st.ops.size() == 1) {
+      const algo::LocalOp& op = st.ops[0];
+      const algo::Slice& got = st.recvs[0].dst;
+      bool fuse = op.kind == algo::OpKind::Reduce && got.buf == algo::Buf::Scratch &&
+                  op.dst.count == got.count && (op.a == got) != (op.b == got) &&
+                  !op.dst.overlaps(got);
+      for (std::size_t t = s + 1; t < out.steps.size() && fuse; ++t) {
+        const Step& later = out.steps[t];
+        fuse = !(later.post && later.send.overlaps(got));
+        for (const algo::LocalOp& o : later.ops)
+          fuse =
+              fuse && !o.a.overlaps(got) && !(o.kind == algo::OpKind::Reduce && o.b.overlaps(got));
+      }
+      st.fused = fuse;
+      st.fusedB = fuse && op.b == got;
+    }
+    // A chunk written while this rank's own post may still have to read it: only where the
+    // chunks line up (the same slice), and then gated.
+    if (!st.post) continue;
+    const auto clash = [&](const algo::Slice& written) {
+      if (!written.overlaps(st.send)) return false;
+      if (written == st.send) {
+        st.gated = true;
+        return false;
+      }
+      return true;
+    };
+    bool bad = st.fused && clash(st.ops[0].dst);
+    for (const Recv& r : st.recvs) bad = bad || (!st.fused && clash(r.dst));
+    if (bad) {
+      why = fmt::format("rank {} step {} streams into the slice it sends", me, s);
+      return false;
+    }
+  }
+  // Merging (Step::merged). The chunks line up: the next step posts this one's reduced slice
+  // (its chunks are the receive's), and receives the writer's reduced slice where this step
+  // sends it, or apart from everything this step reads and writes. A writer's AllGather chunk j
+  // needs its ReduceScatter chunk j from this rank, which this rank posts without waiting for
+  // anything but slots its reader frees by reading in order (a read never waits): so no rank
+  // waits in a circle.
+  for (std::size_t s = 0; s + 1 < out.steps.size(); ++s) {
+    Step& st = out.steps[s];
+    const Step& nx = out.steps[s + 1];
+    if (!st.fused || st.gated || !st.post || st.block || !nx.post || nx.block ||
+        nx.recvs.size() != 1 || nx.recvs[0].block || !nx.ops.empty() ||
+        nx.recvs[0].writer != st.recvs[0].writer || !(nx.send == st.ops[0].dst))
+      continue;
+    const algo::LocalOp& op = st.ops[0];
+    const algo::Slice& back = nx.recvs[0].dst;
+    if (back.overlaps(op.dst) || back.overlaps(op.a) || back.overlaps(op.b) ||
+        (back.overlaps(st.send) && !(back == st.send)))
+      continue;
+    const auto order = [](std::uint32_t rs, std::uint32_t ag) {
+      std::vector<std::int32_t> seq;
+      seq.reserve(rs + ag);
+      for (std::uint32_t t = 0; t < std::max(rs, ag + kMergeLag); ++t) {
+        if (t < rs) seq.push_back(static_cast<std::int32_t>(t));
+        if (t >= kMergeLag && t - kMergeLag < ag)
+          seq.push_back(-1 - static_cast<std::int32_t>(t - kMergeLag));
+      }
+      return seq;
+    };
+    st.merged = true;
+    st.mine = order(st.postChunks, nx.postChunks);
+    st.theirs = order(st.recvs[0].chunks, nx.recvs[0].chunks);
+    ++s;  // the next step is this one's second half
   }
   return true;
 }
@@ -119,6 +205,18 @@ SlotRun::Result SlotRun::poll() {
   const std::vector<SlotProgram::Step>& steps = program_->steps;
   while (step_ < steps.size()) {
     const SlotProgram::Step& st = steps[step_];
+    if (st.merged) {
+      const Result r = pollMerged(st, steps[step_ + 1]);
+      if (r != Result::Done) return r;
+      step_ += 2;
+      recv_ = 0;
+      posted_ = 0;
+      continue;
+    }
+    if (st.stream) {
+      const Result r = pollStream(st);
+      if (r != Result::Done) return r;
+    }
     while (posted_ < st.postChunks) {
       const std::span<std::byte> slot = link_->tryAcquire(tl::ShmLink::kEveryPeer);
       if (slot.empty()) return Result::Pending;
@@ -200,6 +298,7 @@ SlotRun::Result SlotRun::poll() {
       moved_ = true;
     }
     for (const algo::LocalOp& op : st.ops) {
+      if (st.fused) break;  // reduced chunk by chunk as the receive streamed in
       if (op.kind == algo::OpKind::Copy) {
         std::memmove(at(op.dst), at(op.a), op.dst.count * elemSize_);
       } else {
@@ -211,6 +310,143 @@ SlotRun::Result SlotRun::poll() {
     posted_ = 0;
   }
   return Result::Done;
+}
+
+SlotRun::Result SlotRun::badChunk(const tl::ShmLink::Post& post, const SlotProgram::Recv& r,
+                                  std::uint32_t chunk, std::size_t n) {
+  std::uint64_t tag = 0;
+  if (!post.block && post.data.size() >= SlotProgram::kHeaderBytes)
+    std::memcpy(&tag, post.data.data(), SlotProgram::kHeaderBytes);
+  if (!post.block && tag == tag_ && post.data.size() == SlotProgram::kHeaderBytes + n)
+    return Result::Done;
+  return fail(fmt::format(
+      "step {}: the post of rank {} on its broadcast slots is {} bytes of call {:#x}, this "
+      "rank expects {} bytes of call {:#x} (slot {} of {}): the ranks' calls do not match",
+      step_, r.writer,
+      post.block ? post.blockBytes
+                 : post.data.size() - std::min(post.data.size(), SlotProgram::kHeaderBytes),
+      tag, n, tag_, chunk + 1, r.chunks));
+}
+
+// Every rank writes its chunks in order as its readers free slots and takes every chunk that
+// arrived, in each writer's order: a writer waits only for readers that keep reading, so the
+// step needs no more slots than the channel has, whatever its length. A chunk is copied out
+// (or reduced, fused) before its slot is released, as in poll().
+SlotRun::Result SlotRun::pollStream(const SlotProgram::Step& st) {
+  const std::size_t R = st.recvs.size();
+  if (posted_ == 0 && recv_ == 0) {
+    got_.assign(R, 0);
+    recv_ = R;  // marks got_ as set for this step; poll()'s receive loop then has nothing left
+  }
+  const std::uint64_t ce = program_->chunkElems;
+  for (;;) {
+    bool moved = false;
+    if (posted_ < st.postChunks) {
+      const std::span<std::byte> slot = link_->tryAcquire(tl::ShmLink::kEveryPeer);
+      if (!slot.empty()) {
+        const std::uint64_t first = posted_ * ce;
+        const std::size_t n = std::min(ce, st.send.count - first) * elemSize_;
+        std::memcpy(slot.data(), &tag_, SlotProgram::kHeaderBytes);
+        if (n)
+          std::memcpy(slot.data() + SlotProgram::kHeaderBytes, at(st.send) + first * elemSize_, n);
+        link_->publish(tl::ShmLink::kEveryPeer, SlotProgram::kHeaderBytes + n);
+        ++posted_;
+        moved = true;
+      }
+    }
+    bool done = posted_ == st.postChunks;
+    for (std::size_t i = 0; i < R; ++i) {
+      const SlotProgram::Recv& r = st.recvs[i];
+      if (got_[i] == r.chunks) continue;
+      tl::ShmLink::Post post;
+      if ((!st.gated || got_[i] < posted_) && link_->tryPeek(r.writer, true, &post)) {
+        const std::uint64_t first = got_[i] * ce;
+        const std::uint64_t count = std::min(ce, r.dst.count - first);
+        const std::size_t n = count * elemSize_;
+        if (badChunk(post, r, got_[i], n) == Result::Failed) return Result::Failed;
+        const std::byte* const data = post.data.data() + SlotProgram::kHeaderBytes;
+        if (st.fused) {
+          const algo::LocalOp& op = st.ops[0];
+          const std::size_t off = first * elemSize_;
+          const std::byte* const mine = at(st.fusedB ? op.a : op.b) + off;
+          reduction_->apply(at(op.dst) + off, st.fusedB ? mine : data, st.fusedB ? data : mine,
+                            count);
+        } else if (n) {
+          std::memcpy(at(r.dst) + first * elemSize_, data, n);
+        }
+        link_->release(r.writer, true);
+        ++got_[i];
+        moved = true;
+      }
+      done = done && got_[i] == r.chunks;
+    }
+    if (moved) moved_ = true;
+    if (done) return Result::Done;
+    if (!moved) return Result::Pending;
+  }
+}
+
+// As pollStream, over the fixed orders of Step::merged: got_[0] counts the writer's posts taken,
+// got_[1] the chunks this rank reduced (an AllGather chunk is posted once its chunk is reduced).
+SlotRun::Result SlotRun::pollMerged(const SlotProgram::Step& st, const SlotProgram::Step& next) {
+  if (posted_ == 0 && recv_ == 0) {
+    got_.assign(2, 0);
+    recv_ = 1;  // got_ set for this step
+  }
+  const std::uint64_t ce = program_->chunkElems;
+  const auto chunk = [&](const algo::Slice& s, std::uint32_t i, std::size_t* bytes) {
+    const std::uint64_t first = std::uint64_t{i} * ce;
+    *bytes = std::min(ce, s.count - first) * elemSize_;
+    return at(s) + first * elemSize_;
+  };
+  const SlotProgram::Recv& rs = st.recvs[0];
+  const SlotProgram::Recv& ag = next.recvs[0];
+  for (;;) {
+    bool moved = false;
+    if (posted_ < st.mine.size()) {
+      const std::int32_t item = st.mine[posted_];
+      const bool ready = item >= 0 || static_cast<std::uint32_t>(-1 - item) < got_[1];
+      const std::span<std::byte> slot =
+          ready ? link_->tryAcquire(tl::ShmLink::kEveryPeer) : std::span<std::byte>{};
+      if (!slot.empty()) {
+        std::size_t n = 0;
+        const std::byte* src = item >= 0
+                                   ? chunk(st.send, static_cast<std::uint32_t>(item), &n)
+                                   : chunk(next.send, static_cast<std::uint32_t>(-1 - item), &n);
+        std::memcpy(slot.data(), &tag_, SlotProgram::kHeaderBytes);
+        if (n) std::memcpy(slot.data() + SlotProgram::kHeaderBytes, src, n);
+        link_->publish(tl::ShmLink::kEveryPeer, SlotProgram::kHeaderBytes + n);
+        ++posted_;
+        moved = true;
+      }
+    }
+    tl::ShmLink::Post post;
+    if (got_[0] < st.theirs.size() && link_->tryPeek(rs.writer, true, &post)) {
+      const std::int32_t item = st.theirs[got_[0]];
+      const bool reduce = item >= 0;
+      const auto i = static_cast<std::uint32_t>(reduce ? item : -1 - item);
+      std::size_t n = 0;
+      std::byte* const dst = chunk(reduce ? rs.dst : ag.dst, i, &n);
+      if (badChunk(post, reduce ? rs : ag, i, n) == Result::Failed) return Result::Failed;
+      const std::byte* const data = post.data.data() + SlotProgram::kHeaderBytes;
+      if (reduce) {
+        const algo::LocalOp& op = st.ops[0];
+        const std::size_t off = std::uint64_t{i} * ce * elemSize_;
+        const std::byte* const own = at(st.fusedB ? op.a : op.b) + off;
+        reduction_->apply(at(op.dst) + off, st.fusedB ? own : data, st.fusedB ? data : own,
+                          n / elemSize_);
+        ++got_[1];
+      } else if (n) {
+        std::memcpy(dst, data, n);
+      }
+      link_->release(rs.writer, true);
+      ++got_[0];
+      moved = true;
+    }
+    if (moved) moved_ = true;
+    if (posted_ == st.mine.size() && got_[0] == st.theirs.size()) return Result::Done;
+    if (!moved) return Result::Pending;
+  }
 }
 
 namespace {
@@ -265,6 +501,10 @@ void SlotRun::abandon() {
 int SlotRun::waitingFor() const {
   if (!program_ || step_ >= program_->steps.size()) return -1;
   const SlotProgram::Step& st = program_->steps[step_];
+  if (st.merged) return got_.size() == 2 && got_[0] < st.theirs.size() ? st.recvs[0].writer : -1;
+  if (st.stream)
+    for (std::size_t i = 0; i < st.recvs.size() && i < got_.size(); ++i)
+      if (got_[i] < st.recvs[i].chunks) return st.recvs[i].writer;
   if (posted_ < st.postChunks) return -1;
   return recv_ < st.recvs.size() ? st.recvs[recv_].writer : -1;
 }

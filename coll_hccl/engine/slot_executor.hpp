@@ -71,7 +71,30 @@ struct SlotProgram {
     algo::Slice send;              // the one slice sent to every peer, when post
     std::vector<Recv> recvs;
     std::vector<algo::LocalOp> ops;
+    // Streamed (posts or receives of more slots than the window): chunks are written as slots
+    // free up and read as they arrive, interleaved, so the step runs as a pipeline however long
+    // its slices are (SlotRun::pollStream).
+    bool stream = false;
+    // Streamed, and its one op reduces the one receive with a slice of this rank: the op runs
+    // chunk by chunk straight from the slot (fusedB: the receive is the op's second operand),
+    // and the receive's destination is never written (no later step reads it).
+    bool fused = false;
+    bool fusedB = false;
+    // Streamed, and what a chunk's arrival writes (the receive's destination, or the fused op's)
+    // is the sent slice itself (in place, Mesh one-shot): chunk i is taken only once this rank
+    // posted its own chunk i, which it must send unreduced.
+    bool gated = false;
+    // Fused, and the next step sends back the slice this one reduces, to the one writer it reads
+    // (Mesh's and the ring's AllGather after their ReduceScatter at two ranks): both steps run
+    // as one stream, each reduced chunk posted while still in the cache instead of read back from
+    // memory when the next step starts. Both ranks post in a fixed order, a ReduceScatter chunk
+    // before the AllGather chunk kMergeLag behind it: mine, and the writer's as this rank reads
+    // it (>= 0: ReduceScatter chunk t; < 0: AllGather chunk -1 - j).
+    bool merged = false;
+    std::vector<std::int32_t> mine, theirs;
   };
+  // How many ReduceScatter chunks a merged stream posts before the first AllGather chunk.
+  static constexpr std::uint32_t kMergeLag = 2;
   std::vector<Step> steps;
   // Elements of a slot's payload: a post of c elements spans max(1, ceil(c / chunkElems)) slots
   // of its writer's broadcast channel, chunk i holding elements [i * chunkElems, ...).
@@ -81,6 +104,12 @@ struct SlotProgram {
   // end of the step (0: never).
   std::uint64_t blockFrom = 0;
   bool blockPost(std::uint64_t count) const { return blockFrom != 0 && count >= blockFrom; }
+  // Posts of at least this many elements (and more than the window's slots) stream through the
+  // slots (Step::stream; 0: never).
+  std::uint64_t streamFrom = 0;
+  bool streamPost(std::uint64_t count) const {
+    return streamFrom != 0 && count >= streamFrom && !blockPost(count);
+  }
 
   // Bytes of call header in front of every post's payload.
   static constexpr std::size_t kHeaderBytes = 8;
@@ -92,10 +121,13 @@ struct SlotProgram {
   // window <= the link's slotsPerChannel: a step's posts then never wait for a release of a post
   // of the same step, only of earlier steps (and calls), which every reader finishes without
   // waiting for this step; so a post of several slots is written whole, then read whole.
+  // Posts of at least streamFromBytes (not 0) may span any number of slots: their steps stream
+  // (Step::stream), every rank writing its next chunk when a slot frees and reading whatever
+  // chunk arrived, so no rank waits on a reader that itself waits.
   static bool compile(std::span<const algo::RankSchedule* const> schedules, std::uint32_t me,
                       std::span<const int> linkRank, std::size_t elemSize, std::size_t payloadBytes,
                       SlotProgram& out, std::string& why, std::size_t window = 1,
-                      std::size_t blockFromBytes = 0);
+                      std::size_t blockFromBytes = 0, std::size_t streamFromBytes = 0);
   // Slots a post of `count` elements spans.
   std::uint32_t chunksOf(std::uint64_t count) const {
     return count <= chunkElems ? 1
@@ -137,6 +169,13 @@ class SlotRun {
     return bufs_[static_cast<int>(s.buf)] + s.offset * elemSize_;
   }
   Result fail(std::string message, tl::Fault fault = tl::Fault::Mismatch);
+  // A streamed step (Step::stream): posts and receives interleaved, as far as slots allow.
+  Result pollStream(const SlotProgram::Step& st);
+  // A merged pair of steps (Step::merged), the same way.
+  Result pollMerged(const SlotProgram::Step& st, const SlotProgram::Step& next);
+  // Checks a chunk's post (header, size) against what the receive expects.
+  Result badChunk(const tl::ShmLink::Post& post, const SlotProgram::Recv& r, std::uint32_t chunk,
+                  std::size_t n);
   // Spins on flag_ from turn i while turns remain; returns the turn it stopped at.
   unsigned waitFlag(unsigned i, unsigned polls) const;
   // The flag of the receive the run waits for (flagSet_: taken for recv_ of step_).
@@ -153,9 +192,10 @@ class SlotRun {
   std::uint64_t tag_ = 0;
   std::size_t step_ = 0;
   std::size_t recv_ = 0;
-  std::uint32_t chunk_ = 0;   // chunks of recv_ taken
-  std::uint32_t posted_ = 0;  // chunks of step_'s post published
-  std::uint64_t block_ = 0;   // step_'s block post, until its readers released it
+  std::uint32_t chunk_ = 0;         // chunks of recv_ taken
+  std::uint32_t posted_ = 0;        // chunks of step_'s post published
+  std::uint64_t block_ = 0;         // step_'s block post, until its readers released it
+  std::vector<std::uint32_t> got_;  // a streamed step's chunks taken, per receive
   bool moved_ = false;
   std::string error_;
   tl::Fault fault_ = tl::Fault::None;

@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 #include <thread>
 
 #include "algorithms/generators.hpp"
 #include "coll_hccl/engine/executor.hpp"
 #include "coll_hccl/engine/reduction.hpp"
+#include "coll_hccl/engine/slot_executor.hpp"
 
 namespace hccl::calib {
 namespace {
@@ -174,40 +176,24 @@ namespace {
 // fp32 sum calls of schedules `a` and `b` for `pb` through the executor over `transport`, back to
 // back; per schedule the median over `repeat` samples (taken alternately) of a sample's
 // lower-quartile call time on this rank.
-std::pair<double, double> timeTwoSchedules(tl::Transport& transport, Sync& sync,
-                                           const algo::Problem& pb, const algo::RankSchedule& a,
-                                           const algo::RankSchedule& b, int repeat,
-                                           double sampleSeconds) {
-  constexpr std::uint32_t kRoundsComm = kComm + 1;  // apart from the steps' tags
-  const std::uint64_t n = pb.blocks.total();
-  const std::size_t bytes = n * sizeof(float);
-  const auto r = transport.rank();
-  std::vector<float> in(n, 1.0f), out(n, 0.0f);
-  std::vector<float> scratch(std::max(algo::scratchCount(a), algo::scratchCount(b)) + 1);
-  const engine::Bindings bind{engine::Binding::contiguous(in.data(), n),
-                              engine::Binding::contiguous(out.data(), n),
-                              engine::Binding::contiguous(scratch.data(), scratch.size())};
-  engine::Reduction sum = engine::Reduction::predefined(DataType::Float32, ReduceOp::Sum);
-  engine::Executor ex(transport, sizeof(float), &sum);
-  engine::MessageCounters counters(transport.size());
-  std::uint32_t seq = 0;
-  const auto call = [&](const algo::RankSchedule& s) {
-    if (!ex.start(s, bind, counters, kRoundsComm, ++seq) || !ex.run())
-      throw std::runtime_error(
-          fmt::format("rank {}: a {} of {} bytes failed: {}", r, name(pb.coll), bytes, ex.error()));
-  };
+// Calls of `bytes` by `a` and by `b`, back to back: per call the median over `repeat` samples
+// (taken alternately) of a sample's lower-quartile call time on this rank.
+std::pair<double, double> timeTwoCalls(Sync& sync, std::size_t bytes,
+                                       const std::function<void()>& a,
+                                       const std::function<void()>& b, int repeat,
+                                       double sampleSeconds) {
   // Calls per sample from the bytes alone, so both ranks run the same number: about
   // sampleSeconds at 1 GB/s, within [16, 4000].
   const auto calls = static_cast<int>(std::clamp(
       sampleSeconds * 1e9 / static_cast<double>(std::max<std::size_t>(bytes, 1)), 16.0, 4000.0));
-  const auto sample = [&](const algo::RankSchedule& s) {
+  const auto sample = [&](const std::function<void()>& call) {
     sync.barrier();
-    for (int i = 0; i < 4; ++i) call(s);  // warm: pages, endpoints, the skew of the barrier
+    for (int i = 0; i < 4; ++i) call();  // warm: pages, endpoints, the skew of the barrier
     std::vector<double> t;
     t.reserve(static_cast<std::size_t>(calls));
     auto last = Clock::now();
     for (int i = 0; i < calls; ++i) {
-      call(s);
+      call();
       const auto now = Clock::now();
       t.push_back(std::chrono::duration<double>(now - last).count());
       last = now;
@@ -220,6 +206,51 @@ std::pair<double, double> timeTwoSchedules(tl::Transport& transport, Sync& sync,
     bT.push_back(sample(b));
   }
   return {median(aT), median(bT)};
+}
+
+// fp32 sum calls of a schedule for `pb` through the executor over `transport`, on buffers of its
+// own (input all ones).
+class ExecutorCalls {
+ public:
+  ExecutorCalls(tl::Transport& transport, const algo::Problem& pb, std::uint64_t scratchElems)
+      : pb_(pb),
+        in_(pb.blocks.total(), 1.0f),
+        out_(pb.blocks.total(), 0.0f),
+        scratch_(scratchElems + 1),
+        bind_{engine::Binding::contiguous(in_.data(), in_.size()),
+              engine::Binding::contiguous(out_.data(), out_.size()),
+              engine::Binding::contiguous(scratch_.data(), scratch_.size())},
+        ex_(transport, sizeof(float), &sum_),
+        counters_(transport.size()),
+        rank_(transport.rank()) {}
+  void operator()(const algo::RankSchedule& s) {
+    constexpr std::uint32_t kRoundsComm = kComm + 1;  // apart from the steps' tags
+    if (!ex_.start(s, bind_, counters_, kRoundsComm, ++seq_) || !ex_.run())
+      throw std::runtime_error(fmt::format("rank {}: a {} of {} bytes failed: {}", rank_,
+                                           name(pb_.coll), in_.size() * sizeof(float),
+                                           ex_.error()));
+  }
+
+ private:
+  algo::Problem pb_;
+  std::vector<float> in_, out_, scratch_;
+  engine::Bindings bind_;
+  engine::Reduction sum_ = engine::Reduction::predefined(DataType::Float32, ReduceOp::Sum);
+  engine::Executor ex_;
+  engine::MessageCounters counters_;
+  int rank_;
+  std::uint32_t seq_ = 0;
+};
+
+// fp32 sum calls of schedules `a` and `b` for `pb` through the executor over `transport`.
+std::pair<double, double> timeTwoSchedules(tl::Transport& transport, Sync& sync,
+                                           const algo::Problem& pb, const algo::RankSchedule& a,
+                                           const algo::RankSchedule& b, int repeat,
+                                           double sampleSeconds) {
+  ExecutorCalls call(transport, pb, std::max(algo::scratchCount(a), algo::scratchCount(b)));
+  return timeTwoCalls(
+      sync, pb.blocks.total() * sizeof(float), [&] { call(a); }, [&] { call(b); }, repeat,
+      sampleSeconds);
 }
 
 algo::Problem twoRanks(Collective c, std::size_t bytes) {
@@ -249,6 +280,45 @@ PushTiming timePush(tl::Transport& transport, Sync& sync, std::size_t bytes, int
   const auto [mesh, push] = timeTwoSchedules(transport, sync, pb, algo::meshAllReduce(pb, r),
                                              algo::meshPushAllReduce(pb, r), repeat, sampleSeconds);
   return {bytes, mesh, push};
+}
+
+StreamTiming timeStream(tl::Transport& transport, tl::ShmLink& link, Sync& sync, std::size_t bytes,
+                        int repeat, double sampleSeconds) {
+  const auto r = static_cast<std::uint32_t>(transport.rank());
+  const algo::Problem pb = twoRanks(Collective::AllReduce, bytes);
+  const algo::RankSchedule mine = algo::meshPushAllReduce(pb, r);
+  const algo::RankSchedule peer = algo::meshPushAllReduce(pb, 1 - r);
+  const algo::RankSchedule* all[2] = {r == 0 ? &mine : &peer, r == 0 ? &peer : &mine};
+  const int linkRank[2] = {0, 1};
+  engine::SlotProgram program;
+  std::string why;
+  // Every post above a slot streams (stream_from_bytes 1), as the engine compiles it.
+  if (!engine::SlotProgram::compile(all, r, linkRank, sizeof(float),
+                                    link.slotBytes() - engine::SlotProgram::kHeaderBytes, program,
+                                    why, 1, 0, 1))
+    throw std::runtime_error(fmt::format("rank {}: no slot program: {}", r, why));
+  const std::uint64_t n = pb.blocks.total();
+  std::vector<float> in(n, 1.0f), out(n, 0.0f), scratch(algo::scratchCount(mine) + 1);
+  std::byte* const bufs[3] = {reinterpret_cast<std::byte*>(in.data()),
+                              reinterpret_cast<std::byte*>(out.data()),
+                              reinterpret_cast<std::byte*>(scratch.data())};
+  engine::Reduction sum = engine::Reduction::predefined(DataType::Float32, ReduceOp::Sum);
+  engine::SlotRun run;
+  std::uint64_t seq = 0;
+  const auto slots = [&] {
+    run.begin(program, link, bufs, sizeof(float), &sum, ++seq);
+    engine::SlotRun::Result res = run.spin(64);
+    for (auto until = Clock::now() + std::chrono::seconds(60);
+         res == engine::SlotRun::Result::Pending; res = run.spin(64))
+      if (Clock::now() > until) throw std::runtime_error(fmt::format("rank {}: no progress", r));
+    if (res == engine::SlotRun::Result::Failed)
+      throw std::runtime_error(fmt::format("rank {}: a streamed AllReduce of {} bytes failed: {}",
+                                           r, bytes, run.error()));
+  };
+  ExecutorCalls executor(transport, pb, algo::scratchCount(mine));
+  const auto [viaExecutor, viaSlots] = timeTwoCalls(
+      sync, bytes, [&] { executor(mine); }, slots, repeat, sampleSeconds);
+  return {bytes, viaExecutor, viaSlots};
 }
 
 }  // namespace hccl::calib

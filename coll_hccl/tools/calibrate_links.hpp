@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "coll_hccl/tools/calibrate_group.hpp"
+#include "ucx_tl/shm_link.hpp"
 #include "ucx_tl/transport.hpp"
 
 namespace hccl::calib {
@@ -94,6 +95,16 @@ struct PushTiming {
 };
 PushTiming timePush(tl::Transport& transport, Sync& sync, std::size_t bytes, int repeat,
                     double sampleSeconds);
+
+// Where posts stream through the slots (cost_model.hpp's stream_from_bytes): fp32 sum AllReduce
+// of `bytes` at two ranks by fullmesh_push through the executor (the single copy, CMA) and as the
+// engine runs it on the link's slots, streamed (engine/slot_executor.hpp), timed alike.
+struct StreamTiming {
+  std::size_t bytes = 0;
+  double executor = 0, slots = 0;  // seconds per call
+};
+StreamTiming timeStream(tl::Transport& transport, tl::ShmLink& link, Sync& sync, std::size_t bytes,
+                        int repeat, double sampleSeconds);
 
 double median(std::vector<double> v);
 double lowerQuartile(std::vector<double> v);

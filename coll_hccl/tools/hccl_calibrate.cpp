@@ -102,6 +102,10 @@ struct Plan {
                                       std::size_t{1} << 20};
   // AllReduce sizes for memory_GBps: larger than the caches, so that memory is what they read.
   std::vector<std::size_t> pushSizes{std::size_t{4} << 20, std::size_t{16} << 20};
+  // AllReduce streamed through the slots against the executor (stream_from_bytes).
+  std::vector<std::size_t> streamSizes{std::size_t{32} << 10,  std::size_t{64} << 10,
+                                       std::size_t{256} << 10, std::size_t{1} << 20,
+                                       std::size_t{4} << 20,   std::size_t{16} << 20};
 };
 
 // One link class's timings, as rank 0 saw them.
@@ -120,11 +124,12 @@ struct Measurements {
   std::string why;        // why in-process, when it is
   ClassTimings level0;
   std::optional<ClassTimings> level1;
-  std::optional<ClassTimings> shm;     // the shared-memory link (link class "shm")
-  std::vector<RoundTiming> shmRounds;  // Reduce by one round and by two over it (step_us)
-  std::vector<PushTiming> shmPush;     // AllReduce by Mesh and by fullmesh_push (memory_GBps)
-  std::size_t shmInline = 0;           // the largest message it carries inline
-  std::string shmWhy;                  // why not, when it could not be set up
+  std::optional<ClassTimings> shm;      // the shared-memory link (link class "shm")
+  std::vector<RoundTiming> shmRounds;   // Reduce by one round and by two over it (step_us)
+  std::vector<PushTiming> shmPush;      // AllReduce by Mesh and by fullmesh_push (memory_GBps)
+  std::vector<StreamTiming> shmStream;  // AllReduce on the executor and streamed on the slots
+  std::size_t shmInline = 0;            // the largest message it carries inline
+  std::string shmWhy;                   // why not, when it could not be set up
   std::optional<LinksTimings> links;
 };
 
@@ -235,6 +240,15 @@ std::string ucxMember(MeshMember& m, const Plan& plan) {
       }
     }
     out["shm_push"] = pushes;
+    json streams = json::array();
+    if (m.size() == 2 && link->singleCopy() != tl::SingleCopy::None) {
+      for (std::size_t bytes : plan.streamSizes) {
+        if (bytes > plan.maxBytes) continue;
+        const StreamTiming st = timeStream(t, *link, m, bytes, plan.repeat, plan.sampleSeconds);
+        streams.push_back({{"bytes", st.bytes}, {"executor", st.executor}, {"slots", st.slots}});
+      }
+    }
+    out["shm_stream"] = streams;
     m.barrier();
   } catch (const tl::UcxError& e) {  // every rank alike: ShmLink agrees on its outcome
     out["shm_error"] = e.what();
@@ -264,6 +278,9 @@ Measurements measureOverUcx(const Plan& plan, std::chrono::milliseconds deadline
     for (const json& pj : j.value("shm_push", json::array()))
       ms.shmPush.push_back({pj.at("bytes").get<std::size_t>(), pj.at("mesh").get<double>(),
                             pj.at("push").get<double>()});
+    for (const json& sj : j.value("shm_stream", json::array()))
+      ms.shmStream.push_back({sj.at("bytes").get<std::size_t>(), sj.at("executor").get<double>(),
+                              sj.at("slots").get<double>()});
   } else
     ms.shmWhy = j.value("shm_error", std::string("not measured"));
   if (j.contains("links")) {
@@ -402,6 +419,27 @@ double estimateMemory(const std::vector<PushTiming>& pushes) {
   const double m = median(rates);
   fmt::print(stderr, "  -> memory_GBps {:.4g} (median; 0: the term off)\n\n", m);
   return m;
+}
+
+// stream_from_bytes of the shared-memory link: the smallest measured size from which the slots'
+// streamed AllReduce is at least as fast as the executor's at every larger measured size; 0 (off)
+// where the slots never win at the largest.
+std::uint64_t estimateStreamFrom(const std::vector<StreamTiming>& streams) {
+  fmt::print(stderr,
+             "shared-memory link streaming: fp32 sum AllReduce at two ranks, fullmesh_push on the "
+             "executor and streamed on the slots\n  {:>9} {:>12} {:>12}\n",
+             "bytes", "executor", "slots");
+  std::uint64_t from = 0;
+  for (const StreamTiming& s : streams) {
+    fmt::print(stderr, "  {:>9} {:>12} {:>12}\n", bytesText(s.bytes), timeText(s.executor),
+               timeText(s.slots));
+    if (s.slots > s.executor)
+      from = 0;
+    else if (from == 0)
+      from = s.bytes;
+  }
+  fmt::print(stderr, "  -> stream_from_bytes {} (0: off)\n\n", from);
+  return from;
 }
 
 // links for level0 from the one-peer and two-peer step times (see the top of the file). alpha is
@@ -553,6 +591,9 @@ int main(int argc, char** argv) {
     plan.linksBytes = std::min<std::size_t>(plan.maxBytes, std::size_t{1} << 20);
     // Memory-sized AllReduces take seconds on a loaded machine: not in the quick run.
     if (quick) plan.pushSizes.clear();
+    // The streamed AllReduces' pairs too (seconds under load): the quick run writes no
+    // stream_from_bytes.
+    if (quick) plan.streamSizes.clear();
     const unsigned cpus = std::thread::hardware_concurrency();
     plan.links = linksMode == "measure" || (linksMode == "auto" && cpus >= 3);
     const std::size_t gammaBytes =
@@ -630,6 +671,13 @@ int main(int argc, char** argv) {
       json& shm = doc["link_classes"][algo::kSharedMemoryClass];
       shm["step_us"] = round4(estimateStep(ms.shmRounds, *fShm, g) * 1e6);
       shm["step_from_bytes"] = ms.shmInline;
+      if (!ms.shmStream.empty())
+        shm["stream_from_bytes"] = estimateStreamFrom(ms.shmStream);
+      else
+        fmt::print(stderr,
+                   "shared-memory link streaming: not measured{}; stream_from_bytes not "
+                   "written\n\n",
+                   quick ? " (--quick)" : "");
       if (!ms.shmPush.empty())
         shm["memory_GBps"] = round4(estimateMemory(ms.shmPush));
       else

@@ -316,6 +316,16 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
         "* forced by configuration, ! fallback from a forced algorithm that cannot serve,\n"
         "- no algorithm of its own at this level (flat: one algorithm over every rank, at the "
         "outermost level)\n");
+  // The path, not an algorithm: on one server the engine runs a blocking call on the
+  // shared-memory slots when every step sends one slice to every peer (any two-rank schedule,
+  // Mesh one-shot, AllGather, Bcast), and from stream_from_bytes streams its posts there.
+  const std::optional<LinkParams>& shm = sel.model().sharedMemory;
+  if (!to.json && shm && shm->streamFrom > 0 && shape.levels.size() == 1)
+    fmt::print(
+        "on the shared-memory slots (blocking calls whose every step sends one slice to every "
+        "peer), posts from {} (stream_from_bytes) stream through them instead of the executor's "
+        "single copy\n",
+        bytesText(shm->streamFrom));
   if (to.timing) {
     const double n = double(std::max<std::size_t>(1, calls.size()));
     fmt::print(stderr,

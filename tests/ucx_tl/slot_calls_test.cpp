@@ -2,7 +2,11 @@
 // ShmLink's broadcast channels) over forked ranks: long runs of back-to-back calls of random
 // collective, schedule, size (up to posts of several slots), type, op and placement, with random
 // delays on one rank, every result checked against an expectation computed from the inputs alone,
-// and the bytes around every result checked untouched.
+// and the bytes around every result checked untouched. The streamed runs (SlotProgram's
+// streamFrom) post up to several times the channel's slots per step, so the ranks must interleave
+// writing and reading, and Mesh's and the ring's ReduceScatter step at two ranks reduces each
+// chunk straight from its slot (Step::fused): the expectation, reduced in rank order with the
+// lower rank on the left, is what the general executor's Reduce op computes, bit for bit.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -210,11 +214,14 @@ struct Totals {
   std::uint64_t run = 0, skipped = 0, waits = 0;
   std::uint64_t pipelined = 0;  // calls with a post spanning several slots
   std::uint64_t blocks = 0;     // calls with a block post
+  std::uint64_t streamed = 0;   // calls with a streamed step
+  std::uint64_t fused = 0;      // calls reducing chunks straight from the slots
+  std::uint64_t merged = 0;     // calls whose ReduceScatter and AllGather stream as one
 };
 
 // Runs `calls` back-to-back calls; rank `slow` sleeps or spins at random points, before calls
 // and while a call waits. Waits give the core away after a while (or at once with `yield`).
-Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow) {
+Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow, bool stream = false) {
   std::vector<int> serverOf(static_cast<std::size_t>(p), 0);
   tl::ShmOptions o;
   o.slotBytes = 1024;
@@ -224,6 +231,8 @@ Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow) {
   const int me = child.rank();
   const std::size_t payload = link.slotBytes() - SlotProgram::kHeaderBytes;
   const std::size_t window = link.slotsPerChannel();
+  // Streamed: posts up to 5 windows long (10 slots), every one above a slot streamed.
+  const std::size_t longest = stream ? 5 * window : window;
   std::vector<int> linkRank(static_cast<std::size_t>(p));
   for (int r = 0; r < p; ++r) linkRank[static_cast<std::size_t>(r)] = r;
   std::mt19937_64 rng(static_cast<std::uint64_t>(me) * 7919 + 5);
@@ -242,7 +251,7 @@ Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow) {
   std::vector<std::byte> in, outBuf, scratch;
   Totals t;
   for (std::uint64_t call = 0; call < calls; ++call) {
-    const Shape s = shapeOf(call, static_cast<std::uint32_t>(p), payload, window);
+    const Shape s = shapeOf(call, static_cast<std::uint32_t>(p), payload, longest);
     auto [it, fresh] = programs.try_emplace(s);
     Compiled& c = it->second;
     const Problem pb = problemOf(s, static_cast<std::uint32_t>(p));
@@ -261,7 +270,8 @@ Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow) {
       const bool blocks = (s.coll == Coll::Broadcast || s.coll == Coll::AllGather) &&
                           s.root % 2 == 0 && link.singleCopy() != tl::SingleCopy::None;
       c.slots = SlotProgram::compile(ptrs, static_cast<std::uint32_t>(me), linkRank, sizeOf(s.type),
-                                     payload, c.program, why, window, blocks ? payload + 1 : 0);
+                                     payload, c.program, why, window, blocks ? payload + 1 : 0,
+                                     stream ? payload + 1 : 0);
       c.scratch = algo::scratchCount(all[static_cast<std::size_t>(me)]);
     }
     if (!c.slots) {
@@ -347,19 +357,34 @@ Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow) {
           fmt::format("call {}: in-place input beyond the result changed", call));
     }
     ++t.run;
-    bool several = false, block = false;
+    bool several = false, block = false, streamed = false, fused = false, merged = false;
     for (const SlotProgram::Step& st : c.program.steps) {
       several = several || st.postChunks > 1;
       block = block || st.block;
+      streamed = streamed || st.stream;
+      fused = fused || st.fused;
+      merged = merged || st.merged;
       for (const SlotProgram::Recv& rv : st.recvs) block = block || rv.block;
     }
     t.pipelined += several;
     t.blocks += block;
+    t.streamed += streamed;
+    t.fused += fused;
+    t.merged += merged;
   }
-  child.report(
-      fmt::format("rank {}: {} calls on slots ({} with posts of several slots, {} with blocks), "
-                  "{} not for slots, {} waits",
-                  me, t.run, t.pipelined, t.blocks, t.skipped, t.waits));
+  child.report(fmt::format(
+      "rank {}: {} calls on slots ({} with posts of several slots, {} with blocks), "
+      "{} streamed, {} fused, {} merged, {} not for slots, {} waits",
+      me, t.run, t.pipelined, t.blocks, t.streamed, t.fused, t.merged, t.skipped, t.waits));
+  CHILD_CHECK(!stream || t.streamed > calls / (p == 2 ? 4 : 20),
+              fmt::format("only {} of {} calls streamed", t.streamed, calls));
+  // Fusing takes a ReduceScatter step at two ranks (Mesh's and the ring's AllReduce and
+  // ReduceScatter); at three ranks those schedules do not run on slots.
+  CHILD_CHECK(!stream || p != 2 || t.fused > calls / 20,
+              fmt::format("only {} of {} calls reduced straight from the slots", t.fused, calls));
+  CHILD_CHECK(
+      !stream || p != 2 || t.merged > calls / 50,
+      fmt::format("only {} of {} calls merged ReduceScatter and AllGather", t.merged, calls));
   CHILD_CHECK(link.singleCopy() == tl::SingleCopy::None || t.blocks > calls / 100,
               fmt::format("only {} of {} calls read a block", t.blocks, calls));
   CHILD_CHECK(t.pipelined > calls / 50,
@@ -373,6 +398,23 @@ Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow) {
 
 TEST(SlotCalls, HundredThousandBackToBackCallsTwoRanks) {
   const GroupResult g = runGroup(2, 280s, [](Child& c) { run(c, 2, 100000, false, /*slow=*/1); });
+  EXPECT_TRUE(g.ok()) << g.summary();
+  for (const std::string& line : g.allReports()) std::cout << line << "\n";
+}
+
+// Streamed posts of up to 10 slots through channels of 2: a writer gets at most 2 slots ahead
+// of its slowest reader, so both ranks of a step must write and read in turn.
+TEST(SlotCalls, StreamedCallsTwoRanks) {
+  const GroupResult g =
+      runGroup(2, 280s, [](Child& c) { run(c, 2, 20000, false, /*slow=*/0, /*stream=*/true); });
+  EXPECT_TRUE(g.ok()) << g.summary();
+  for (const std::string& line : g.allReports()) std::cout << line << "\n";
+}
+
+// Three ranks: a step receives from two writers at once, each rank taking whichever chunk came.
+TEST(SlotCalls, StreamedCallsThreeRanksYielding) {
+  const GroupResult g =
+      runGroup(3, 280s, [](Child& c) { run(c, 3, 20000, true, /*slow=*/1, /*stream=*/true); });
   EXPECT_TRUE(g.ok()) << g.summary();
   for (const std::string& line : g.allReports()) std::cout << line << "\n";
 }
