@@ -264,22 +264,13 @@ algo::Problem twoRanks(Collective c, std::size_t bytes) {
 
 }  // namespace
 
-RoundTiming timeReduceRounds(tl::Transport& transport, Sync& sync, std::size_t bytes, int repeat,
-                             double sampleSeconds) {
+PairTiming timePair(tl::Transport& transport, Sync& sync, const SchedulePair& pair,
+                    std::size_t bytes, int repeat, double sampleSeconds) {
   const auto r = static_cast<std::uint32_t>(transport.rank());
-  const algo::Problem pb = twoRanks(Collective::Reduce, bytes);
-  const auto [ring, mesh] = timeTwoSchedules(transport, sync, pb, algo::ringReduce(pb, r),
-                                             algo::meshReduce(pb, r), repeat, sampleSeconds);
-  return {bytes, ring, mesh};
-}
-
-PushTiming timePush(tl::Transport& transport, Sync& sync, std::size_t bytes, int repeat,
-                    double sampleSeconds) {
-  const auto r = static_cast<std::uint32_t>(transport.rank());
-  const algo::Problem pb = twoRanks(Collective::AllReduce, bytes);
-  const auto [mesh, push] = timeTwoSchedules(transport, sync, pb, algo::meshAllReduce(pb, r),
-                                             algo::meshPushAllReduce(pb, r), repeat, sampleSeconds);
-  return {bytes, mesh, push};
+  const algo::Problem pb = twoRanks(pair.coll, bytes);
+  const auto [a, b] =
+      timeTwoSchedules(transport, sync, pb, pair.a(pb, r), pair.b(pb, r), repeat, sampleSeconds);
+  return {bytes, a, b};
 }
 
 StreamTiming timeStream(tl::Transport& transport, tl::ShmLink& link, Sync& sync, std::size_t bytes,

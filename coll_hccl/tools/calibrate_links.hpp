@@ -20,6 +20,7 @@
 #include <span>
 #include <vector>
 
+#include "algorithms/generators.hpp"
 #include "coll_hccl/tools/calibrate_group.hpp"
 #include "ucx_tl/shm_link.hpp"
 #include "ucx_tl/transport.hpp"
@@ -72,29 +73,38 @@ class StepProbe {
   std::uint32_t msg_ = 0;
 };
 
-// The general executor's rounds, as a Reduce runs them (Executor over `transport`, real
-// schedules): fp32 sum of `bytes` to rank 0 of two ranks by the ring's one round (rank 1's whole
-// vector read and reduced by the root) and by Mesh's two (ReduceScatter of halves, both ranks
-// reading and reducing at once, then the Gather of rank 1's half). Calls back to back, as OSU
-// and an application's loop issue them; per algorithm the median over `repeat` samples (taken
-// alternately, so drift hits both alike) of a sample's lower-quartile call time on rank 0.
-struct RoundTiming {
-  std::size_t bytes = 0;
-  double ring = 0, mesh = 0;  // seconds per call
+// Two schedules of one two-rank fp32 sum problem, timed against each other through the general
+// executor: calls back to back, as OSU and an application's loop issue them; per schedule the
+// median over `repeat` samples (taken alternately, so drift hits both alike) of a sample's
+// lower-quartile call time on rank 0. A pair is data: its name in the measurement file and the
+// names of its two schedules.
+struct SchedulePair {
+  const char* key;  // the measurement's JSON key
+  Collective coll;
+  const char* aName;
+  algo::RankSchedule (*a)(const algo::Problem&, std::uint32_t);
+  const char* bName;
+  algo::RankSchedule (*b)(const algo::Problem&, std::uint32_t);
 };
-RoundTiming timeReduceRounds(tl::Transport& transport, Sync& sync, std::size_t bytes, int repeat,
-                             double sampleSeconds);
 
-// The memory traffic a push saves (cost_model.hpp's memory_GBps): fp32 sum AllReduce of `bytes`
-// at two ranks through the executor by Mesh (RS, then each rank reads its peer's result block)
-// and by fullmesh_push (RS whose reduced pieces the rank writes into its peer from the cache),
-// timed as timeReduceRounds times its pair.
-struct PushTiming {
+// What step_us stands for: a Reduce to rank 0 by the ring's one round (rank 1's whole vector read
+// and reduced by the root) and by Mesh's two (ReduceScatter of halves, both ranks reading and
+// reducing at once, then the Gather of rank 1's half).
+inline constexpr SchedulePair kReduceRounds{
+    "shm_rounds", Collective::Reduce, "ring", algo::ringReduce, "mesh", algo::meshReduce};
+// The memory traffic a push saves (cost_model.hpp's memory_GBps): AllReduce by Mesh (RS, then
+// each rank reads its peer's result block) and by fullmesh_push (RS whose reduced pieces the rank
+// writes into its peer from the cache).
+inline constexpr SchedulePair kPushes{"shm_push", Collective::AllReduce,
+                                      "mesh",     algo::meshAllReduce,
+                                      "push",     algo::meshPushAllReduce};
+
+struct PairTiming {
   std::size_t bytes = 0;
-  double mesh = 0, push = 0;  // seconds per call
+  double a = 0, b = 0;  // seconds per call of the pair's schedules a and b
 };
-PushTiming timePush(tl::Transport& transport, Sync& sync, std::size_t bytes, int repeat,
-                    double sampleSeconds);
+PairTiming timePair(tl::Transport& transport, Sync& sync, const SchedulePair& pair,
+                    std::size_t bytes, int repeat, double sampleSeconds);
 
 // Where posts stream through the slots (cost_model.hpp's stream_from_bytes): fp32 sum AllReduce
 // of `bytes` at two ranks by fullmesh_push through the executor (the single copy, CMA) and as the

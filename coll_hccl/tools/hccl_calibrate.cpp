@@ -57,6 +57,7 @@
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -69,6 +70,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string_view>
 #include <thread>
 
 #include "algorithms/cost_model.hpp"
@@ -125,8 +127,8 @@ struct Measurements {
   ClassTimings level0;
   std::optional<ClassTimings> level1;
   std::optional<ClassTimings> shm;      // the shared-memory link (link class "shm")
-  std::vector<RoundTiming> shmRounds;   // Reduce by one round and by two over it (step_us)
-  std::vector<PushTiming> shmPush;      // AllReduce by Mesh and by fullmesh_push (memory_GBps)
+  std::vector<PairTiming> shmRounds;    // kReduceRounds: Reduce by one round and by two (step_us)
+  std::vector<PairTiming> shmPush;      // kPushes: AllReduce by Mesh and by push (memory_GBps)
   std::vector<StreamTiming> shmStream;  // AllReduce on the executor and streamed on the slots
   std::size_t shmInline = 0;            // the largest message it carries inline
   std::string shmWhy;                   // why not, when it could not be set up
@@ -152,6 +154,14 @@ ClassTimings classFrom(const json& j) {
     c.points.push_back(std::move(t));
   }
   return c;
+}
+
+std::vector<PairTiming> pairsFrom(const json& j, const SchedulePair& pair) {
+  std::vector<PairTiming> rows;
+  for (const json& r : j.value(pair.key, json::array()))
+    rows.push_back({r.at("bytes").get<std::size_t>(), r.at(pair.aName).get<double>(),
+                    r.at(pair.bName).get<double>()});
+  return rows;
 }
 
 ClassTimings timeSizes(StepProbe& probe, const Plan& plan) {
@@ -220,28 +230,23 @@ std::string ucxMember(MeshMember& m, const Plan& plan) {
                              link->slotBytes(), tl::name(link->singleCopy()));
     out["shm"] = toJson(c);
     out["shm_inline"] = t.inlineBytes();
-    // The rounds at block sizes (above what a slot carries inline): what step_us stands for.
-    json rounds = json::array();
     // Two-rank schedules: with a third member (links) it would have to idle through them.
-    if (m.size() == 2 && link->singleCopy() != tl::SingleCopy::None) {
-      for (std::size_t bytes : plan.roundSizes) {
-        if (bytes <= t.inlineBytes() || bytes > plan.maxBytes) continue;
-        const RoundTiming rt = timeReduceRounds(t, m, bytes, plan.repeat, plan.sampleSeconds);
-        rounds.push_back({{"bytes", rt.bytes}, {"ring", rt.ring}, {"mesh", rt.mesh}});
+    const bool pairs = m.size() == 2 && link->singleCopy() != tl::SingleCopy::None;
+    const auto timePairs = [&](const SchedulePair& pair, const std::vector<std::size_t>& sizes,
+                               std::size_t above) {
+      json rows = json::array();
+      for (std::size_t bytes : sizes) {
+        if (!pairs || bytes <= above || bytes > plan.maxBytes) continue;
+        const PairTiming pt = timePair(t, m, pair, bytes, plan.repeat, plan.sampleSeconds);
+        rows.push_back({{"bytes", pt.bytes}, {pair.aName, pt.a}, {pair.bName, pt.b}});
       }
-    }
-    out["shm_rounds"] = rounds;
-    json pushes = json::array();
-    if (m.size() == 2 && link->singleCopy() != tl::SingleCopy::None) {
-      for (std::size_t bytes : plan.pushSizes) {
-        if (bytes > plan.maxBytes) continue;
-        const PushTiming pt = timePush(t, m, bytes, plan.repeat, plan.sampleSeconds);
-        pushes.push_back({{"bytes", pt.bytes}, {"mesh", pt.mesh}, {"push", pt.push}});
-      }
-    }
-    out["shm_push"] = pushes;
+      out[pair.key] = rows;
+    };
+    // The rounds at block sizes (above what a slot carries inline): what step_us stands for.
+    timePairs(kReduceRounds, plan.roundSizes, t.inlineBytes());
+    timePairs(kPushes, plan.pushSizes, 0);
     json streams = json::array();
-    if (m.size() == 2 && link->singleCopy() != tl::SingleCopy::None) {
+    if (pairs) {
       for (std::size_t bytes : plan.streamSizes) {
         if (bytes > plan.maxBytes) continue;
         const StreamTiming st = timeStream(t, *link, m, bytes, plan.repeat, plan.sampleSeconds);
@@ -272,12 +277,8 @@ Measurements measureOverUcx(const Plan& plan, std::chrono::milliseconds deadline
   if (j.contains("shm")) {
     ms.shm = classFrom(j.at("shm"));
     ms.shmInline = j.value("shm_inline", std::size_t{0});
-    for (const json& rj : j.value("shm_rounds", json::array()))
-      ms.shmRounds.push_back({rj.at("bytes").get<std::size_t>(), rj.at("ring").get<double>(),
-                              rj.at("mesh").get<double>()});
-    for (const json& pj : j.value("shm_push", json::array()))
-      ms.shmPush.push_back({pj.at("bytes").get<std::size_t>(), pj.at("mesh").get<double>(),
-                            pj.at("push").get<double>()});
+    ms.shmRounds = pairsFrom(j, kReduceRounds);
+    ms.shmPush = pairsFrom(j, kPushes);
     for (const json& sj : j.value("shm_stream", json::array()))
       ms.shmStream.push_back({sj.at("bytes").get<std::size_t>(), sj.at("executor").get<double>(),
                               sj.at("slots").get<double>()});
@@ -370,6 +371,21 @@ LineFit fitAndReport(const std::string& title, const ClassTimings& c, int repeat
   return f;
 }
 
+// The table both estimates print: per size the pair's two call times and what was derived from
+// them.
+template <class Show>
+void printPairTable(std::string_view what, const std::array<std::string_view, 3>& heads,
+                    const std::vector<PairTiming>& rows, const std::vector<double>& derived,
+                    Show show) {
+  fmt::print(stderr,
+             "{} at two ranks through the executor (lower quartile of back-to-back calls, "
+             "median of samples)\n  {:>9} {:>12} {:>12} {:>12}\n",
+             what, "bytes", heads[0], heads[1], heads[2]);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    fmt::print(stderr, "  {:>9} {:>12} {:>12} {:>12}\n", bytesText(rows[i].bytes),
+               timeText(rows[i].a), timeText(rows[i].b), show(derived[i]));
+}
+
 // step_us of the shared-memory link: what a step moving a block costs beyond alpha + beta m, as
 // the general executor runs it. With it, the model prices a two-rank Reduce on the half-duplex
 // link (cost_model.hpp: the ReduceScatter's two halves, one each way, cost their sum) at
@@ -379,20 +395,14 @@ LineFit fitAndReport(const std::string& title, const ClassTimings& c, int repeat
 // their median (at least 0). It stands for all the machine adds to a round (the writer's wait for
 // the release, the CMA call's page pinning, the peer's freshly written lines), so read it as a
 // fit to where the second round stops paying, not as a latency.
-double estimateStep(const std::vector<RoundTiming>& rounds, const LineFit& f, double gamma) {
-  fmt::print(stderr,
-             "shared-memory link rounds: fp32 sum Reduce at two ranks through the executor "
-             "(lower quartile of back-to-back calls, median of samples)\n  {:>9} {:>12} {:>12} "
-             "{:>12}\n",
-             "bytes", "ring (1)", "mesh (2)", "step");
+double estimateStep(const std::vector<PairTiming>& rounds, const LineFit& f, double gamma) {
   std::vector<double> steps;
-  for (const RoundTiming& r : rounds) {
+  for (const PairTiming& r : rounds) {
     const double half = static_cast<double>(r.bytes) / 2;
-    const double s = (r.mesh - r.ring) - f.alpha - f.beta * half + gamma * half;
-    steps.push_back(s);
-    fmt::print(stderr, "  {:>9} {:>12} {:>12} {:>12}\n", bytesText(r.bytes), timeText(r.ring),
-               timeText(r.mesh), timeText(s));
+    steps.push_back((r.b - r.a) - f.alpha - f.beta * half + gamma * half);
   }
+  printPairTable("shared-memory link rounds: fp32 sum Reduce", {"ring (1)", "mesh (2)", "step"},
+                 rounds, steps, [](double s) { return timeText(s); });
   const double step = std::max(0.0, median(steps));
   fmt::print(stderr, "  -> step_us {:.4g} (median, at least 0)\n\n", step * 1e6);
   return step;
@@ -402,20 +412,15 @@ double estimateStep(const std::vector<RoundTiming>& rounds, const LineFit& f, do
 // Mesh's AllGather reads it from memory (the rest of the two calls is alike), so the rate is
 // (n/2) / (mesh - push) at each size; written: the median, 0 (no term) when the push saved
 // nothing.
-double estimateMemory(const std::vector<PushTiming>& pushes) {
-  fmt::print(stderr,
-             "shared-memory link pushes: fp32 sum AllReduce at two ranks through the executor "
-             "(lower quartile of back-to-back calls, median of samples)\n  {:>9} {:>12} {:>12} "
-             "{:>12}\n",
-             "bytes", "fullmesh", "pushed", "GB/s saved");
+double estimateMemory(const std::vector<PairTiming>& pushes) {
   std::vector<double> rates;
-  for (const PushTiming& p : pushes) {
-    const double saved = p.mesh - p.push;
-    const double rate = saved > 0 ? static_cast<double>(p.bytes) / 2 / saved / 1e9 : 0.0;
-    rates.push_back(rate);
-    fmt::print(stderr, "  {:>9} {:>12} {:>12} {:>12.3g}\n", bytesText(p.bytes), timeText(p.mesh),
-               timeText(p.push), rate);
+  for (const PairTiming& p : pushes) {
+    const double saved = p.a - p.b;
+    rates.push_back(saved > 0 ? static_cast<double>(p.bytes) / 2 / saved / 1e9 : 0.0);
   }
+  printPairTable("shared-memory link pushes: fp32 sum AllReduce",
+                 {"fullmesh", "pushed", "GB/s saved"}, pushes, rates,
+                 [](double r) { return fmt::format("{:.3g}", r); });
   const double m = median(rates);
   fmt::print(stderr, "  -> memory_GBps {:.4g} (median; 0: the term off)\n\n", m);
   return m;

@@ -8,12 +8,34 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 namespace hccl::algo {
 namespace {
 
 ConfigResult<CostModel> tune(const std::string& text, std::vector<std::string>& warnings) {
   return applyTuning(defaultCostModel(), text, "t.json", warnings);
+}
+
+// `text` over the defaults, which must apply without an error or a warning, and the model after a
+// trip through the document hccl_calibrate writes (toJson, read back over an empty model).
+struct Tuned {
+  CostModel model, back;
+};
+std::optional<Tuned> tuneCleanly(const std::string& text) {
+  std::vector<std::string> warnings;
+  auto r = tune(text, warnings);
+  if (!r.ok()) {
+    ADD_FAILURE() << r.error().message;
+    return std::nullopt;
+  }
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  auto back = applyTuning(CostModel{}, r.value().toJson(), "round trip", warnings);
+  if (!back.ok()) {
+    ADD_FAILURE() << "round trip: " << back.error().message;
+    return std::nullopt;
+  }
+  return Tuned{r.value(), back.value()};
 }
 
 TEST(CostModel, DefaultsAreSane) {
@@ -80,17 +102,15 @@ TEST(CostModel, SharedMemoryLinkClassPricesLevel0OnTheLink) {
   EXPECT_NE(on.fingerprint(), d.fingerprint());
 
   std::vector<std::string> warnings;
-  auto r = tune(R"({"link_classes": {"shm": {"alpha_us": 0.25, "bandwidth_GBps": 9}}})", warnings);
-  ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_TRUE(warnings.empty());
-  EXPECT_DOUBLE_EQ(r.value().sharedMemory->alpha, 0.25e-6);
-  EXPECT_DOUBLE_EQ(r.value().sharedMemory->beta, 1.0 / 9e9);
-  EXPECT_DOUBLE_EQ(r.value().level[0].alpha, d.level[0].alpha);  // tagged level0 untouched
+  const auto t =
+      tuneCleanly(R"({"link_classes": {"shm": {"alpha_us": 0.25, "bandwidth_GBps": 9}}})");
+  ASSERT_TRUE(t);
+  EXPECT_DOUBLE_EQ(t->model.sharedMemory->alpha, 0.25e-6);
+  EXPECT_DOUBLE_EQ(t->model.sharedMemory->beta, 1.0 / 9e9);
+  EXPECT_DOUBLE_EQ(t->model.level[0].alpha, d.level[0].alpha);  // tagged level0 untouched
   // Round trip through the document calibration writes.
-  auto back = applyTuning(CostModel{}, r.value().toJson(), "round trip", warnings);
-  ASSERT_TRUE(back.ok()) << back.error().message;
-  ASSERT_TRUE(back.value().sharedMemory.has_value());
-  EXPECT_DOUBLE_EQ(back.value().sharedMemory->alpha, 0.25e-6);
+  ASSERT_TRUE(t->back.sharedMemory.has_value());
+  EXPECT_DOUBLE_EQ(t->back.sharedMemory->alpha, 0.25e-6);
   // Without the class, level0 keeps its own numbers.
   EXPECT_DOUBLE_EQ(CostModel{}.withLevel0OnSharedMemory().level[0].alpha, 0);
 
@@ -113,19 +133,15 @@ TEST(CostModel, StepCostAppliesAboveItsThreshold) {
   EXPECT_EQ(d.level[0].step, 0);  // tagged level0: none
 
   std::vector<std::string> warnings;
-  auto r = tune(R"({"link_classes": {"shm": {"alpha_us": 1, "bandwidth_GBps": 1,
-                                              "step_us": 30, "step_from_bytes": 1000}}})",
-                warnings);
-  ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_TRUE(warnings.empty());
-  EXPECT_DOUBLE_EQ(r.value().sharedMemory->step, 30e-6);
-  EXPECT_EQ(r.value().sharedMemory->stepFrom, 1000u);
-  auto back = applyTuning(CostModel{}, r.value().toJson(), "round trip", warnings);
-  ASSERT_TRUE(back.ok()) << back.error().message;
-  EXPECT_DOUBLE_EQ(back.value().sharedMemory->step, 30e-6);
-  EXPECT_EQ(back.value().sharedMemory->stepFrom, 1000u);
+  const auto t = tuneCleanly(R"({"link_classes": {"shm": {"alpha_us": 1, "bandwidth_GBps": 1,
+                                              "step_us": 30, "step_from_bytes": 1000}}})");
+  ASSERT_TRUE(t);
+  EXPECT_DOUBLE_EQ(t->model.sharedMemory->step, 30e-6);
+  EXPECT_EQ(t->model.sharedMemory->stepFrom, 1000u);
+  EXPECT_DOUBLE_EQ(t->back.sharedMemory->step, 30e-6);
+  EXPECT_EQ(t->back.sharedMemory->stepFrom, 1000u);
 
-  const CostParams p = r.value().withLevel0OnSharedMemory().params(std::nullopt, std::nullopt);
+  const CostParams p = t->model.withLevel0OnSharedMemory().params(std::nullopt, std::nullopt);
   const auto stepOf = [&](std::uint64_t bytes) {
     Step st;
     st.xfers.push_back(Transfer{Dir::Send, 1, Slice{Buf::Input, 0, bytes}, 0});
@@ -150,15 +166,12 @@ TEST(CostModel, HalfDuplexAddsBothDirections) {
   EXPECT_FALSE(d.level[0].halfDuplex);  // tagged level0: full duplex
 
   std::vector<std::string> warnings;
-  auto r = tune(R"({"link_classes": {"shm": {"alpha_us": 1, "bandwidth_GBps": 1, "links": 1,
-                                              "half_duplex": true}}})",
-                warnings);
-  ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_TRUE(warnings.empty());
-  EXPECT_TRUE(r.value().sharedMemory->halfDuplex);
-  auto back = applyTuning(CostModel{}, r.value().toJson(), "round trip", warnings);
-  ASSERT_TRUE(back.ok()) << back.error().message;
-  EXPECT_TRUE(back.value().sharedMemory->halfDuplex);
+  const auto t =
+      tuneCleanly(R"({"link_classes": {"shm": {"alpha_us": 1, "bandwidth_GBps": 1, "links": 1,
+                                              "half_duplex": true}}})");
+  ASSERT_TRUE(t);
+  EXPECT_TRUE(t->model.sharedMemory->halfDuplex);
+  EXPECT_TRUE(t->back.sharedMemory->halfDuplex);
 
   const auto stepOf = [](const CostParams& p) {
     Step st;
@@ -167,7 +180,7 @@ TEST(CostModel, HalfDuplexAddsBothDirections) {
     Metrics path;
     return addStep(st, 1, p, path);
   };
-  CostModel half = r.value().withLevel0OnSharedMemory();
+  CostModel half = t->model.withLevel0OnSharedMemory();
   EXPECT_NEAR(stepOf(half.params(std::nullopt, std::nullopt)), 1e-6 + 800 * 1e-9, 1e-15);
   half.level[0].halfDuplex = false;
   EXPECT_NEAR(stepOf(half.params(std::nullopt, std::nullopt)), 1e-6 + 500 * 1e-9, 1e-15);
@@ -188,16 +201,13 @@ TEST(CostModel, MemoryTermCreditsTheLargestStreamedPush) {
   EXPECT_EQ(d.level[0].memory, 0);  // tagged level0: no pushes, no term
 
   std::vector<std::string> warnings;
-  auto r = tune(R"({"link_classes": {"shm": {"alpha_us": 1, "bandwidth_GBps": 1, "links": 1,
+  const auto t =
+      tuneCleanly(R"({"link_classes": {"shm": {"alpha_us": 1, "bandwidth_GBps": 1, "links": 1,
                                               "step_us": 0, "step_from_bytes": 100,
-                                              "half_duplex": true, "memory_GBps": 2}}})",
-                warnings);
-  ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_TRUE(warnings.empty());
-  EXPECT_NEAR(r.value().sharedMemory->memory, 0.5e-9, 1e-21);
-  auto back = applyTuning(CostModel{}, r.value().toJson(), "round trip", warnings);
-  ASSERT_TRUE(back.ok()) << back.error().message;
-  EXPECT_NEAR(back.value().sharedMemory->memory, 0.5e-9, 1e-21);
+                                              "half_duplex": true, "memory_GBps": 2}}})");
+  ASSERT_TRUE(t);
+  EXPECT_NEAR(t->model.sharedMemory->memory, 0.5e-9, 1e-21);
+  EXPECT_NEAR(t->back.sharedMemory->memory, 0.5e-9, 1e-21);
 
   // Pushed sends of `a` to rank 1 and `b` to rank 2, a pushed receive of 500 from rank 1.
   const auto stepOf = [](const CostParams& p, std::uint64_t a, std::uint64_t b, bool push) {
@@ -208,7 +218,7 @@ TEST(CostModel, MemoryTermCreditsTheLargestStreamedPush) {
     Metrics path;
     return addStep(st, 1, p, path);
   };
-  CostModel m = r.value().withLevel0OnSharedMemory();
+  CostModel m = t->model.withLevel0OnSharedMemory();
   const CostParams p = m.params(std::nullopt, std::nullopt);
   // 300 + 200 + 500 bytes through the one half-duplex link; only the largest push (300) streams.
   EXPECT_NEAR(stepOf(p, 300, 200, true), 1e-6 + 1000e-9 - 300 * 0.5e-9, 1e-15);
