@@ -17,6 +17,8 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
+#include <utility>
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/config_settings.hpp"
@@ -151,8 +153,33 @@ struct TableOptions {
                                 op = "sum", minSize = "4", maxSize = "64M";
   unsigned factor = 4;
   std::uint32_t timingRank = 0;
-  bool why = false, json = false, timing = false;
+  bool why = false, json = false, timing = false, noCut = false;
 };
+
+// The distinct Problems of planChunks(pb, r, chunk)'s chunks without cutting them (cutting costs
+// chunks x ranks, minutes at 65536 ranks): equal blocks (every call of a table) cut into full
+// chunks and a remainder. Blocks of unequal size: cut after all. With the number of chunks.
+std::pair<std::vector<Problem>, std::size_t> chunkProblems(const Problem& pb, std::uint32_t rank,
+                                                           std::uint64_t chunk) {
+  const Problem first = firstChunkProblem(pb, chunk);
+  if (first == pb) return {{pb}, 1};
+  if (!pb.blocks.isUniform()) {
+    std::vector<Problem> out;
+    const std::vector<Chunk> chunks = planChunks(pb, rank, chunk);
+    for (const Chunk& c : chunks)
+      if (std::find(out.begin(), out.end(), c.problem) == out.end()) out.push_back(c.problem);
+    return {out, chunks.size()};
+  }
+  // What chunking divides (chunking.cpp): each block of these, the whole vector of the others.
+  const Collective c = pb.coll;
+  const bool blockwise = c == Collective::ReduceScatter || c == Collective::AllGather ||
+                         c == Collective::Scatter || c == Collective::Gather ||
+                         c == Collective::AllToAll;
+  const std::uint64_t extent = blockwise ? pb.blocks.largest() : pb.total();
+  std::vector<Problem> out{first};
+  if (extent % chunk != 0) out.push_back(firstChunkProblem(pb, extent % chunk));
+  return {out, static_cast<std::size_t>((extent + chunk - 1) / chunk)};
+}
 
 // The calls of a table: every collective of --coll at every size from --min to --max.
 std::vector<CallInfo> callsOf(const TableOptions& to) {
@@ -222,17 +249,22 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
         std::max<std::uint64_t>(1, settings.buffSizeBytes() / call.elemSize);
     const std::uint64_t chunk = engineChunkSize(lay, d.plan, pb, false, budget);
     const double c1 = cpuMs();
-    const std::vector<Chunk> chunks = planChunks(pb, timedRank, chunk);
+    std::vector<Problem> built;
+    std::size_t cut = 0;
+    if (to.noCut) {
+      std::tie(built, cut) = chunkProblems(pb, timedRank, chunk);
+    } else {
+      const std::vector<Chunk> chunks = planChunks(pb, timedRank, chunk);
+      cut = chunks.size();
+      for (const Chunk& c : chunks)
+        if (std::find(built.begin(), built.end(), c.problem) == built.end())
+          built.push_back(c.problem);
+    }
     const double c2 = cpuMs();
     const RankGenerator gen = composedGenerator(lay, d.plan);
-    std::vector<Problem> built;
-    for (const Chunk& c : chunks)
-      if (std::find(built.begin(), built.end(), c.problem) == built.end()) {
-        (void)gen(c.problem, timedRank);
-        built.push_back(c.problem);
-      }
-    return std::array<double, 6>{
-        c1 - c0, c2 - c1, cpuMs() - c2, double(built.size()), double(chunks.size()), double(chunk)};
+    for (const Problem& q : built) (void)gen(q, timedRank);
+    return std::array<double, 6>{c1 - c0,     c2 - c1,      cpuMs() - c2, double(built.size()),
+                                 double(cut), double(chunk)};
   };
   const auto row = [&](const CallInfo& call) {
     const Collective c = call.coll;
@@ -390,6 +422,9 @@ int main(int argc, char** argv) {
                   "Print to stderr how long the decisions took (each row is a call the selector "
                   "has not seen: a first decision), and the CPU time of each first call's chunk "
                   "sizing and schedules");
+  table->add_flag("--no-cut", to.noCut,
+                  "With --timing: find the chunks' distinct problems without cutting the call "
+                  "(cut 0 ms), for communicators where cutting itself takes minutes");
   table->add_option("--timing-rank", to.timingRank, "The rank whose schedules --timing builds")
       ->capture_default_str();
 
