@@ -15,6 +15,8 @@
 namespace hccl::algo {
 
 using Generator = RankSchedule (*)(const Problem&, std::uint32_t rank);
+// scratchCount(generate(pb, rank)) without building the schedule (GeneratorSpec::scratch).
+using ScratchFn = std::uint64_t (*)(const Problem&, std::uint32_t rank);
 
 // ring.cpp
 RankSchedule ringAllReduce(const Problem& pb, std::uint32_t rank);
@@ -75,6 +77,8 @@ RankSchedule meshScan(const Problem& pb, std::uint32_t rank);
 RankSchedule meshExscan(const Problem& pb, std::uint32_t rank);
 RankSchedule meshAllToAll(const Problem& pb, std::uint32_t rank);
 RankSchedule meshAllToAllV(const Problem& pb, std::uint32_t rank);
+// Scratch (ScratchFn): none out of place; in place every peer's block lands in a slot first.
+std::uint64_t meshAllToAllScratch(const Problem& pb, std::uint32_t rank);
 // One step in which rank r sends contribution(j) (c elements) to every peer j, receives every
 // peer's contribution to its own part into Scratch[0, (p-1)c) in rank order, and reduces the p
 // of them left to right into dst. dst may be contribution(r) itself, not partly overlap it.
@@ -100,6 +104,9 @@ RankSchedule nhrBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule nhrScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule nhrGather(const Problem& pb, std::uint32_t rank);
 RankSchedule nhrBarrier(const Problem& pb, std::uint32_t rank);
+// Scatter's scratch (ScratchFn, tree::scatterScratch), and Gather's: its Scatter reversed keeps
+// the Scratch slices.
+std::uint64_t nhrScatterScratch(const Problem& pb, std::uint32_t rank);
 // AllReduce's cost: lockstep, or with empty blocks the tree phases' critical path from per-step
 // counts (tree::phasesPath).
 Metrics nhrAllReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
@@ -133,6 +140,7 @@ RankSchedule nbBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule nbScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule nbGather(const Problem& pb, std::uint32_t rank);
 RankSchedule nbBarrier(const Problem& pb, std::uint32_t rank);
+std::uint64_t nbScatterScratch(const Problem& pb, std::uint32_t rank);
 // As nhrAllReduceCost, with NB's Bruck AllGather.
 Metrics nbAllReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                         const CostParams& params);
@@ -169,6 +177,8 @@ Metrics nbReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elem
 // pairwise.cpp
 RankSchedule pairwiseAllToAll(const Problem& pb, std::uint32_t rank);
 RankSchedule pairwiseAllToAllV(const Problem& pb, std::uint32_t rank);
+// Scratch (ScratchFn): none out of place; in place the slots of steps 1..floor(p/2).
+std::uint64_t pairwiseAllToAllScratch(const Problem& pb, std::uint32_t rank);
 
 // What a generator can serve. The selector filters on these before costing anything.
 struct GeneratorSpec {
@@ -196,6 +206,11 @@ struct GeneratorSpec {
   // scratch to ranks in the middle). tests/algorithms/scratch_ranks_test.cpp checks every entry
   // that sets it against every rank's scratch.
   bool edgeScratch = true;
+  // A rank's scratch without building its schedule, where the entry has a formula; chunk sizing
+  // asks it (through Plan::scratchOf) of every rank it would otherwise build.
+  // tests/algorithms/scratch_formula_test.cpp holds every entry that sets it to scratchCount() of
+  // the schedule, rank by rank.
+  ScratchFn scratch = nullptr;
 };
 
 std::span<const GeneratorSpec> generatorSpecs();

@@ -204,6 +204,11 @@ RankSchedule meshAllToAll(const Problem& pb, std::uint32_t r) {
   return out;
 }
 
+std::uint64_t meshAllToAllScratch(const Problem& pb, std::uint32_t r) {
+  // meshExchange's landing slots, one per peer, packed.
+  return pb.inPlace ? pb.total() - pb.blocks.count(r) : 0;
+}
+
 RankSchedule meshAllToAllV(const Problem& pb, std::uint32_t r) {
   RankSchedule out;
   const Blocks recvBl = pb.pairs.recvBlocks(r);

@@ -142,6 +142,10 @@ Metrics nbBroadcastCost(const GeneratorSpec& g, const Problem& pb, std::size_t e
   return tree::phasesPath(bruckTree(pb.ranks), pb.blocks, phases, elemSize, params, pb.root);
 }
 
+std::uint64_t nbScatterScratch(const Problem& pb, std::uint32_t r) {
+  return tree::scatterScratch(pb, r, bruckTree(pb.ranks));
+}
+
 RankSchedule nbGather(const Problem& pb, std::uint32_t r) {
   return gatherByReversing(pb, r, nbScatter);
 }

@@ -168,6 +168,10 @@ Metrics nhrBroadcastCost(const GeneratorSpec& g, const Problem& pb, std::size_t 
   return tree::phasesPath(renumberedOnce(pb.ranks), pb.blocks, phases, elemSize, params, pb.root);
 }
 
+std::uint64_t nhrScatterScratch(const Problem& pb, std::uint32_t r) {
+  return tree::scatterScratch(pb, r, keepOrder(pb.ranks));
+}
+
 RankSchedule nhrGather(const Problem& pb, std::uint32_t r) {
   return gatherByReversing(pb, r, nhrScatter);
 }

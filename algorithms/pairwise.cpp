@@ -82,6 +82,15 @@ RankSchedule pairwiseAllToAll(const Problem& pb, std::uint32_t r) {
   return exchange(pb.ranks, r, bl, bl, pb.inPlace);
 }
 
+std::uint64_t pairwiseAllToAllScratch(const Problem& pb, std::uint32_t r) {
+  if (!pb.inPlace) return 0;
+  // exchange()'s slots: step k <= p/2 parks rank r-k's block.
+  const std::uint32_t p = pb.ranks;
+  std::uint64_t top = 0;
+  for (std::uint32_t k = 1; 2 * k <= p; ++k) top += pb.blocks.count((r + p - k) % p);
+  return top;
+}
+
 RankSchedule pairwiseAllToAllV(const Problem& pb, std::uint32_t r) {
   const Blocks recvBl = pb.pairs.recvBlocks(r);
   return exchange(pb.ranks, r, pb.inPlace ? recvBl : pb.pairs.sendBlocks(r), recvBl, pb.inPlace);

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 #include "algorithms/hierarchical.hpp"
 #include "algorithms/plan.hpp"
@@ -78,6 +79,15 @@ class FlatPlan final : public Plan {
   bool scratchAtEdges(const Layout& layout, const PlanKey& key, Collective c) const override {
     return layout.blockOrder() &&
            generatorsAtEdges(key.algorithms[static_cast<std::size_t>(outermostLevel(layout))], c);
+  }
+
+  // The generator's formula (GeneratorSpec::scratch): composeFlat numbers the ranks as they are.
+  std::optional<std::uint64_t> scratchOf(const Layout& layout, const PlanKey& key,
+                                         const Problem& pb, std::uint32_t rank) const override {
+    const GeneratorSpec* g =
+        findGenerator(key.algorithms[static_cast<std::size_t>(outermostLevel(layout))], pb.coll);
+    if (!g || !g->scratch) return std::nullopt;
+    return g->scratch(pb, rank);
   }
 
   bool rankOrdered(const Layout& layout, const PlanKey& key, Collective c) const override {

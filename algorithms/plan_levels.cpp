@@ -8,6 +8,9 @@
 // range). The flat plan serves those.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "algorithms/generators.hpp"
 #include "algorithms/hierarchical.hpp"
 #include "algorithms/plan.hpp"
@@ -89,6 +92,50 @@ class LevelsPlan final : public Plan {
 
   bool rankOrdered(const Layout& layout, const PlanKey& key, Collective c) const override {
     return levelsRankOrdered(layout, key.algorithms, c);
+  }
+
+  // Where composeLevels() runs one generator over every rank (one level in use, or servers of
+  // unequal size: composeFlat), that generator's formula; the AllToAll over levels by its own
+  // (allToAllScratch). Nothing for the other compositions.
+  std::optional<std::uint64_t> scratchOf(const Layout& layout, const PlanKey& key,
+                                         const Problem& pb, std::uint32_t rank) const override {
+    const std::vector<int> used = levelsInUse(layout);
+    const int top = used.empty() ? 0 : used.back();
+    if (used.size() <= 1 || !layout.symmetric()) {
+      const GeneratorSpec* g =
+          findGenerator(key.algorithms[static_cast<std::size_t>(top)], pb.coll);
+      if (!g || !g->scratch) return std::nullopt;
+      // composeFlat numbers the ranks as they are; one level's one group by its index there.
+      return g->scratch(pb, layout.symmetric() ? layout.indexIn(top, rank) : rank);
+    }
+    if (pb.coll == Collective::AllToAll) return allToAllScratch(layout, key, used, pb, rank);
+    return std::nullopt;
+  }
+
+ private:
+  // composeAllToAll's (hier_alltoall.cpp): pack area A = Scratch[0, pc) and landing area
+  // B = [pc, 2pc), both filled whole before the last level (with two or more levels the first
+  // exchange always lands in B), then each level's generator from 2pc on, its group AllToAll of
+  // p/g blocks per member out of place.
+  static std::optional<std::uint64_t> allToAllScratch(const Layout& layout, const PlanKey& key,
+                                                      const std::vector<int>& used,
+                                                      const Problem& pb, std::uint32_t rank) {
+    const std::uint64_t n = pb.blocks.count(0);
+    const std::uint32_t p = layout.ranks();
+    std::uint64_t radix = 1;
+    for (int l : used) radix *= layout.groupOf(l, rank).size();
+    if (radix != p) return std::nullopt;  // the composition refuses it: let it say why
+    if (n == 0) return 0;
+    const std::uint64_t total = std::uint64_t{p} * n;
+    std::uint64_t gen = 0;
+    for (int l : used) {
+      const std::uint32_t g = static_cast<std::uint32_t>(layout.groupOf(l, rank).size());
+      const GeneratorSpec* spec =
+          findGenerator(key.algorithms[static_cast<std::size_t>(l)], Collective::AllToAll);
+      if (!spec || !spec->scratch) return std::nullopt;
+      gen = std::max(gen, spec->scratch(Problem::allToAll(g, p / g * n), layout.indexIn(l, rank)));
+    }
+    return 2 * total + gen;
   }
 };
 

@@ -265,6 +265,16 @@ RankSchedule reduceScatterCollective(const Problem& pb, std::uint32_t r, const S
   return out;
 }
 
+std::uint64_t scatterScratch(const Problem& pb, std::uint32_t r, const SliceTree& t) {
+  if (r == pb.root) return 0;
+  // As scatterCollective's layout(r): every block after the own one, at the running offset; a
+  // trailing empty block leaves the top where the last filled one ends, which is the same sum.
+  const std::vector<std::uint32_t> pos = scatterHoldings(t, pb.root, r);
+  std::uint64_t top = 0;
+  for (std::size_t i = 1; i < pos.size(); ++i) top += pb.blocks.count(t.inward(pb.root, pos[i]));
+  return top;
+}
+
 RankSchedule scatterCollective(const Problem& pb, std::uint32_t r, const SliceTree& t) {
   RankSchedule out;
   const Blocks& bl = pb.blocks;

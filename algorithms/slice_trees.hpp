@@ -121,6 +121,10 @@ void scatter(RankSchedule& out, const SliceTree& t, std::uint32_t r, std::uint32
 //     Output and the blocks it forwards later in Scratch, packed in the order it forwards them.
 RankSchedule reduceScatterCollective(const Problem& pb, std::uint32_t r, const SliceTree& t);
 RankSchedule scatterCollective(const Problem& pb, std::uint32_t r, const SliceTree& t);
+// scratchCount(scatterCollective(pb, r, t)) without building it: a non-root rank packs the blocks
+// it forwards (its holdings after its own) into Scratch, back to back; the root sends from its
+// buffer. O(blocks held).
+std::uint64_t scatterScratch(const Problem& pb, std::uint32_t r, const SliceTree& t);
 
 }  // namespace hccl::algo::tree
 

@@ -3,7 +3,11 @@
 // scratchCount() of the schedule, rank by rank, and scratchNeed() (formula, withPrivateInput's
 // rule, edge ranks) the largest scratch of every rank's composed schedule.
 //
-// Segmented pipelines (PlanKey::segments, 2, 3, 4 and 8 segments) up to p = 64.
+// Segmented pipelines (PlanKey::segments, 2, 3, 4 and 8 segments) up to p = 64. The generators'
+// formulas (GeneratorSpec::scratch) rank by rank for every p <= 64 (CI) or 256 (by hand) and a
+// spread to 1000, every root class, in and out of place, even, uneven and empty blocks; the
+// per-level plan's (one level: the generator's; AllToAll over levels: its pack areas and the
+// levels' generators) on the same layouts as the pipeline's and flat ones.
 // Quick tier (CI): servers x ranks per server for every p <= 24 and a spread to 1024 (64x2, 16x8,
 // 32x4, 128x2, 128x8). COLL_HCCL_COST_FULL=1 (by hand): every factorisation of every p <= 256
 // and 255x4, 512x2, 128x8, 1024x1.
@@ -13,6 +17,7 @@
 #include <numeric>
 
 #include "algorithms/chunking.hpp"
+#include "algorithms/generators.hpp"
 #include "algorithms/pipeline.hpp"
 #include "algorithms/plan.hpp"
 #include "algorithms/scratch_ranks.hpp"
@@ -121,6 +126,128 @@ TEST(PipelineScratch, ScratchNeedEqualsEveryRank) {
     }
   }
   EXPECT_GT(compared, 500);
+}
+
+// The problems a generator's formula is held to: its collective in and out of place, counts that
+// leave blocks empty, fill them evenly and unevenly, at roots 0, 1, p/2 and p-1; uneven (and
+// partly empty) blocks where the generator takes them.
+std::vector<Problem> generatorProblems(const GeneratorSpec& g, std::uint32_t p) {
+  std::vector<Problem> out;
+  std::vector<std::uint32_t> roots{0};
+  if (rooted(g.coll))
+    for (std::uint32_t r : {1u, p / 2, p - 1})
+      if (r < p && std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);
+  std::vector<std::uint64_t> uneven(p);
+  for (std::uint32_t i = 0; i < p; ++i) uneven[i] = (i * 7 + 3) % 5;  // 0..4, zeros included
+  for (bool inPlace : {false, true})
+    for (std::uint32_t root : roots) {
+      for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{3}})
+        out.push_back(Problem::fromMpiCount(g.coll, p, n, inPlace, root));
+      if (!g.unevenBlocks) continue;
+      Problem q = Problem::fromMpiCount(g.coll, p, 1, inPlace, root);
+      q.blocks = Blocks::of(uneven);
+      out.push_back(q);
+    }
+  return out;
+}
+
+std::vector<std::uint32_t> generatorRankCounts() {
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t p = 1; p <= (fullTier() ? 256u : 64u); ++p) out.push_back(p);
+  for (std::uint32_t p : {100u, 255u, 1000u}) out.push_back(p);
+  return out;
+}
+
+TEST(GeneratorScratch, EqualsTheScheduleOfEveryRank) {
+  int compared = 0, entries = 0;
+  for (const GeneratorSpec& g : generatorSpecs()) {
+    if (!g.scratch) continue;
+    ++entries;
+    std::uint64_t largest = 0;
+    for (std::uint32_t p : generatorRankCounts()) {
+      const std::uint32_t stride = p > 256 ? 37 : 1;  // every rank's schedule is O(p) at 1000
+      for (const Problem& pb : generatorProblems(g, p))
+        for (std::uint32_t r = 0; r < p; r += stride) {
+          const std::uint64_t s = scratchCount(g.generate(pb, r));
+          ASSERT_EQ(g.scratch(pb, r), s)
+              << test::specName(g) << " rank " << r << " " << toString(pb);
+          largest = std::max(largest, s);
+          ++compared;
+        }
+    }
+    // Only a formula whose schedules use scratch somewhere can tell a wrong one from a right one.
+    EXPECT_GT(largest, 0u) << test::specName(g);
+  }
+  EXPECT_GE(entries, 6);
+  EXPECT_GT(compared, 100000);
+}
+
+// The per-level plan's scratchOf against the composed schedule of every rank, and scratchNeed
+// through it against every rank's composed schedule as the engine runs it; the flat plan's (the
+// outermost level's generator over every rank) the same way.
+std::uint8_t flatIndex() {
+  const auto table = planTable();
+  for (std::size_t i = 0; i < table.size(); ++i)
+    if (table[i]->name() == "flat") return static_cast<std::uint8_t>(i);
+  ADD_FAILURE() << "no flat plan";
+  return 0;
+}
+
+TEST(LevelsScratch, EqualsTheComposedScheduleOfEveryRank) {
+  using A = Algorithm;
+  struct Case {
+    Collective coll;
+    LevelAlgorithms algs;
+  };
+  const std::vector<Case> cases{
+      {Collective::AllToAll, {A::Pairwise, A::Pairwise, A::Pairwise}},
+      {Collective::AllToAll, {A::Mesh, A::Pairwise, A::Pairwise}},
+      {Collective::AllToAll, {A::Mesh, A::Mesh, A::Mesh}},
+      {Collective::Scatter, {A::NHR, A::NHR, A::NHR}},
+      {Collective::Gather, {A::NB, A::NB, A::NB}},
+  };
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> layouts = gridLayouts();
+  for (std::uint32_t p : {1u, 2u, 5u, 8u, 13u, 64u}) {
+    layouts.emplace_back(1, p);  // one server: level0 only
+    layouts.emplace_back(p, 1);  // one rank a server: level1 only
+  }
+  int compared = 0, formulas = 0;
+  for (const auto& [servers, perServer] : layouts) {
+    const std::uint32_t p = servers * perServer;
+    const bool large = p > 256;
+    const Layout lay = Layout::servers(servers, perServer);
+    for (const Case& c : cases)
+      for (bool flatPlan : {false, true}) {
+        PlanKey key = planKeyFor(lay, c.algs);
+        const bool flat = levelsInUse(lay).size() <= 1;
+        if (flatPlan) {
+          if (flat) continue;  // the same schedules as the per-level plan's
+          key.plan = flatIndex();
+        } else if (c.coll != Collective::AllToAll && !flat) {
+          continue;  // no formula over levels
+        }
+        const RankGenerator gen = composedGenerator(lay, key);
+        const ScratchNeed need = scratchNeed(lay, key, gen);
+        for (bool inPlace : {false, true})
+          for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{3}}) {
+            const Problem pb = Problem::fromMpiCount(c.coll, p, n, inPlace,
+                                                     c.coll == Collective::AllToAll ? 0 : p / 2);
+            for (std::uint32_t r = 0; r < p; r += large ? 7 : 1) {
+              const auto s = planOf(key).scratchOf(lay, key, pb, r);
+              ASSERT_TRUE(s) << lay.describe() << " " << toString(pb);
+              ASSERT_EQ(*s, scratchCount(compose(lay, key, pb, r)))
+                  << lay.describe() << " rank " << r << " " << toString(pb);
+              ++formulas;
+            }
+            if (p > 64) continue;
+            ASSERT_EQ(need(pb), scratchOfEveryRank(gen, pb))
+                << lay.describe() << " " << toString(pb);
+            ++compared;
+          }
+      }
+  }
+  EXPECT_GT(formulas, 20000);
+  EXPECT_GT(compared, 1000);
 }
 
 }  // namespace
