@@ -77,6 +77,10 @@
 static void module_construct(mca_coll_hccl_module_t* m) {
   m->comm = NULL;
   m->engine_comm = NULL;
+  m->last_dtype = NULL;
+  m->last_op = NULL;
+  m->memo_allreduce = NULL;
+  m->memo_bcast = NULL;
 #define CLEAR_PREV(name) \
   m->prev_##name = NULL; \
   m->prev_##name##_module = NULL;
@@ -87,6 +91,9 @@ static void module_construct(mca_coll_hccl_module_t* m) {
 static void module_destruct(mca_coll_hccl_module_t* m) {
   hccl_comm_destroy(m->engine_comm);
   m->engine_comm = NULL;
+  free(m->memo_allreduce);
+  free(m->memo_bcast);
+  m->memo_allreduce = m->memo_bcast = NULL;
 #define RELEASE_PREV(name)                                                   \
   if (NULL != m->prev_##name##_module) OBJ_RELEASE(m->prev_##name##_module); \
   m->prev_##name##_module = NULL;

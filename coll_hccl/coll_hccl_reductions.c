@@ -13,8 +13,8 @@
  * recvbuf holds the input). Any op on any datatype (mca_coll_hccl_map_any_reduction): a type with
  * gaps (MAXLOC/MINLOC pairs, a user op on a vector) runs on staged whole extents, reduced through
  * Open MPI's op; only the data bytes of the result go back. */
-static const char* describe_reduction(mca_coll_hccl_call_t* call, hccl_coll_t coll,
-                                      const void* sbuf, void* rbuf, size_t count,
+static const char* describe_reduction(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t* call,
+                                      hccl_coll_t coll, const void* sbuf, void* rbuf, size_t count,
                                       size_t input_elems, size_t result_elems,
                                       ompi_datatype_t* dtype, ompi_op_t* op) {
   call->op = op;
@@ -27,7 +27,7 @@ static const char* describe_reduction(mca_coll_hccl_call_t* call, hccl_coll_t co
   if (0 == input_elems) return mca_coll_hccl_nothing(call);
   mca_coll_hccl_reduction_t red;
   const char* why = NULL;
-  if (!mca_coll_hccl_map_any_reduction(dtype, op, &red, &why)) return why;
+  if (!mca_coll_hccl_map_reduction_of(m, dtype, op, &red, &why)) return why;
   call->true_lb = red.elem.true_lb;
   d->dtype = red.elem.dtype;
   d->elem_size = red.elem.elem_size;
@@ -57,10 +57,21 @@ static bool allreduce(const void* sbuf, void* rbuf, int count, ompi_datatype_t* 
                       ompi_op_t* op, mca_coll_hccl_module_t* m, ompi_request_t** request,
                       bool persistent, int* rc) {
   static const char* const names[3] = {"MPI_Allreduce", "MPI_Iallreduce", "MPIX_Allreduce_init"};
+  const bool blocking = NULL == request && !persistent;
+  if (blocking) {
+    const mca_coll_hccl_call_t* same =
+        mca_coll_hccl_memo_find(m->memo_allreduce, sbuf, rbuf, count, 0, dtype, op);
+    if (NULL != same) {
+      if (mca_coll_hccl_try_fast(m, same, NULL, rc)) return true;
+      return mca_coll_hccl_offer(m, same, NULL, request, rc);
+    }
+  }
   mca_coll_hccl_call_t call;
   mca_coll_hccl_call_init(&call, names, request, persistent);
-  const char* why = describe_reduction(&call, HCCL_COLL_ALLREDUCE, sbuf, rbuf, (size_t)count,
+  const char* why = describe_reduction(m, &call, HCCL_COLL_ALLREDUCE, sbuf, rbuf, (size_t)count,
                                        (size_t)count, (size_t)count, dtype, op);
+  if (blocking)
+    mca_coll_hccl_memo_keep(&m->memo_allreduce, &call, why, sbuf, rbuf, count, 0, dtype, op);
   if (NULL == request && mca_coll_hccl_try_fast(m, &call, why, rc)) return true;
   return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
@@ -99,7 +110,7 @@ static bool reduce_scatter_block(const void* sbuf, void* rbuf, int rcount, ompi_
   mca_coll_hccl_call_init(&call, names, request, persistent);
   size_t p = (size_t)ompi_comm_size(m->comm);
   const char* why =
-      describe_reduction(&call, HCCL_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, (size_t)rcount,
+      describe_reduction(m, &call, HCCL_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf, (size_t)rcount,
                          p * (size_t)rcount, (size_t)rcount, dtype, op);
   if (NULL == request && mca_coll_hccl_try_fast(m, &call, why, rc)) return true;
   return mca_coll_hccl_offer(m, &call, why, request, rc);
@@ -153,7 +164,7 @@ static bool reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, omp
     counts[i] = (size_t)rcounts[i];
     total += counts[i];
   }
-  const char* why = describe_reduction(&call, HCCL_COLL_REDUCE_SCATTER, sbuf, rbuf, 0, total,
+  const char* why = describe_reduction(m, &call, HCCL_COLL_REDUCE_SCATTER, sbuf, rbuf, 0, total,
                                        counts[ompi_comm_rank(m->comm)], dtype, op);
   call.desc.recvcounts = counts;
   bool taken = NULL == request && mca_coll_hccl_try_fast(m, &call, why, rc);

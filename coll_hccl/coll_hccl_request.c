@@ -140,6 +140,13 @@ int mca_coll_hccl_run(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* cal
   return rc;
 }
 
+/* Polls of the slots between two runs of Open MPI's loop: one when ranks outnumber cores (the
+ * loop then yields the core). hccl_fast_start already polls as many times, so a call whose peers
+ * are there finishes within one crossing into the engine. */
+static inline int fast_polls(void) {
+  return ompi_mpi_yield_when_idle ? 1 : kEnginePollsPerRound;
+}
+
 /* A call hccl_fast_start answered with st: false if the slots do not take it, else waits for it
  * and sets *rc. Inlined: the contiguous path compiles as it did before the staged one existed. */
 static inline __attribute__((always_inline)) bool fast_run(mca_coll_hccl_module_t* m,
@@ -149,11 +156,9 @@ static inline __attribute__((always_inline)) bool fast_run(mca_coll_hccl_module_
   char err[1] = ""; /* hccl_last_error() has the whole message */
   /* As mca_coll_hccl_run: the engine's flags first, Open MPI's loop (other traffic, and the
    * yield when ranks outnumber cores) in between. */
-  const int polls = ompi_mpi_yield_when_idle ? 1 : kEnginePollsPerRound;
   while (HCCL_PENDING == st) {
-    st = hccl_fast_poll(m->engine_comm, polls, err, sizeof err);
-    if (HCCL_PENDING != st) break;
     opal_progress();
+    st = hccl_fast_poll(m->engine_comm, fast_polls(), err, sizeof err);
   }
   mca_coll_hccl_log_fast(m, call);
   if (HCCL_SUCCESS == st) {
@@ -181,7 +186,8 @@ static bool try_fast_staged(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_
                 MCA_COLL_HCCL_NAME(m->comm));
   } else {
     char err[1] = "";
-    taken = fast_run(m, call, hccl_fast_start(m->engine_comm, &staged.desc, err, sizeof err), rc);
+    taken = fast_run(
+        m, call, hccl_fast_start(m->engine_comm, &staged.desc, fast_polls(), err, sizeof err), rc);
     if (taken && OMPI_SUCCESS == *rc) *rc = mca_coll_hccl_stage_out(&staged, tmp_recv);
   }
   free(tmp_send);
@@ -206,10 +212,30 @@ bool mca_coll_hccl_try_fast(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_
     taken = try_fast_staged(m, call, rc);
   } else {
     char err[1] = "";
-    taken = fast_run(m, call, hccl_fast_start(m->engine_comm, &call->desc, err, sizeof err), rc);
+    taken = fast_run(
+        m, call, hccl_fast_start(m->engine_comm, &call->desc, fast_polls(), err, sizeof err), rc);
   }
   if (taken && OMPI_SUCCESS == *rc && 0 != call->error_after) *rc = call->error_after;
   return taken;
+}
+
+void mca_coll_hccl_memo_keep(mca_coll_hccl_memo_t** slot, const mca_coll_hccl_call_t* call,
+                             const char* why, const void* sbuf, void* rbuf, int count, int root,
+                             ompi_datatype_t* dtype, ompi_op_t* op) {
+  if (NULL != why || call->empty || 0 != call->error_after || call->persistent ||
+      0 != call->desc.nonblocking || MCA_COLL_HCCL_DIRECT != call->send.kind ||
+      MCA_COLL_HCCL_DIRECT != call->recv.kind || !ompi_datatype_is_predefined(dtype) ||
+      (NULL != op && !ompi_op_is_intrinsic(op)))
+    return;
+  if (NULL == *slot && NULL == (*slot = malloc(sizeof **slot))) return; /* no memo: no harm */
+  mca_coll_hccl_memo_t* k = *slot;
+  k->sbuf = sbuf;
+  k->rbuf = rbuf;
+  k->count = count;
+  k->root = root;
+  k->dtype = dtype;
+  k->op = op;
+  k->call = *call;
 }
 
 /* After hccl_progress returned: completion callbacks may start new calls or free the

@@ -39,6 +39,24 @@ bool mca_coll_hccl_map_any_reduction(ompi_datatype_t* dtype, ompi_op_t* op,
   return true;
 }
 
+bool mca_coll_hccl_map_reduction_of(mca_coll_hccl_module_t* m, ompi_datatype_t* dtype,
+                                    ompi_op_t* op, mca_coll_hccl_reduction_t* out,
+                                    const char** why) {
+  /* Measured in callgrind at np=2 (8 B MPI_Allreduce): the mapping cost ~150 instructions per
+   * call, a quarter of the adapter's and engine's work outside the wait. */
+  if (dtype == m->last_dtype && op == m->last_op && NULL != dtype) {
+    *out = m->last_reduction;
+    return true;
+  }
+  if (!mca_coll_hccl_map_any_reduction(dtype, op, out, why)) return false;
+  if (ompi_datatype_is_predefined(dtype) && ompi_op_is_intrinsic(op)) {
+    m->last_dtype = dtype;
+    m->last_op = op;
+    m->last_reduction = *out;
+  }
+  return true;
+}
+
 /* ---- Bcast ---------------------------------------------------------------------------------- */
 
 static const char* describe_bcast(mca_coll_hccl_module_t* m, mca_coll_hccl_call_t* call, void* buf,
@@ -63,9 +81,20 @@ static const char* describe_bcast(mca_coll_hccl_module_t* m, mca_coll_hccl_call_
 static bool bcast(void* buf, int count, ompi_datatype_t* dtype, int root, mca_coll_hccl_module_t* m,
                   ompi_request_t** request, bool persistent, int* rc) {
   static const char* const names[3] = {"MPI_Bcast", "MPI_Ibcast", "MPIX_Bcast_init"};
+  const bool blocking = NULL == request && !persistent;
+  if (blocking) {
+    const mca_coll_hccl_call_t* same =
+        mca_coll_hccl_memo_find(m->memo_bcast, NULL, buf, count, root, dtype, NULL);
+    if (NULL != same) {
+      if (mca_coll_hccl_try_fast(m, same, NULL, rc)) return true;
+      return mca_coll_hccl_offer(m, same, NULL, request, rc);
+    }
+  }
   mca_coll_hccl_call_t call;
   mca_coll_hccl_call_init(&call, names, request, persistent);
   const char* why = describe_bcast(m, &call, buf, count, dtype, root);
+  if (blocking)
+    mca_coll_hccl_memo_keep(&m->memo_bcast, &call, why, NULL, buf, count, root, dtype, NULL);
   if (NULL == request && !persistent && mca_coll_hccl_try_fast(m, &call, why, rc)) return true;
   return mca_coll_hccl_offer(m, &call, why, request, rc);
 }
@@ -110,7 +139,7 @@ static const char* describe_reduce(mca_coll_hccl_module_t* m, mca_coll_hccl_call
   if (0 == count) return mca_coll_hccl_nothing(call);
   mca_coll_hccl_reduction_t red;
   const char* why = NULL;
-  if (!mca_coll_hccl_map_any_reduction(dtype, op, &red, &why)) return why;
+  if (!mca_coll_hccl_map_reduction_of(m, dtype, op, &red, &why)) return why;
   call->true_lb = red.elem.true_lb;
   d->dtype = red.elem.dtype;
   d->elem_size = red.elem.elem_size;

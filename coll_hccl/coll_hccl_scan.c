@@ -139,13 +139,22 @@ int mca_coll_hccl_exscan_init(const void* sbuf, void* rbuf, int count, ompi_data
 
 static bool barrier(mca_coll_hccl_module_t* m, ompi_request_t** request, bool persistent, int* rc) {
   static const char* const names[3] = {"MPI_Barrier", "MPI_Ibarrier", "MPIX_Barrier_init"};
+  /* A blocking Barrier's description never changes: not cleared and filled again every call. */
+  static const mca_coll_hccl_call_t blocking = {.desc = {.coll = HCCL_COLL_BARRIER,
+                                                         .dtype = HCCL_DT_BYTE,
+                                                         .elem_size = 1,
+                                                         .op = HCCL_OP_NONE},
+                                                .mpi_name = "MPI_Barrier"};
+  if (NULL == request && !persistent) {
+    if (mca_coll_hccl_try_fast(m, &blocking, NULL, rc)) return true;
+    return mca_coll_hccl_offer(m, &blocking, NULL, request, rc);
+  }
   mca_coll_hccl_call_t call;
   mca_coll_hccl_call_init(&call, names, request, persistent);
   call.desc.coll = HCCL_COLL_BARRIER;
   call.desc.dtype = HCCL_DT_BYTE;
   call.desc.elem_size = 1;
   call.desc.op = HCCL_OP_NONE;
-  if (NULL == request && !persistent && mca_coll_hccl_try_fast(m, &call, NULL, rc)) return true;
   return mca_coll_hccl_offer(m, &call, NULL, request, rc);
 }
 

@@ -410,7 +410,9 @@ void hccl_prepared_free(hccl_prepared_t* prepared);
  * may be in place (it only rebinds that rank's buffers). The
  * descriptor's buffers must stay valid until the call is over; user ops never run here. Not
  * with thread_multiple (always HCCL_ERR_UNSUPPORTED). */
-hccl_status_t hccl_fast_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, char* err,
+/* It polls the call up to `spins` times (at least once) before it answers PENDING, as
+ * hccl_fast_poll does: a call that completes within them crosses into the engine once. */
+hccl_status_t hccl_fast_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, int spins, char* err,
                               size_t errlen);
 /* 1 when hccl_fast_start would run this shape on slots (the same decision, remembered; the
  * descriptor's buffers are not read), else 0. Starts nothing. */

@@ -150,14 +150,33 @@ struct ShmLink::Impl {
       ownChannel(what, false);
     return w;
   }
+  // Where each channel's ring (w -> r, at w * localSize + r) and its acknowledgement lines start
+  // in this process, filled once the segment is mapped (mapChannels): the slot protocol finds a
+  // slot several times per post, and the layout's offset arithmetic (measured in callgrind at
+  // np=2: ~20 instructions each, over 100 per 8 B AllReduce) is then one multiply-add.
+  std::vector<std::byte*> rings;
+  std::byte* acks = nullptr;
+  std::size_t stride = 0;  // layout.slotStride()
+  void mapChannels() {
+    const std::size_t L = layout.localSize;
+    rings.assign(L * L, nullptr);
+    for (std::size_t w = 0; w < L; ++w)
+      for (std::size_t r = 0; r < L; ++r) rings[w * L + r] = base + layout.channelOffset(w, r);
+    acks = base + layout.acksOffset();
+    stride = layout.slotStride();
+  }
+  std::byte* slot(std::size_t w, std::size_t r, std::uint64_t post) const {
+    return rings[w * layout.localSize + r] + layout.slotIndex(post) * stride;
+  }
   shm::SlotControl& control(std::size_t w, std::size_t r, std::uint64_t post) const {
-    return *reinterpret_cast<shm::SlotControl*>(base + layout.slotOffset(w, r, post));
+    return *reinterpret_cast<shm::SlotControl*>(slot(w, r, post));
   }
   std::byte* payload(std::size_t w, std::size_t r, std::uint64_t post) const {
-    return base + layout.slotOffset(w, r, post) + shm::kPayloadOffset;
+    return slot(w, r, post) + shm::kPayloadOffset;
   }
   shm::AckLine& ack(std::size_t reader, std::size_t writer, bool broadcast) const {
-    return *reinterpret_cast<shm::AckLine*>(base + layout.ackOffset(reader, writer, broadcast));
+    return *reinterpret_cast<shm::AckLine*>(
+        acks + ((reader * layout.localSize + writer) * 2 + (broadcast ? 1 : 0)) * shm::kLine);
   }
   // Readers of this rank's channel r (local indices).
   template <typename F>

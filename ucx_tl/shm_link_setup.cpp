@@ -202,6 +202,7 @@ void ShmLink::Impl::setUp(const std::vector<int>& serverOf, const AllGather& all
   writing.resize(L);
   readingPair.assign(L, {});
   readingBroadcast.assign(L, {});
+  if (base != nullptr) mapChannels();
 }
 
 std::string ShmLink::Impl::mapLeaderSegment(const std::vector<shm::Record>& records) {

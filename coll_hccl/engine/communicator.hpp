@@ -110,7 +110,7 @@ class Communicator {
   // happened, start the call the general way), or the failure that broke the communicator.
   // fastStart polls once.
   // Whether a call shape runs on slots is decided once, alike on every rank, and remembered.
-  hccl_status_t fastStart(const hccl_coll_desc_t& desc, std::string& err);
+  hccl_status_t fastStart(const hccl_coll_desc_t& desc, unsigned spins, std::string& err);
   // Whether fastStart would run this shape on slots (the same decision; buffers not read).
   bool fastAccepts(const hccl_coll_desc_t& desc);
   // Polls up to `spins` times while the call is pending.

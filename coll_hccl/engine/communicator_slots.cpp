@@ -171,7 +171,7 @@ bool Communicator::fastAccepts(const hccl_coll_desc_t& d) {
   return fastMatches(last, d) ? last.slots : fastFind(d).slots;
 }
 
-hccl_status_t Communicator::fastStart(const hccl_coll_desc_t& d, std::string& err) {
+hccl_status_t Communicator::fastStart(const hccl_coll_desc_t& d, unsigned spins, std::string& err) {
   if (!fastLink_) return HCCL_ERR_UNSUPPORTED;
   FastEntry* e = &fastLastOf(d);
   if (!fastMatches(*e, d)) e = &fastFind(d);  // this collective's last shape again: no call
@@ -187,7 +187,7 @@ hccl_status_t Communicator::fastStart(const hccl_coll_desc_t& d, std::string& er
   fastRun_.begin(e->program, *fastLink_, bufs, e->elemSize, e->reduction ? &*e->reduction : nullptr,
                  (std::uint64_t{commTag_} << 32) | fastSeq_);
   fastIdle_ = 0;
-  return fastPoll(1, err);
+  return fastPoll(spins, err);
 }
 
 hccl_status_t Communicator::fastFail(hccl_status_t status, std::string message, std::string& err) {

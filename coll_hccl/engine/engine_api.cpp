@@ -295,12 +295,13 @@ void hccl_prepared_free(hccl_prepared_t* prepared) {
 
 // No lock and no depth count: the slots are never used with thread_multiple, and a blocking call
 // does not run inside another engine call. Exceptions (none expected) become statuses.
-hccl_status_t hccl_fast_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, char* err,
+hccl_status_t hccl_fast_start(hccl_comm_t* comm, const hccl_coll_desc_t* desc, int spins, char* err,
                               size_t errlen) {
   return catching(err, errlen, [&] {
     if (!comm || !desc) return HCCL_ERR_ARG;
     std::string msg;
-    const hccl_status_t st = comm->impl->fastStart(*desc, msg);
+    const hccl_status_t st =
+        comm->impl->fastStart(*desc, spins > 0 ? static_cast<unsigned>(spins) : 1u, msg);
     if (st != HCCL_SUCCESS && st != HCCL_PENDING && st != HCCL_ERR_UNSUPPORTED)
       put(err, errlen, msg);
     return st;
