@@ -71,10 +71,15 @@ std::optional<ConfigError> readLinkParams(const json& val, const std::string& wh
       // 0 turns the term off (a calibration that measured no saving writes it).
       if (auto e = rd.positive(v, where + ".memory_GBps", x, true)) return e;
       lp.memory = x > 0 ? 1.0 / (x * 1e9) : 0.0;
+    } else if (field == "single_copy_from_bytes") {
+      if (!v.is_number_unsigned())
+        return rd.error(where + ".single_copy_from_bytes",
+                        fmt::format("expected a byte count (an integer >= 0), found {}", v.dump()));
+      lp.singleCopyFrom = v.get<std::uint64_t>();
     } else {
       rd.unknown(where, field,
                  "alpha_us, bandwidth_GBps, links, step_us, step_from_bytes, half_duplex, "
-                 "memory_GBps");
+                 "memory_GBps, single_copy_from_bytes");
     }
   }
   return std::nullopt;
@@ -91,6 +96,7 @@ json linkJson(const LinkParams& lp) {
   }
   if (lp.halfDuplex) j["half_duplex"] = true;
   if (lp.memory > 0) j["memory_GBps"] = 1.0 / lp.memory / 1e9;
+  if (lp.singleCopyFrom > 0) j["single_copy_from_bytes"] = lp.singleCopyFrom;
   return j;
 }
 

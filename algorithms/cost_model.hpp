@@ -20,7 +20,8 @@
 //               "step_us": 20.0,                   //   level0 unless level0_link=tagged;
 //               "step_from_bytes": 16360,          //   step_us: added to a step whose largest
 //               "half_duplex": true,               //   message exceeds step_from_bytes (any
-//               "memory_GBps": 8.0}                //   level or class may carry both);
+//               "memory_GBps": 8.0,                //   level or class may carry both);
+//               "single_copy_from_bytes": 0}       //   single_copy_from_bytes: see LinkParams
 //     },                                           //   half_duplex: sends and receives share
 //                                                  //   the bandwidth (default false);
 //                                                  //   memory_GBps: the memory-traffic term
@@ -88,6 +89,15 @@ struct LinkParams {
   // ring's time: ~1.1 ms saved for 8 MiB streamed, 7.8 GB/s) and s8's hccl_calibrate (11.1 GB/s
   // against a measured bandwidth of 12.5 GB/s: 4 MiB 0.75, 16 MiB 0.81 of Mesh's time).
   double memory = 0;
+  // The size from which a post of a copy-only call on the shared-memory slots (Bcast, AllGather:
+  // engine/slot_executor.hpp) is a descriptor of the writer's buffer that readers copy once
+  // (CMA) instead of a stream through the slots (two copies in user space, the slot in cache);
+  // 0 or absent: always streamed. An execution choice, not a term of the selection's costs.
+  // Default 0: on this VM's kernel CMA moved 16 MiB in 2.4-2.6 ms where memcpy took 0.6-0.8
+  // (pinning 4 KiB pages: follow_page_pte and the copy per page in the profile), and a stream
+  // through 16 KiB slots matched or beat it at every size from 64 KiB (AllGather np=2: 16 MiB
+  // 2.9 against 4.0 ms; Bcast: 1 MiB 45 against 74 us).
+  std::uint64_t singleCopyFrom = 0;
 };
 
 struct SizeRule {

@@ -9,7 +9,7 @@ namespace hccl::engine {
 bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, std::uint32_t me,
                           std::span<const int> linkRank, std::size_t elemSize,
                           std::size_t payloadBytes, SlotProgram& out, std::string& why,
-                          std::size_t window, std::size_t blockFromBytes) {
+                          std::size_t window, std::size_t blockFromBytes, bool stream) {
   const std::size_t p = schedules.size();
   if (p < 2 || me >= p || linkRank.size() != p || elemSize == 0 || window == 0) {
     why = fmt::format("{} ranks, rank {}, {} link ranks, element size {}, window {}", p, me,
@@ -58,7 +58,7 @@ bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, 
         why = fmt::format("rank {} step {} sends to {} of its {} peers", r, s, sends, p - 1);
         return false;
       }
-      if (!out.blockPost(sent->count) && out.chunksOf(sent->count) > window) {
+      if (!stream && !out.blockPost(sent->count) && out.chunksOf(sent->count) > window) {
         why = fmt::format("rank {} step {} sends {} bytes, above {} slots of {}", r, s,
                           sent->count * elemSize, window, payloadBytes);
         return false;
@@ -73,9 +73,38 @@ bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, 
         return false;
       }
 
+  // A step streams when its post or a receive spans more than the window; it then takes its
+  // receives' chunks in any order, so their writers must be distinct (every rank checks every
+  // rank's steps: all agree on whether the call runs here).
+  const auto spans = [&](std::uint64_t count) {
+    return !out.blockPost(count) && out.chunksOf(count) > window;
+  };
+  for (std::size_t r = 0; stream && r < p; ++r)
+    for (std::size_t s = 0; s < schedules[r]->steps.size(); ++s) {
+      bool streams = false, blocks = false;
+      std::fill(seen.begin(), seen.end(), false);
+      bool distinct = true;
+      for (const algo::Transfer& x : schedules[r]->steps[s].xfers) {
+        streams = streams || spans(x.slice.count);
+        blocks = blocks || out.blockPost(x.slice.count);
+        if (x.dir != algo::Dir::Recv) continue;
+        distinct = distinct && !seen[x.peer];
+        seen[x.peer] = true;
+      }
+      if (streams && !distinct) {
+        why = fmt::format("rank {} step {} streams and receives twice from one writer", r, s);
+        return false;
+      }
+      if (streams && blocks) {
+        why = fmt::format("rank {} step {} streams and moves a block", r, s);
+        return false;
+      }
+    }
+
   out.steps.clear();
   for (const algo::Step& st : schedules[me]->steps) {
     Step& mine = out.steps.emplace_back();
+    for (const algo::Transfer& x : st.xfers) mine.stream = mine.stream || spans(x.slice.count);
     for (const algo::Transfer& x : st.xfers) {
       if (x.dir == algo::Dir::Send) {
         mine.post = true;
@@ -104,6 +133,7 @@ void SlotRun::begin(const SlotProgram& program, tl::ShmLink& link, std::byte* co
   step_ = recv_ = 0;
   chunk_ = posted_ = 0;
   block_ = 0;
+  got_.clear();
   moved_ = flagSet_ = learned_ = false;
   error_.clear();
   fault_ = tl::Fault::None;
@@ -119,6 +149,10 @@ SlotRun::Result SlotRun::poll() {
   const std::vector<SlotProgram::Step>& steps = program_->steps;
   while (step_ < steps.size()) {
     const SlotProgram::Step& st = steps[step_];
+    if (st.stream) {
+      const Result r = pollStream(st);
+      if (r != Result::Done) return r;
+    }
     while (posted_ < st.postChunks) {
       const std::span<std::byte> slot = link_->tryAcquire(tl::ShmLink::kEveryPeer);
       if (slot.empty()) return Result::Pending;
@@ -132,14 +166,7 @@ SlotRun::Result SlotRun::poll() {
         moved_ = true;
         break;
       }
-      const std::uint64_t first = posted_ * program_->chunkElems;
-      const std::size_t n = std::min(program_->chunkElems, st.send.count - first) * elemSize_;
-      std::memcpy(slot.data(), &tag_, SlotProgram::kHeaderBytes);
-      if (n)
-        std::memcpy(slot.data() + SlotProgram::kHeaderBytes, at(st.send) + first * elemSize_, n);
-      link_->publish(tl::ShmLink::kEveryPeer, SlotProgram::kHeaderBytes + n);
-      ++posted_;
-      moved_ = true;
+      postChunk(st, slot);
     }
     while (recv_ < st.recvs.size()) {
       const SlotProgram::Recv& r = st.recvs[recv_];
@@ -172,23 +199,7 @@ SlotRun::Result SlotRun::poll() {
         ++recv_;
         continue;
       }
-      const std::uint64_t first = chunk_ * program_->chunkElems;
-      const std::size_t n = std::min(program_->chunkElems, r.dst.count - first) * elemSize_;
-      std::uint64_t tag = 0;
-      if (!post.block && post.data.size() >= SlotProgram::kHeaderBytes)
-        std::memcpy(&tag, post.data.data(), SlotProgram::kHeaderBytes);
-      if (post.block || tag != tag_ || post.data.size() != SlotProgram::kHeaderBytes + n) {
-        return fail(fmt::format(
-            "step {}: the post of rank {} on its broadcast slots is {} bytes of call {:#x}, this "
-            "rank expects {} bytes of call {:#x} (slot {} of {}): the ranks' calls do not match",
-            step_, r.writer,
-            post.data.size() - std::min(post.data.size(), SlotProgram::kHeaderBytes), tag, n, tag_,
-            chunk_ + 1, r.chunks));
-      }
-      if (n)
-        std::memcpy(at(r.dst) + first * elemSize_, post.data.data() + SlotProgram::kHeaderBytes, n);
-      link_->release(r.writer, true);
-      moved_ = true;
+      if (takeChunk(r, chunk_, post) == Result::Failed) return Result::Failed;
       if (++chunk_ < r.chunks) continue;
       chunk_ = 0;
       ++recv_;
@@ -209,8 +220,67 @@ SlotRun::Result SlotRun::poll() {
     ++step_;
     recv_ = 0;
     posted_ = 0;
+    got_.clear();
   }
   return Result::Done;
+}
+
+void SlotRun::postChunk(const SlotProgram::Step& st, std::span<std::byte> slot) {
+  const std::uint64_t first = posted_ * program_->chunkElems;
+  const std::size_t n = std::min(program_->chunkElems, st.send.count - first) * elemSize_;
+  std::memcpy(slot.data(), &tag_, SlotProgram::kHeaderBytes);
+  if (n) std::memcpy(slot.data() + SlotProgram::kHeaderBytes, at(st.send) + first * elemSize_, n);
+  link_->publish(tl::ShmLink::kEveryPeer, SlotProgram::kHeaderBytes + n);
+  ++posted_;
+  moved_ = true;
+}
+
+SlotRun::Result SlotRun::takeChunk(const SlotProgram::Recv& r, std::uint32_t chunk,
+                                   const tl::ShmLink::Post& post) {
+  const std::uint64_t first = chunk * program_->chunkElems;
+  const std::size_t n = std::min(program_->chunkElems, r.dst.count - first) * elemSize_;
+  std::uint64_t tag = 0;
+  if (!post.block && post.data.size() >= SlotProgram::kHeaderBytes)
+    std::memcpy(&tag, post.data.data(), SlotProgram::kHeaderBytes);
+  if (post.block || tag != tag_ || post.data.size() != SlotProgram::kHeaderBytes + n) {
+    return fail(fmt::format(
+        "step {}: the post of rank {} on its broadcast slots is {} bytes of call {:#x}, this "
+        "rank expects {} bytes of call {:#x} (slot {} of {}): the ranks' calls do not match",
+        step_, r.writer, post.data.size() - std::min(post.data.size(), SlotProgram::kHeaderBytes),
+        tag, n, tag_, chunk + 1, r.chunks));
+  }
+  if (n)
+    std::memcpy(at(r.dst) + first * elemSize_, post.data.data() + SlotProgram::kHeaderBytes, n);
+  link_->release(r.writer, true);
+  moved_ = true;
+  return Result::Done;
+}
+
+// Posts and takes in turns until neither moves: a rank whose ring is full (its readers have not
+// released its earlier chunks) goes on taking its writers' chunks, so every reader drains every
+// writer and no wait closes a cycle (p ranks reading each other in ring order would, with posts
+// first). Such a step has no block (compile); its ops stay with poll(), after its transfers.
+SlotRun::Result SlotRun::pollStream(const SlotProgram::Step& st) {
+  if (got_.size() != st.recvs.size()) got_.assign(st.recvs.size(), 0);
+  for (bool more = true; more;) {
+    more = false;
+    while (posted_ < st.postChunks) {
+      const std::span<std::byte> slot = link_->tryAcquire(tl::ShmLink::kEveryPeer);
+      if (slot.empty()) break;
+      postChunk(st, slot);
+      more = true;
+    }
+    for (std::size_t i = 0; i < st.recvs.size(); ++i) {
+      const SlotProgram::Recv& r = st.recvs[i];
+      tl::ShmLink::Post post;
+      while (got_[i] < r.chunks && link_->tryPeek(r.writer, true, &post)) {
+        if (takeChunk(r, got_[i], post) == Result::Failed) return Result::Failed;
+        more = true;
+        if (++got_[i] == r.chunks) ++recv_;
+      }
+    }
+  }
+  return posted_ < st.postChunks || recv_ < st.recvs.size() ? Result::Pending : Result::Done;
 }
 
 namespace {
@@ -265,6 +335,11 @@ void SlotRun::abandon() {
 int SlotRun::waitingFor() const {
   if (!program_ || step_ >= program_->steps.size()) return -1;
   const SlotProgram::Step& st = program_->steps[step_];
+  if (st.stream) {  // the first writer whose chunks are not all here (recv_ counts, not indexes)
+    for (std::size_t i = 0; i < st.recvs.size(); ++i)
+      if (i >= got_.size() || got_[i] < st.recvs[i].chunks) return st.recvs[i].writer;
+    return -1;
+  }
   if (posted_ < st.postChunks) return -1;
   return recv_ < st.recvs.size() ? st.recvs[recv_].writer : -1;
 }

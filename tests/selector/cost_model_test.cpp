@@ -141,6 +141,35 @@ TEST(CostModel, StepCostAppliesAboveItsThreshold) {
       << bad.error().message;
 }
 
+// The slots' single-copy threshold for copy-only posts (LinkParams::singleCopyFrom): none by
+// default (streamed through the slots, what this VM measured faster), read, round-tripped (and
+// left out of the document where 0), a negative or fractional value rejected with its path.
+TEST(CostModel, SingleCopyFromIsReadAndRoundTripped) {
+  const CostModel& d = defaultCostModel();
+  ASSERT_TRUE(d.sharedMemory.has_value());
+  EXPECT_EQ(d.sharedMemory->singleCopyFrom, 0u);
+  EXPECT_EQ(d.toJson().find("single_copy_from_bytes"), std::string::npos);
+
+  std::vector<std::string> warnings;
+  auto r = tune(R"({"link_classes": {"shm": {"single_copy_from_bytes": 1048576}}})", warnings);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(r.value().sharedMemory->singleCopyFrom, 1048576u);
+  auto back = applyTuning(CostModel{}, r.value().toJson(), "round trip", warnings);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back.value().sharedMemory->singleCopyFrom, 1048576u);
+
+  for (const char* v : {"-1", "2.5", "\"1M\""}) {
+    auto bad =
+        tune(std::string(R"({"link_classes": {"shm": {"single_copy_from_bytes": )") + v + "}}}",
+             warnings);
+    ASSERT_FALSE(bad.ok()) << v;
+    EXPECT_NE(bad.error().message.find("link_classes.shm.single_copy_from_bytes"),
+              std::string::npos)
+        << bad.error().message;
+  }
+}
+
 // A half-duplex link: read, round-tripped, and a step that sends and receives priced at the sum
 // of both directions (over one link), against the sums computed here; full duplex at the larger.
 TEST(CostModel, HalfDuplexAddsBothDirections) {

@@ -160,6 +160,9 @@ Shape shapeOf(std::uint64_t call, std::uint32_t p, std::size_t payload, std::siz
       window * (payload / sizeOf(s.type)) / (s.coll == Coll::ReduceScatter ? p : 1);
   const std::uint64_t x = g();
   s.count = x % 8 == 0 ? most : 1 + (x >> 8) % std::max<std::size_t>(most, 1);
+  // Some copy-only calls post more than the window: streamed through the slots (the writer
+  // reusing its own post's slots) or a block.
+  if (!reduces && x % 8 == 3) s.count = most + 1 + (x >> 8) % (5 * most);
   s.inPlace = s.coll != Coll::Broadcast && g() % 3 == 0;
   s.root = static_cast<std::uint32_t>(g() % p);
   return s;
@@ -210,6 +213,7 @@ struct Totals {
   std::uint64_t run = 0, skipped = 0, waits = 0;
   std::uint64_t pipelined = 0;  // calls with a post spanning several slots
   std::uint64_t blocks = 0;     // calls with a block post
+  std::uint64_t streamed = 0;   // calls with a step streaming more slots than the window
 };
 
 // Runs `calls` back-to-back calls; rank `slow` sleeps or spins at random points, before calls
@@ -257,11 +261,13 @@ Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow) {
       for (const RankSchedule& r : all) ptrs.push_back(&r);
       std::string why;
       // Half the copy-only shapes send what exceeds a slot as blocks read with one copy (as the
-      // engine does where the link has single copy), the rest through several slots.
-      const bool blocks = (s.coll == Coll::Broadcast || s.coll == Coll::AllGather) &&
-                          s.root % 2 == 0 && link.singleCopy() != tl::SingleCopy::None;
+      // engine does from single_copy_from_bytes where the link has single copy), the rest
+      // through several slots, streamed beyond the window (as the engine does below it).
+      const bool copies = s.coll == Coll::Broadcast || s.coll == Coll::AllGather;
+      const bool blocks = copies && s.root % 2 == 0 && link.singleCopy() != tl::SingleCopy::None;
       c.slots = SlotProgram::compile(ptrs, static_cast<std::uint32_t>(me), linkRank, sizeOf(s.type),
-                                     payload, c.program, why, window, blocks ? payload + 1 : 0);
+                                     payload, c.program, why, window, blocks ? payload + 1 : 0,
+                                     copies && !blocks);
       c.scratch = algo::scratchCount(all[static_cast<std::size_t>(me)]);
     }
     if (!c.slots) {
@@ -347,19 +353,23 @@ Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow) {
           fmt::format("call {}: in-place input beyond the result changed", call));
     }
     ++t.run;
-    bool several = false, block = false;
+    bool several = false, block = false, streams = false;
     for (const SlotProgram::Step& st : c.program.steps) {
       several = several || st.postChunks > 1;
+      streams = streams || st.stream;
       block = block || st.block;
       for (const SlotProgram::Recv& rv : st.recvs) block = block || rv.block;
     }
     t.pipelined += several;
     t.blocks += block;
+    t.streamed += streams;
   }
   child.report(
-      fmt::format("rank {}: {} calls on slots ({} with posts of several slots, {} with blocks), "
-                  "{} not for slots, {} waits",
-                  me, t.run, t.pipelined, t.blocks, t.skipped, t.waits));
+      fmt::format("rank {}: {} calls on slots ({} with posts of several slots, {} with blocks, "
+                  "{} streamed), {} not for slots, {} waits",
+                  me, t.run, t.pipelined, t.blocks, t.streamed, t.skipped, t.waits));
+  CHILD_CHECK(t.streamed > calls / 400,
+              fmt::format("only {} of {} calls streamed beyond the window", t.streamed, calls));
   CHILD_CHECK(link.singleCopy() == tl::SingleCopy::None || t.blocks > calls / 100,
               fmt::format("only {} of {} calls read a block", t.blocks, calls));
   CHILD_CHECK(t.pipelined > calls / 50,
