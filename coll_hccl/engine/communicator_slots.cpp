@@ -95,28 +95,29 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
     all[r] = &others[r];
   }
   const std::size_t payload = fastLink_->slotBytes() - SlotProgram::kHeaderBytes;
-  // A post larger than a slot, in a call that only copies (Bcast, AllGather): streamed through
-  // the slots, or from the shared-memory class's single_copy_from_bytes (where the link has
-  // single copy) read in place with one copy: which is faster is the kernel's CMA against two
-  // user copies, a property of the machine (cost_model.hpp, LinkParams::singleCopyFrom). Not
-  // streamed where ranks outnumber cores (the link yields): a stream hands every slot from a
-  // running writer to a running reader, where a block needs its reader to run once. A reduction
-  // keeps to posts of one slot: above that the general executor reduces straight from the
-  // peer's memory in one pass, where the slots would copy first (measured: AllReduce of
-  // 64-128 KiB 0.84-0.89x with blocks).
+  // A post larger than a slot, in a call that only copies (Bcast, AllGather, ...): streamed
+  // through the slots, or, for the sizes the shared-memory class's single_copy gives this
+  // collective (where the link has single copy), read in place with one copy. Which is faster is
+  // the kernel's CMA against two user copies, a property of the machine (cost_model.hpp,
+  // LinkParams::singleCopy). Not streamed where ranks outnumber cores (the link yields): a
+  // stream hands every slot from a running writer to a running reader, where a block needs its
+  // reader to run once. A reduction keeps to posts of one slot: above that the general executor
+  // reduces straight from the peer's memory in one pass, where the slots would copy first
+  // (measured: AllReduce of 64-128 KiB 0.84-0.89x with blocks).
   const bool copies = !reduces(s.info.coll);
   const bool stream = copies && !fastLink_->options().yield;
   const std::size_t window = copies ? fastLink_->slotsPerChannel() : 1;
   const algo::CostModel& model = selector_->model();
-  const std::uint64_t singleCopyFrom = !stream              ? 1
-                                       : model.sharedMemory ? model.sharedMemory->singleCopyFrom
-                                                            : std::uint64_t{0};
-  const std::size_t blockFrom =
-      copies && singleCopyFrom > 0 && fastLink_->singleCopy() != tl::SingleCopy::None
-          ? std::max<std::size_t>(singleCopyFrom, payload + 1)
-          : 0;
+  algo::LinkParams::ByteRange single{1, UINT64_MAX};  // blocks from a slot up, as ever
+  if (stream)
+    single = model.sharedMemory
+                 ? model.sharedMemory->singleCopy[static_cast<std::size_t>(s.info.coll)]
+                 : algo::LinkParams::ByteRange{};
+  const bool blocks = copies && !single.empty() && fastLink_->singleCopy() != tl::SingleCopy::None;
+  const std::size_t blockFrom = blocks ? std::max<std::size_t>(single.from, payload + 1) : 0;
+  const std::size_t blockBelow = single.below >= SIZE_MAX ? SIZE_MAX : single.below;
   if (!SlotProgram::compile(all, static_cast<std::uint32_t>(rank_), members_, s.info.elemSize,
-                            payload, e.program, why, window, blockFrom, stream))
+                            payload, e.program, why, window, blockFrom, stream, blockBelow))
     return;
   if (reduces(s.info.coll)) e.reduction.emplace(Reduction::predefined(*s.info.type, *s.info.op));
   e.elemSize = s.info.elemSize;

@@ -9,7 +9,8 @@ namespace hccl::engine {
 bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, std::uint32_t me,
                           std::span<const int> linkRank, std::size_t elemSize,
                           std::size_t payloadBytes, SlotProgram& out, std::string& why,
-                          std::size_t window, std::size_t blockFromBytes, bool stream) {
+                          std::size_t window, std::size_t blockFromBytes, bool stream,
+                          std::size_t blockBelowBytes) {
   const std::size_t p = schedules.size();
   if (p < 2 || me >= p || linkRank.size() != p || elemSize == 0 || window == 0) {
     why = fmt::format("{} ranks, rank {}, {} link ranks, element size {}, window {}", p, me,
@@ -24,6 +25,8 @@ bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, 
   out.blockFrom = blockFromBytes == 0
                       ? 0
                       : std::max<std::uint64_t>((blockFromBytes + elemSize - 1) / elemSize, 1);
+  out.blockBelow =
+      blockBelowBytes == SIZE_MAX ? UINT64_MAX : (blockBelowBytes + elemSize - 1) / elemSize;
   // posts[w]: the element counts of w's broadcast posts in order; from[r][w]: what r receives
   // from w, in order. Every rank's program needs both to agree.
   std::vector<std::vector<std::uint64_t>> posts(p);

@@ -86,11 +86,14 @@ struct SlotProgram {
   // Elements of a slot's payload: a post of c elements spans max(1, ceil(c / chunkElems)) slots
   // of its writer's broadcast channel, chunk i holding elements [i * chunkElems, ...).
   std::uint64_t chunkElems = 1;
-  // Posts of at least this many elements travel as a descriptor of the writer's memory that
-  // readers copy once (ShmLink::publishBlock: CMA), the writer waiting for their release at the
-  // end of the step (0: never).
+  // Posts of at least blockFrom and fewer than blockBelow elements travel as a descriptor of the
+  // writer's memory that readers copy once (ShmLink::publishBlock: CMA), the writer waiting for
+  // their release at the end of the step (blockFrom 0: never).
   std::uint64_t blockFrom = 0;
-  bool blockPost(std::uint64_t count) const { return blockFrom != 0 && count >= blockFrom; }
+  std::uint64_t blockBelow = 0;
+  bool blockPost(std::uint64_t count) const {
+    return blockFrom != 0 && count >= blockFrom && count < blockBelow;
+  }
 
   // Bytes of call header in front of every post's payload.
   static constexpr std::size_t kHeaderBytes = 8;
@@ -98,7 +101,7 @@ struct SlotProgram {
   // schedules[r]: group rank r's schedule; linkRank[r]: its rank on the link. Returns false, with
   // why, unless every step of every rank has the form above and every post fits `window` slots
   // of payloadBytes each (slot bytes less the header), or is a block (at least blockFromBytes,
-  // when not 0). Then `out` is rank me's program.
+  // when not 0, and below blockBelowBytes). Then `out` is rank me's program.
   // stream: a post above `window` slots that is not a block is accepted and streamed, where every
   // step with such a post or receive receives from distinct writers (it takes their chunks in any
   // order, one channel per writer).
@@ -108,7 +111,8 @@ struct SlotProgram {
   static bool compile(std::span<const algo::RankSchedule* const> schedules, std::uint32_t me,
                       std::span<const int> linkRank, std::size_t elemSize, std::size_t payloadBytes,
                       SlotProgram& out, std::string& why, std::size_t window = 1,
-                      std::size_t blockFromBytes = 0, bool stream = false);
+                      std::size_t blockFromBytes = 0, bool stream = false,
+                      std::size_t blockBelowBytes = SIZE_MAX);
   // Slots a post of `count` elements spans.
   std::uint32_t chunksOf(std::uint64_t count) const {
     return count <= chunkElems ? 1
