@@ -77,10 +77,33 @@ std::optional<ConfigError> readLinkParams(const json& val, const std::string& wh
       // 0 turns the term off (a calibration that measured no saving writes it).
       if (auto e = rd.positive(v, where + ".memory_GBps", x, true)) return e;
       lp.memory = x > 0 ? 1.0 / (x * 1e9) : 0.0;
+    } else if (field == "single_copy") {
+      if (!v.is_object())
+        return rd.error(where + ".single_copy",
+                        fmt::format("expected an object of collective: [from, below] bytes, "
+                                    "found {}",
+                                    v.dump()));
+      for (const auto& [key, range] : v.items()) {
+        const std::string at = where + ".single_copy." + key;
+        if (!range.is_array() || range.size() != 2 || !range[0].is_number_unsigned() ||
+            !range[1].is_number_unsigned() ||
+            range[0].get<std::uint64_t>() > range[1].get<std::uint64_t>())
+          return rd.error(at, fmt::format("expected [from, below] byte counts (integers, from <= "
+                                          "below), found {}",
+                                          range.dump()));
+        const auto coll = parseCollective(key);
+        if (!coll) {
+          rd.warnings.push_back(
+              fmt::format("{}: {}: unknown collective \"{}\"; skipped", rd.origin, at, key));
+          continue;
+        }
+        lp.singleCopy[static_cast<std::size_t>(*coll)] = {range[0].get<std::uint64_t>(),
+                                                          range[1].get<std::uint64_t>()};
+      }
     } else {
       rd.unknown(where, field,
                  "alpha_us, bandwidth_GBps, links, step_us, step_from_bytes, half_duplex, "
-                 "memory_GBps, stream_from_bytes");
+                 "memory_GBps, stream_from_bytes, single_copy");
     }
   }
   return std::nullopt;
@@ -98,6 +121,12 @@ json linkJson(const LinkParams& lp) {
   if (lp.halfDuplex) j["half_duplex"] = true;
   if (lp.memory > 0) j["memory_GBps"] = 1.0 / lp.memory / 1e9;
   if (lp.streamFrom > 0) j["stream_from_bytes"] = lp.streamFrom;
+  for (int c = 0; c < kNumCollectives; ++c) {
+    const LinkParams::ByteRange& r = lp.singleCopy[static_cast<std::size_t>(c)];
+    if (!r.empty())
+      j["single_copy"][std::string(name(static_cast<Collective>(c)))] =
+          json::array({r.from, r.below});
+  }
   return j;
 }
 

@@ -21,7 +21,9 @@
 //               "step_from_bytes": 16360,          //   step_us: added to a step whose largest
 //               "half_duplex": true,               //   message exceeds step_from_bytes (any
 //               "memory_GBps": 8.0,                //   level or class may carry both);
-//               "stream_from_bytes": 65536}        //   stream_from_bytes: LinkParams::streamFrom
+//               "stream_from_bytes": 65536,        //   stream_from_bytes: LinkParams::streamFrom
+//               "single_copy": {                   //   single_copy: per collective, the posts
+//                 "allgather": [524288, 4194304]}} //   [from, below) bytes: see LinkParams
 //     },                                           //   half_duplex: sends and receives share
 //                                                  //   the bandwidth (default false);
 //                                                  //   memory_GBps: the memory-traffic term
@@ -103,6 +105,26 @@ struct LinkParams {
   // descheduled peer. A choice of path, not priced by the metrics: at 1xL the model's algorithms
   // cost their steps as the executor runs them.
   std::uint64_t streamFrom = 0;
+  // Per collective, the sizes [from, below) of a post of a copy-only call on the shared-memory
+  // slots (Bcast, AllGather, Gather, Scatter, AllToAll: engine/slot_executor.hpp) that travel
+  // as a descriptor of the writer's buffer that readers copy once (CMA) instead of a stream
+  // through the slots (two copies in user space, the slot in cache); an empty range (the
+  // default): always streamed. An execution choice, not a term of the selection's costs.
+  // Which is faster is the kernel's CMA against two memcpys, and how much of the copying the
+  // ranks share. On this VM's kernel CMA moved 16 MiB in 2.4-2.6 ms where memcpy took 0.6-0.8
+  // (pinning 4 KiB pages: follow_page_pte and the copy per page in the profile) but 512 KiB at
+  // ~20 GB/s. A Bcast stream has the root copy in while the reader copies out: it matched or
+  // beat the block at every size (OSU np=2, 64 KiB-64 MiB: 16 MiB 3x). In an AllGather every
+  // rank posts and receives, so a stream is three copies a rank against the block's CMA and
+  // one memcpy: the block was faster from 512 KiB to 2 MiB (OSU np=2, 6 rounds: 0.52-0.84x for
+  // the stream), the stream below (1.1-1.3x) and from 4 MiB (1.1-1.6x). The defaults: AllGather
+  // and AllToAll (the same exchange at two ranks, not measured apart) [512 KiB, 4 MiB).
+  struct ByteRange {
+    std::uint64_t from = 0, below = 0;
+    bool contains(std::uint64_t n) const { return n >= from && n < below; }
+    bool empty() const { return below <= from; }
+  };
+  std::array<ByteRange, kNumCollectives> singleCopy{};
 };
 
 struct SizeRule {

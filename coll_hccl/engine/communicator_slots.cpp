@@ -95,23 +95,31 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
     all[r] = &others[r];
   }
   const std::size_t payload = fastLink_->slotBytes() - SlotProgram::kHeaderBytes;
-  // A post larger than a slot, in a call that only copies (Bcast, AllGather): read in place with
-  // one copy where the link has single copy (measured at np=2, load 25, median per call: Bcast
-  // of 32 KiB 3.4 us against 3.8 through two slots, 4.3 on tuned), else through up to
-  // slotsPerChannel slots. A reduction keeps to posts of one slot below the link's
-  // stream_from_bytes: there the general executor reduces straight from the peer's memory in one
-  // pass, where a block would be copied first (measured: AllReduce of 64-128 KiB 0.84-0.89x with
-  // blocks); from it, posts of any size stream through the slots.
+  // A post larger than a slot travels through up to slotsPerChannel slots, or from the
+  // shared-memory class's stream_from_bytes streams through them, chunk by chunk (a reduction
+  // reducing each chunk straight from the slot), or, in a call that only copies (Bcast,
+  // AllGather, ...) at the sizes the class's single_copy gives the collective (where the link has
+  // single copy), travels as a block its readers copy once (CMA). Which is faster is the kernel's
+  // CMA against two user copies, a property of the machine (cost_model.hpp, LinkParams::
+  // streamFrom and singleCopy). Nothing streams where ranks outnumber cores (the link yields): a
+  // stream hands every slot from a running writer to a running reader, where a block needs its
+  // reader to run once; there copies keep blocks from a slot up, as before streaming, and a
+  // reduction keeps to posts of one slot (above them the general executor reduces straight from
+  // the peer's memory in one pass: AllReduce of 64-128 KiB measured 0.84-0.89x with blocks).
   const bool copies = !reduces(s.info.coll);
   const std::size_t window = copies ? fastLink_->slotsPerChannel() : 1;
-  const std::size_t blockFrom =
-      copies && fastLink_->singleCopy() != tl::SingleCopy::None ? payload + 1 : 0;
-  // Posts from the link class's stream_from_bytes (cost_model.hpp, LinkParams::streamFrom)
-  // stream through the slots: calls and reductions of any size then stay off the executor.
   const algo::CostModel& model = selector_->model();
-  const std::size_t streamFrom = model.sharedMemory ? model.sharedMemory->streamFrom : 0;
+  algo::LinkParams::ByteRange single{1, UINT64_MAX};  // blocks from a slot up
+  std::size_t streamFrom = 0;
+  if (!fastLink_->options().yield && model.sharedMemory) {
+    single = model.sharedMemory->singleCopy[static_cast<std::size_t>(s.info.coll)];
+    streamFrom = model.sharedMemory->streamFrom;
+  }
+  const bool blocks = copies && !single.empty() && fastLink_->singleCopy() != tl::SingleCopy::None;
+  const std::size_t blockFrom = blocks ? std::max<std::size_t>(single.from, payload + 1) : 0;
+  const std::size_t blockBelow = single.below >= SIZE_MAX ? SIZE_MAX : single.below;
   if (!SlotProgram::compile(all, static_cast<std::uint32_t>(rank_), members_, s.info.elemSize,
-                            payload, e.program, why, window, blockFrom, streamFrom))
+                            payload, e.program, why, window, blockFrom, streamFrom, blockBelow))
     return;
   if (reduces(s.info.coll)) e.reduction.emplace(Reduction::predefined(*s.info.type, *s.info.op));
   e.elemSize = s.info.elemSize;

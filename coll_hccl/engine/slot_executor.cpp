@@ -11,7 +11,7 @@ bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, 
                           std::span<const int> linkRank, std::size_t elemSize,
                           std::size_t payloadBytes, SlotProgram& out, std::string& why,
                           std::size_t window, std::size_t blockFromBytes,
-                          std::size_t streamFromBytes) {
+                          std::size_t streamFromBytes, std::size_t blockBelowBytes) {
   const std::size_t p = schedules.size();
   if (p < 2 || me >= p || linkRank.size() != p || elemSize == 0 || window == 0) {
     why = fmt::format("{} ranks, rank {}, {} link ranks, element size {}, window {}", p, me,
@@ -26,6 +26,8 @@ bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, 
   out.blockFrom = blockFromBytes == 0
                       ? 0
                       : std::max<std::uint64_t>((blockFromBytes + elemSize - 1) / elemSize, 1);
+  out.blockBelow =
+      blockBelowBytes == SIZE_MAX ? UINT64_MAX : (blockBelowBytes + elemSize - 1) / elemSize;
   out.streamFrom = streamFromBytes == 0
                        ? 0
                        : std::max<std::uint64_t>((streamFromBytes + elemSize - 1) / elemSize, 1);
@@ -101,6 +103,12 @@ bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, 
     mine.stream = (mine.post && streamed(mine.send.count)) ||
                   std::any_of(mine.recvs.begin(), mine.recvs.end(),
                               [&](const Recv& r) { return streamed(r.dst.count); });
+    // pollStream takes every arrival as a chunk: a step streams whole or not at all.
+    if (mine.stream && (mine.block || std::any_of(mine.recvs.begin(), mine.recvs.end(),
+                                                  [](const Recv& r) { return r.block; }))) {
+      why = fmt::format("rank {} step {} streams and carries a block", me, out.steps.size() - 1);
+      return false;
+    }
   }
   // Fusing: a streamed step whose one op reduces its one receive (Mesh's ReduceScatter at two
   // ranks, Mesh one-shot) reduces each chunk straight from the slot, instead of copying the whole

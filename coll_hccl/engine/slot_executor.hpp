@@ -103,7 +103,11 @@ struct SlotProgram {
   // readers copy once (ShmLink::publishBlock: CMA), the writer waiting for their release at the
   // end of the step (0: never).
   std::uint64_t blockFrom = 0;
-  bool blockPost(std::uint64_t count) const { return blockFrom != 0 && count >= blockFrom; }
+  // ... and below this many (the link class's single_copy range for the collective).
+  std::uint64_t blockBelow = UINT64_MAX;
+  bool blockPost(std::uint64_t count) const {
+    return blockFrom != 0 && count >= blockFrom && count < blockBelow;
+  }
   // Posts of at least this many elements (and more than the window's slots) stream through the
   // slots (Step::stream; 0: never).
   std::uint64_t streamFrom = 0;
@@ -117,7 +121,7 @@ struct SlotProgram {
   // schedules[r]: group rank r's schedule; linkRank[r]: its rank on the link. Returns false, with
   // why, unless every step of every rank has the form above and every post fits `window` slots
   // of payloadBytes each (slot bytes less the header), or is a block (at least blockFromBytes,
-  // when not 0). Then `out` is rank me's program.
+  // when not 0, and below blockBelowBytes). Then `out` is rank me's program.
   // window <= the link's slotsPerChannel: a step's posts then never wait for a release of a post
   // of the same step, only of earlier steps (and calls), which every reader finishes without
   // waiting for this step; so a post of several slots is written whole, then read whole.
@@ -127,7 +131,8 @@ struct SlotProgram {
   static bool compile(std::span<const algo::RankSchedule* const> schedules, std::uint32_t me,
                       std::span<const int> linkRank, std::size_t elemSize, std::size_t payloadBytes,
                       SlotProgram& out, std::string& why, std::size_t window = 1,
-                      std::size_t blockFromBytes = 0, std::size_t streamFromBytes = 0);
+                      std::size_t blockFromBytes = 0, std::size_t streamFromBytes = 0,
+                      std::size_t blockBelowBytes = SIZE_MAX);
   // Slots a post of `count` elements spans.
   std::uint32_t chunksOf(std::uint64_t count) const {
     return count <= chunkElems ? 1

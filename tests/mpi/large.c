@@ -3,7 +3,9 @@
  * 64 MiB in total for allgather and reduce_scatter_block, so that an engine must chunk through
  * its scratch buffer (HCCL_BUFFSIZE) many times, and a reduce of an odd count just under 64 MiB
  * to the last rank, out of place and in place (at np=2 on one server: fullmesh's ReduceScatter +
- * Gather, each rank reading its peer's half in place). Option --nonblocking: the MPI_I* forms.
+ * Gather, each rank reading its peer's half in place); blocking allgather and bcast of bytes
+ * at sizes streamed through the slots and read as CMA blocks. Option --nonblocking: the MPI_I*
+ * forms.
  */
 #include <stdlib.h>
 
@@ -64,6 +66,36 @@ int main(int argc, char** argv) {
   }
   check(0 == bad, "allgather of 64 MiB: %zu wrong elements", bad);
   guarded_untouched(&g, 0, per_rank * (size_t)nranks * sizeof(double), "allgather of 64 MiB");
+
+  /* Blocking allgather and bcast of bytes at sizes that cross how the shared-memory slots move
+   * a post (slot_executor.hpp: streamed through the slots, or a CMA block in the AllGather range
+   * [512 KiB, 4 MiB) of cost_model.json), odd so the last slot is partial, back to back. */
+  {
+    const size_t bytes[] = {40 * 1024 + 13, 700 * 1024 + 5, (size_t)5 << 20 | 3};
+    unsigned char* bin = (unsigned char*)in;
+    unsigned char* bout = (unsigned char*)out;
+    for (int k = 0; k < 3; ++k) {
+      const size_t c = bytes[k];
+      for (size_t i = 0; i < c; ++i) bin[i] = (unsigned char)(rank * 31 + i * 7 + k);
+      guarded_snapshot(&g);
+      MPI_Allgather(bin, (int)c, MPI_BYTE, bout, (int)c, MPI_BYTE, MPI_COMM_WORLD);
+      bad = 0;
+      for (int r = 0; r < nranks; ++r)
+        for (size_t i = 0; i < c; ++i)
+          bad += bout[(size_t)r * c + i] != (unsigned char)(r * 31 + i * 7 + k);
+      check(0 == bad, "allgather of %zu bytes a rank: %zu wrong bytes", c, bad);
+      guarded_untouched(&g, 0, c * (size_t)nranks, "allgather of bytes");
+      const int broot = k % nranks;
+      if (rank == broot) memcpy(bout, bin, c);
+      guarded_snapshot(&g);
+      MPI_Bcast(bout, (int)c, MPI_BYTE, broot, MPI_COMM_WORLD);
+      bad = 0;
+      for (size_t i = 0; i < c; ++i) bad += bout[i] != (unsigned char)(broot * 31 + i * 7 + k);
+      check(0 == bad, "bcast of %zu bytes from %d: %zu wrong bytes", c, broot, bad);
+      guarded_untouched(&g, 0, c, "bcast of bytes");
+    }
+    for (size_t i = 0; i < n; ++i) in[i] = value(rank, i); /* the input the cases below read */
+  }
 
   /* reduce: n - 3 elements (odd, so the halves differ), root the last rank; out of place, then
    * in place at the root. Non-roots' receive buffers are no output: untouched. */

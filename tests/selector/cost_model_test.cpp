@@ -157,6 +157,50 @@ TEST(CostModel, StepCostAppliesAboveItsThreshold) {
       << bad.error().message;
 }
 
+// The slots' single-copy ranges for copy-only posts (LinkParams::singleCopy): the defaults'
+// AllGather and AllToAll ranges, none for Bcast; read per collective, round-tripped (left out
+// where empty), an unknown collective warned about and skipped, malformed ranges rejected with
+// their path.
+TEST(CostModel, SingleCopyRangesAreReadAndRoundTripped) {
+  const CostModel& d = defaultCostModel();
+  ASSERT_TRUE(d.sharedMemory.has_value());
+  const auto& dr = d.sharedMemory->singleCopy;
+  EXPECT_TRUE(dr[static_cast<std::size_t>(Collective::Broadcast)].empty());
+  const LinkParams::ByteRange ag = dr[static_cast<std::size_t>(Collective::AllGather)];
+  EXPECT_FALSE(ag.contains(256u << 10));
+  EXPECT_TRUE(ag.contains(512u << 10));
+  EXPECT_TRUE(ag.contains((4u << 20) - 1));
+  EXPECT_FALSE(ag.contains(16u << 20));
+
+  std::vector<std::string> warnings;
+  auto r = tune(R"({"link_classes": {"shm": {"single_copy": {"broadcast": [1000, 5000],
+                                                              "allgatherz": [1, 2]}}}})",
+                warnings);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("allgatherz"), std::string::npos) << warnings[0];
+  const LinkParams::ByteRange b =
+      r.value().sharedMemory->singleCopy[static_cast<std::size_t>(Collective::Broadcast)];
+  EXPECT_EQ(b.from, 1000u);
+  EXPECT_EQ(b.below, 5000u);
+  warnings.clear();
+  auto back = applyTuning(CostModel{}, r.value().toJson(), "round trip", warnings);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  const LinkParams::ByteRange bb =
+      back.value().sharedMemory->singleCopy[static_cast<std::size_t>(Collective::Broadcast)];
+  EXPECT_EQ(bb.from, 1000u);
+  EXPECT_EQ(bb.below, 5000u);
+
+  for (const char* v : {"[5, 1]", "[-1, 5]", "[1]", "7", "[1.5, 9]"}) {
+    auto bad =
+        tune(std::string(R"({"link_classes": {"shm": {"single_copy": {"allgather": )") + v + "}}}}",
+             warnings);
+    ASSERT_FALSE(bad.ok()) << v;
+    EXPECT_NE(bad.error().message.find("link_classes.shm.single_copy.allgather"), std::string::npos)
+        << bad.error().message;
+  }
+}
+
 // A half-duplex link: read, round-tripped, and a step that sends and receives priced at the sum
 // of both directions (over one link), against the sums computed here; full duplex at the larger.
 TEST(CostModel, HalfDuplexAddsBothDirections) {

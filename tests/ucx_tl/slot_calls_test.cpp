@@ -266,12 +266,14 @@ Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow, bool 
       for (const RankSchedule& r : all) ptrs.push_back(&r);
       std::string why;
       // Half the copy-only shapes send what exceeds a slot as blocks read with one copy (as the
-      // engine does where the link has single copy), the rest through several slots.
+      // engine does where the link has single copy), the rest through several slots; half of
+      // those with blocks only below three slots (a single_copy range), streaming above.
       const bool blocks = (s.coll == Coll::Broadcast || s.coll == Coll::AllGather) &&
                           s.root % 2 == 0 && link.singleCopy() != tl::SingleCopy::None;
+      const std::size_t blockBelow = blocks && s.root % 4 == 0 ? 3 * payload : SIZE_MAX;
       c.slots = SlotProgram::compile(ptrs, static_cast<std::uint32_t>(me), linkRank, sizeOf(s.type),
                                      payload, c.program, why, window, blocks ? payload + 1 : 0,
-                                     stream ? payload + 1 : 0);
+                                     stream ? payload + 1 : 0, blockBelow);
       c.scratch = algo::scratchCount(all[static_cast<std::size_t>(me)]);
     }
     if (!c.slots) {
