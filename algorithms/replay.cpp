@@ -9,19 +9,31 @@
 namespace hccl::algo {
 namespace {
 
-// A transfer end that was posted before its partner, as the replay keeps it: enough to match
-// it and hand it to the observers once its step may have been released (StepSource::release).
+// Transfer ends that were posted before their partner, as the replay keeps them: enough to
+// match them and hand them to the observers once their step may have been released
+// (StepSource::release). One record holds a run of ends: consecutive transfers of the step to
+// the same peer in the same direction, buffer, size, level and push, whose offsets step by a
+// fixed stride (RankState::runs). NHR's AllGather sends its last step's p/2 blocks to r+1 as p/2
+// transfers r, r-2, r-4, ...: one ascending run and one after the wrap, where a record each was
+// p^2/2 records of 32 bytes (358 MB at 4096) once most ranks had posted it before their successor.
 struct Waiting {
-  std::uint64_t offset, count;
-  std::uint32_t peer, index;  // index in its step's transfer list
+  std::uint64_t offset, count;  // the run's first transfer's
+  std::uint32_t peer, index;    // index: the first transfer's in its step's transfer list
+  std::uint32_t run;            // 0: a single transfer; else runs[run - 1] (n > 1)
   Buf buf;
   Dir dir;
   std::uint8_t level;
-  bool push;  // fits in the padding: the size stays 32 bytes
+  bool push;  // these four fit in what would be padding: the size stays 32 bytes
 
-  Transfer transfer() const { return {dir, peer, Slice{buf, offset, count}, level, push}; }
-  // Sorted by partner, direction, then posting order: the order matches are made in.
+  // Sorted by partner, direction, then posting order: the order matches are made in (a run's
+  // transfers are consecutive, so its first index orders it).
   auto key() const { return std::tuple(peer, dir, index); }
+};
+static_assert(sizeof(Waiting) == 32);
+
+struct Run {
+  std::uint64_t stride;  // offset of transfer j = offset + j * stride (mod 2^64: may descend)
+  std::uint32_t n;       // transfers in the run
 };
 
 struct RankState {
@@ -31,9 +43,41 @@ struct RankState {
   std::vector<bool> matched;  // per transfer of the current step
   // The current step's ends that were posted before their partner, sorted by key(); the ones
   // matched since are dropped from time to time (stale counts them), so what is held follows
-  // the ends still waiting: ~p^2/2 at the worst moment of a one-step mesh, not 2p^2.
+  // the ends still waiting: ~p^2/2 at the worst moment of a one-step mesh (a record each, every
+  // peer differs), not 2p^2.
   std::vector<Waiting> waiting;
-  std::size_t stale = 0;
+  std::vector<Run> runs;  // of the records in waiting (and of ones dropped since)
+  std::size_t stale = 0;  // records whose every transfer has met its partner
+
+  std::uint32_t size(const Waiting& w) const { return w.run == 0 ? 1 : runs[w.run - 1].n; }
+  std::uint32_t last(const Waiting& w) const { return w.index + size(w) - 1; }
+  Transfer transfer(const Waiting& w, std::uint32_t j) const {
+    const std::uint64_t off = w.run == 0 ? w.offset : w.offset + j * runs[w.run - 1].stride;
+    return {w.dir, w.peer, Slice{w.buf, off, w.count}, w.level, w.push};
+  }
+  // Transfer i of the current step waits for its partner: it extends the last record's run
+  // where it continues it (the transfer before it, the same in all but the offset, which steps
+  // by the run's stride), or starts a record.
+  void wait(const Transfer& t, std::uint32_t i) {
+    if (!waiting.empty()) {
+      Waiting& b = waiting.back();
+      if (b.peer == t.peer && b.dir == t.dir && b.buf == t.slice.buf && b.count == t.slice.count &&
+          b.level == t.level && b.push == t.push && last(b) + 1 == i) {
+        if (b.run == 0) {
+          runs.push_back({t.slice.offset - b.offset, 2});
+          b.run = static_cast<std::uint32_t>(runs.size());
+          return;
+        }
+        Run& run = runs[b.run - 1];
+        if (t.slice.offset == b.offset + run.n * run.stride) {
+          ++run.n;
+          return;
+        }
+      }
+    }
+    waiting.push_back(
+        {t.slice.offset, t.slice.count, t.peer, i, 0, t.slice.buf, t.dir, t.level, t.push});
+  }
 };
 
 class Replayer {
@@ -60,6 +104,7 @@ class Replayer {
       if (st.posted) {
         if (st.remaining > 0) return;
         std::vector<Waiting>().swap(st.waiting);
+        std::vector<Run>().swap(st.runs);
         st.stale = 0;
         obs_.completed(r, st.step);
         ++st.step;
@@ -99,27 +144,36 @@ class Replayer {
       // completed), so the oldest waiting one is the one MPI's order pairs with this.
       RankState& ps = state_[t.peer];
       const Dir want = t.dir == Dir::Send ? Dir::Recv : Dir::Send;
-      const Waiting probe{0, 0, r, 0, Buf::Output, want, 0, false};
+      const Waiting probe{0, 0, r, 0, 0, Buf::Output, want, 0, false};
       const auto group = std::equal_range(
           ps.waiting.begin(), ps.waiting.end(), probe, [](const Waiting& a, const Waiting& b) {
             return std::tie(a.peer, a.dir) < std::tie(b.peer, b.dir);
           });
-      // Matched ends of a group are a prefix of it (matched oldest first).
-      const auto it = std::partition_point(group.first, group.second,
-                                           [&](const Waiting& w) { return ps.matched[w.index]; });
+      // Matched ends of a group are a prefix of it (matched oldest first), also within a run.
+      const auto it = std::partition_point(
+          group.first, group.second, [&](const Waiting& w) { return ps.matched[ps.last(w)]; });
       if (it == group.second) {
-        st.waiting.push_back(
-            {t.slice.offset, t.slice.count, t.peer, i, t.slice.buf, t.dir, t.level, t.push});
+        st.wait(t, i);
         continue;
       }
-      const Waiting other = *it;
-      const XferRef them{t.peer, ps.step, other.index};
-      const Transfer tt = other.transfer();
+      const std::uint32_t n = ps.size(*it);
+      std::uint32_t j = 0;
+      for (std::uint32_t len = n; len > 0;) {  // the first unmatched transfer of the run
+        const std::uint32_t half = len / 2;
+        if (ps.matched[it->index + j + half]) {
+          j += half + 1;
+          len -= half + 1;
+        } else {
+          len = half;
+        }
+      }
+      const XferRef them{t.peer, ps.step, it->index + j};
+      const Transfer tt = ps.transfer(*it, j);
       if (t.dir == Dir::Send)
         match(me, t, them, tt);
       else
         match(them, tt, me, t);
-      if (++ps.stale * 2 > ps.waiting.size()) compact(ps);
+      if (j + 1 == n && ++ps.stale * 2 > ps.waiting.size()) compact(ps);
     }
     // With itself a rank matches within the step: its k-th send meets its k-th receive.
     std::vector<std::uint32_t> sends, recvs;
@@ -129,19 +183,16 @@ class Replayer {
       match({r, st.step, sends[k]}, step.xfers[sends[k]], {r, st.step, recvs[k]},
             step.xfers[recvs[k]]);
     for (const auto& rest : {std::span(sends).subspan(pairs), std::span(recvs).subspan(pairs)})
-      for (std::uint32_t i : rest) {
-        const Transfer& t = step.xfers[i];
-        st.waiting.push_back(
-            {t.slice.offset, t.slice.count, t.peer, i, t.slice.buf, t.dir, t.level, t.push});
-      }
+      for (std::uint32_t i : rest) st.wait(step.xfers[i], i);
     std::sort(st.waiting.begin(), st.waiting.end(),
               [](const Waiting& a, const Waiting& b) { return a.key() < b.key(); });
     st.waiting.shrink_to_fit();
   }
 
-  // Drops the matched ends (the order of the rest, and so the sort, is kept).
+  // Drops the records whose ends have all met their partner (the order of the rest, and so the
+  // sort, is kept; their runs stay until the step completes, a few per record at most).
   void compact(RankState& ps) {
-    std::erase_if(ps.waiting, [&](const Waiting& w) { return ps.matched[w.index]; });
+    std::erase_if(ps.waiting, [&](const Waiting& w) { return ps.matched[ps.last(w)]; });
     ps.waiting.shrink_to_fit();
     ps.stale = 0;
   }

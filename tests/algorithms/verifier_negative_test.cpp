@@ -627,6 +627,32 @@ TEST(VerifierAt1024, NhrAllGatherGapNeverFilled) {
   }
 }
 
+// NHR AllGather's last step moves 512 blocks from each rank to the next as 512 transfers; the
+// replay keeps the ends that wait as runs (consecutive transfers whose offsets step evenly,
+// replay.cpp), and a match must pick the run's right transfer. Rank 517 receives two of them
+// (blocks 200 and 202, #100 and #101 from 516) the wrong way round, in and out of place:
+// the run on either side is broken there, and the two blocks must be reported at the places
+// they landed, nothing else.
+TEST(VerifierAt1024, NhrAllGatherLastStepRunsSwapped) {
+  for (const bool inPlace : {false, true}) {
+    Schedule s =
+        pruned(nhrAllGather, Problem::fromMpiCount(Collective::AllGather, kP, 1, inPlace, 0));
+    std::vector<Transfer*> rx;
+    for (Transfer& t : s.ranks[kBad].steps.back().xfers)
+      if (t.dir == Dir::Recv && t.peer == kBad - 1) rx.push_back(&t);
+    ASSERT_EQ(rx.size(), kP / 2);
+    ASSERT_EQ(rx[100]->slice, out(200, 1));
+    ASSERT_EQ(rx[101]->slice, out(202, 1));
+    std::swap(rx[100]->slice, rx[101]->slice);
+    const auto issues = verifyBoth(s);
+    EXPECT_EQ(describe(issues),
+              "[missing contribution] rank 517 final out[200+1]: contributions of ranks 202; "
+              "missing 200, unexpected 202\n"
+              "[missing contribution] rank 517 final out[202+1]: contributions of ranks 200; "
+              "missing 202, unexpected 200\n");
+  }
+}
+
 }  // namespace
 }  // namespace hccl::algo
 
