@@ -238,13 +238,7 @@ SlotRun::Result SlotRun::poll() {
         moved_ = true;
         break;
       }
-      const std::uint64_t first = posted_ * program_->chunkElems;
-      const std::size_t n = std::min(program_->chunkElems, st.send.count - first) * elemSize_;
-      std::memcpy(slot.data(), &tag_, SlotProgram::kHeaderBytes);
-      if (n)
-        std::memcpy(slot.data() + SlotProgram::kHeaderBytes, at(st.send) + first * elemSize_, n);
-      link_->publish(tl::ShmLink::kEveryPeer, SlotProgram::kHeaderBytes + n);
-      ++posted_;
+      postChunk(st, slot);
       moved_ = true;
     }
     while (recv_ < st.recvs.size()) {
@@ -336,6 +330,16 @@ SlotRun::Result SlotRun::badChunk(const tl::ShmLink::Post& post, const SlotProgr
       tag, n, tag_, chunk + 1, r.chunks));
 }
 
+// Chunk posted_ of the step's post into `slot`, behind the call's header, published.
+void SlotRun::postChunk(const SlotProgram::Step& st, std::span<std::byte> slot) {
+  const std::uint64_t first = posted_ * program_->chunkElems;
+  const std::size_t n = std::min(program_->chunkElems, st.send.count - first) * elemSize_;
+  std::memcpy(slot.data(), &tag_, SlotProgram::kHeaderBytes);
+  if (n) std::memcpy(slot.data() + SlotProgram::kHeaderBytes, at(st.send) + first * elemSize_, n);
+  link_->publish(tl::ShmLink::kEveryPeer, SlotProgram::kHeaderBytes + n);
+  ++posted_;
+}
+
 // Every rank writes its chunks in order as its readers free slots and takes every chunk that
 // arrived, in each writer's order: a writer waits only for readers that keep reading, so the
 // step needs no more slots than the channel has, whatever its length. A chunk is copied out
@@ -352,13 +356,7 @@ SlotRun::Result SlotRun::pollStream(const SlotProgram::Step& st) {
     if (posted_ < st.postChunks) {
       const std::span<std::byte> slot = link_->tryAcquire(tl::ShmLink::kEveryPeer);
       if (!slot.empty()) {
-        const std::uint64_t first = posted_ * ce;
-        const std::size_t n = std::min(ce, st.send.count - first) * elemSize_;
-        std::memcpy(slot.data(), &tag_, SlotProgram::kHeaderBytes);
-        if (n)
-          std::memcpy(slot.data() + SlotProgram::kHeaderBytes, at(st.send) + first * elemSize_, n);
-        link_->publish(tl::ShmLink::kEveryPeer, SlotProgram::kHeaderBytes + n);
-        ++posted_;
+        postChunk(st, slot);
         moved = true;
       }
     }

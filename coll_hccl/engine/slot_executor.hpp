@@ -176,6 +176,8 @@ class SlotRun {
   Result fail(std::string message, tl::Fault fault = tl::Fault::Mismatch);
   // A streamed step (Step::stream): posts and receives interleaved, as far as slots allow.
   Result pollStream(const SlotProgram::Step& st);
+  // Copies chunk posted_ of the step's post into `slot` and publishes it (poll, pollStream).
+  void postChunk(const SlotProgram::Step& st, std::span<std::byte> slot);
   // A merged pair of steps (Step::merged), the same way.
   Result pollMerged(const SlotProgram::Step& st, const SlotProgram::Step& next);
   // Checks a chunk's post (header, size) against what the receive expects.

@@ -14,25 +14,7 @@
 
 // Bytes allocated by this process (gtest's too: tests read differences around the code they
 // measure, on one thread).
-namespace {
-std::atomic<std::uint64_t> gAllocated{0};
-}  // namespace
-
-// GCC 12 inlines these into std::allocator, pairs operator new's malloc with the free below and
-// warns of a mismatch that is not one.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t n) {
-  gAllocated += n;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
+#include "tests/alloc_counter.hpp"
 
 namespace hccl::algo {
 namespace {
@@ -246,14 +228,14 @@ struct Footprint {
 
 Footprint footprint(const Problem& pb, std::uint32_t rank, std::uint64_t chunkElems) {
   Footprint f;
-  const std::uint64_t a0 = gAllocated;
+  const std::uint64_t a0 = hccl::test::gAllocBytes;
   const ChunkPlan plan(pb, rank, chunkElems);
-  f.cut = gAllocated - a0;
+  f.cut = hccl::test::gAllocBytes - a0;
   BufferMap in, out;
   plan.maps(0, in, out);
-  const std::uint64_t a1 = gAllocated;
+  const std::uint64_t a1 = hccl::test::gAllocBytes;
   for (std::size_t j = 0; j < plan.size(); ++j) plan.maps(j, in, out);
-  f.walk = gAllocated - a1;
+  f.walk = hccl::test::gAllocBytes - a1;
   return f;
 }
 

@@ -15,28 +15,8 @@
 #include "coll_hccl/engine/executor.hpp"
 #include "ucx_tl/inproc.hpp"
 
-// Counts heap allocations while `g_countAllocs` is set, to check the steady state allocates
-// nothing.
-namespace {
-std::atomic<bool> g_countAllocs{false};
-std::atomic<long> g_allocs{0};
-}  // namespace
-
-// GCC pairs the malloc inside operator new with the free inside operator delete and warns; the
-// pairing is exactly what a replacement allocator does.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t n) {
-  if (g_countAllocs.load(std::memory_order_relaxed)) ++g_allocs;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
+// Counts heap allocations, to check the steady state allocates nothing.
+#include "tests/alloc_counter.hpp"
 
 namespace hccl::engine {
 namespace {
@@ -403,13 +383,12 @@ TEST(Executor, SecondRunOfAScheduleDoesNotAllocate) {
   MessageCounters c(2);
   ASSERT_TRUE(ex.start(s, bind, c, 1, 1));
   ASSERT_TRUE(ex.run()) << ex.error();
-  g_allocs = 0;
-  g_countAllocs = true;
+  const std::uint64_t before = hccl::test::gAllocCalls.load();
   const bool started = ex.start(s, bind, c, 1, 2);
   const bool ran = ex.run();
-  g_countAllocs = false;
+  const std::uint64_t allocs = hccl::test::gAllocCalls.load() - before;
   ASSERT_TRUE(started && ran) << ex.error();
-  EXPECT_EQ(g_allocs.load(), 0);
+  EXPECT_EQ(allocs, 0u);
   EXPECT_EQ(ex.stats().steps, 8u);
 }
 
