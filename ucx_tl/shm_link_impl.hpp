@@ -156,7 +156,8 @@ struct ShmLink::Impl {
   // np=2: ~20 instructions each, over 100 per 8 B AllReduce) is then one multiply-add.
   std::vector<std::byte*> rings;
   std::byte* acks = nullptr;
-  std::size_t stride = 0;  // layout.slotStride()
+  std::size_t stride = 0;      // layout.slotStride()
+  std::size_t ownedLines = 1;  // lines of a slot commit() takes ahead: kOwnedLines, or fewer
   void mapChannels() {
     const std::size_t L = layout.localSize;
     rings.assign(L * L, nullptr);
@@ -164,6 +165,7 @@ struct ShmLink::Impl {
       for (std::size_t r = 0; r < L; ++r) rings[w * L + r] = base + layout.channelOffset(w, r);
     acks = base + layout.acksOffset();
     stride = layout.slotStride();
+    ownedLines = std::min(shm::kOwnedLines, stride / shm::kLine);
   }
   std::byte* slot(std::size_t w, std::size_t r, std::uint64_t post) const {
     return rings[w * layout.localSize + r] + layout.slotIndex(post) * stride;
@@ -291,9 +293,19 @@ struct ShmLink::Impl {
     // (a second one). A store to a field no reader looks at once its post is released (a
     // released slot is not withdrawn), and only when this rank already knows every reader
     // released the slot's previous post: no acknowledgement line is loaded for it.
+    // The same for the slot's next payload lines (shm::kOwnedLines in all): a small call of
+    // 41-232 B of data a post spans two to four lines, and every line the writer does not own
+    // delays its flag's store by one more invalidation (the flag drains behind it). Measured at
+    // np=2 (OSU 5.7, 10 alternating rounds, medians): 64 B AllReduce 0.565 -> 0.335 us,
+    // Allgather 0.33 -> 0.265 us, 8-32 B unchanged. Nothing reads a released slot's payload.
     const std::uint64_t next = number + 1;
-    if (next <= layout.slotsPerChannel || w.knownReleased >= next - layout.slotsPerChannel)
-      control(me, r, next).revoked.store(0, std::memory_order_relaxed);
+    if (next <= layout.slotsPerChannel || w.knownReleased >= next - layout.slotsPerChannel) {
+      std::byte* const at = slot(me, r, next);
+      reinterpret_cast<shm::SlotControl*>(at)->revoked.store(0, std::memory_order_relaxed);
+      for (std::size_t l = 1; l < ownedLines; ++l)
+        std::atomic_ref<std::byte>(at[l * shm::kLine])
+            .store(std::byte{0}, std::memory_order_relaxed);
+    }
     return number;
   }
 

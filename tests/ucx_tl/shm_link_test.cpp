@@ -322,6 +322,65 @@ TEST(ShmLink, ASlotIsReusedOnlyAfterItsReleaseSeenOnce) {
   EXPECT_TRUE(g.ok()) << g.summary();
 }
 
+// A writer also takes its next slot's first payload lines ahead (shm::kOwnedLines), under the
+// same condition: a post of several lines its reader still holds keeps every byte while the
+// writer posts on, and once the reader released it the slot carries the next post intact.
+TEST(ShmLink, AHeldPostKeepsItsLinesThroughLaterPosts) {
+  const GroupResult g = runGroup(2, 60s, [](Child& c) {
+    tl::ShmOptions o;
+    o.slotBytes = 256;
+    o.slotsPerChannel = 2;
+    o.timeout = 30s;
+    ShmLink link(c.rank(), std::vector<int>{0, 0}, c.allGather(), o);
+    // Every line the writer may take ahead, and a byte beyond.
+    const std::size_t bytes = tl::shm::kOwnedLines * tl::shm::kLine - tl::shm::kPayloadOffset + 1;
+    CHILD_CHECK(bytes <= link.slotBytes(), "the post does not fit a slot");
+    const auto fill = [&](std::uint8_t v) {
+      const std::span<std::byte> slot = link.tryAcquire(ShmLink::kEveryPeer);
+      CHILD_CHECK(!slot.empty(), fmt::format("post {}: its slot is refused", v));
+      std::memset(slot.data(), v, bytes);
+      link.publish(ShmLink::kEveryPeer, bytes);
+    };
+    const auto check = [&](const ShmLink::Post& p, std::uint8_t v) {
+      CHILD_CHECK(p.number == v && p.data.size() == bytes,
+                  fmt::format("post {}: {} bytes", v, p.data.size()));
+      for (std::size_t i = 0; i < p.data.size(); ++i)
+        CHILD_CHECK(std::to_integer<int>(p.data[i]) == v,
+                    fmt::format("post {}: byte {} is {}", v, i, std::to_integer<int>(p.data[i])));
+    };
+    ShmLink::Post held;
+    if (c.rank() == 0) fill(1);
+    c.barrier();  // 1: rank 1 holds post 1
+    if (c.rank() == 1) checkDone(link.peek(0, true, &held), "peek 1");
+    c.barrier();  // 2: rank 0 posts 2 (its next slot is post 1's, still held)
+    if (c.rank() == 0) fill(2);
+    c.barrier();  // 3
+    if (c.rank() == 1) {
+      check(held, 1);
+      link.release(0, true);
+      checkDone(link.peek(0, true, &held), "peek 2");
+      check(held, 2);
+      link.release(0, true);
+    }
+    c.barrier();  // 4: the writer sees both releases, posts 3 into post 1's slot, then 4
+    if (c.rank() == 0) {
+      checkDone(link.waitReleased(ShmLink::kEveryPeer, 2), "releases");
+      fill(3);
+      fill(4);
+    }
+    c.barrier();  // 5
+    if (c.rank() == 1) {
+      for (std::uint8_t v = 3; v <= 4; ++v) {
+        checkDone(link.peek(0, true, &held), "peek");
+        check(held, v);
+        link.release(0, true);
+      }
+    }
+    c.barrier();
+  });
+  EXPECT_TRUE(g.ok()) << g.summary();
+}
+
 // A writer takes its next slot's line ahead of its next post (a store into the slot's control
 // word), but only once it has seen every reader release the slot's previous post: a block post
 // that is withdrawn while its reader still holds it stays withdrawn through the writer's next
