@@ -68,8 +68,9 @@ int main(int argc, char** argv) {
   guarded_untouched(&g, 0, per_rank * (size_t)nranks * sizeof(double), "allgather of 64 MiB");
 
   /* Blocking allgather and bcast of bytes at sizes that cross how the shared-memory slots move
-   * a post (slot_executor.hpp: streamed through the slots, or a CMA block in the AllGather range
-   * [512 KiB, 4 MiB) of cost_model.json), odd so the last slot is partial, back to back. */
+   * a post (slot_executor.hpp: in a few slots, streamed through them, or a CMA block in
+   * AllGather's single_copy range: 700 KiB under tests/mpi/single_copy's tuning file), odd so the
+   * last slot is partial, back to back. */
   {
     const size_t bytes[] = {40 * 1024 + 13, 700 * 1024 + 5, (size_t)5 << 20 | 3};
     unsigned char* bin = (unsigned char*)in;
