@@ -75,7 +75,7 @@ inline constexpr std::size_t kMaxSlotBytes = std::size_t{1} << 30;
 // Lines of its next slot (the control word's and the payload's first ones) a writer takes into
 // its cache right after a post, while no one waits (ShmLink's commit): posts of up to
 // kOwnedLines * kLine - kPayloadOffset bytes then find every line they write already owned.
-inline constexpr std::size_t kOwnedLines = 4;
+inline constexpr std::size_t kOwnedLines = 8;
 
 // A reader's acknowledgement of one channel: the number of the last post it released.
 struct alignas(kLine) AckLine {

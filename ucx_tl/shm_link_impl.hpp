@@ -293,11 +293,13 @@ struct ShmLink::Impl {
     // (a second one). A store to a field no reader looks at once its post is released (a
     // released slot is not withdrawn), and only when this rank already knows every reader
     // released the slot's previous post: no acknowledgement line is loaded for it.
-    // The same for the slot's next payload lines (shm::kOwnedLines in all): a small call of
-    // 41-232 B of data a post spans two to four lines, and every line the writer does not own
-    // delays its flag's store by one more invalidation (the flag drains behind it). Measured at
-    // np=2 (OSU 5.7, 10 alternating rounds, medians): 64 B AllReduce 0.565 -> 0.335 us,
-    // Allgather 0.33 -> 0.265 us, 8-32 B unchanged. Nothing reads a released slot's payload.
+    // The same for the slot's next payload lines (shm::kOwnedLines in all): a small call's post
+    // of 41-488 B of data spans two to eight lines, and every line the writer does not own
+    // delays its flag's store by one more invalidation (the flag drains behind it). Lines a
+    // reader never read (those of larger posts only) are still this core's: those stores hit.
+    // Measured at np=2 (OSU 5.7, 4-10 alternating rounds, medians): AllReduce 64-256 B
+    // 0.55-0.59 -> 0.26-0.28 us, Allgather 64-256 B 0.60-0.635 -> 0.28-0.315 us, 8-32 B and
+    // 512 B unchanged. Nothing reads a released slot's payload.
     const std::uint64_t next = number + 1;
     if (next <= layout.slotsPerChannel || w.knownReleased >= next - layout.slotsPerChannel) {
       std::byte* const at = slot(me, r, next);

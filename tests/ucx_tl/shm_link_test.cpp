@@ -328,7 +328,7 @@ TEST(ShmLink, ASlotIsReusedOnlyAfterItsReleaseSeenOnce) {
 TEST(ShmLink, AHeldPostKeepsItsLinesThroughLaterPosts) {
   const GroupResult g = runGroup(2, 60s, [](Child& c) {
     tl::ShmOptions o;
-    o.slotBytes = 256;
+    o.slotBytes = 512;
     o.slotsPerChannel = 2;
     o.timeout = 30s;
     ShmLink link(c.rank(), std::vector<int>{0, 0}, c.allGather(), o);
