@@ -8,7 +8,7 @@
  * (CLOCK_MONOTONIC, which every process of one machine shares; the times travel by
  * point-to-point at the end).
  *
- * Options: --calls N (default 2000 rounds).
+ * Options: --calls N (default 1000 rounds).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   check_init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  int rounds = 2000;
+  int rounds = 1000;
   for (int i = 1; i + 1 < argc; ++i)
     if (0 == strcmp(argv[i], "--calls")) rounds = atoi(argv[i + 1]);
   static const size_t sizes[] = {8, 64, 256, 1000, 4096};
