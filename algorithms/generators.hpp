@@ -73,6 +73,9 @@ RankSchedule meshBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule meshScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule meshGather(const Problem& pb, std::uint32_t rank);
 RankSchedule meshBarrier(const Problem& pb, std::uint32_t rank);
+// gathered_barrier.cpp: the root leaves first (not in the registry; the engine's slots after a
+// Bcast, Communicator::fastGatherer).
+RankSchedule gatheredBarrier(const Problem& pb, std::uint32_t rank);
 RankSchedule meshScan(const Problem& pb, std::uint32_t rank);
 RankSchedule meshExscan(const Problem& pb, std::uint32_t rank);
 RankSchedule meshAllToAll(const Problem& pb, std::uint32_t rank);

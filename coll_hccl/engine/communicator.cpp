@@ -575,6 +575,7 @@ hccl_status_t Communicator::start(const hccl_coll_desc_t& desc, std::unique_ptr<
 hccl_status_t Communicator::prepare(const hccl_coll_desc_t& desc, Prepared& out, std::string& err) {
   // Taken before anything can fail, so that every rank's init takes one number whatever happens.
   const std::uint32_t seq = seq_++;
+  noteNumbered(desc.coll, desc.root);
   CallShape shape;
   if (const hccl_status_t st = describe(desc, shape, err); st != HCCL_SUCCESS) return st;
   std::shared_ptr<const Plan> plan = planFor(shape, err);
@@ -623,6 +624,9 @@ hccl_status_t Communicator::launch(const Prepared& call, std::unique_ptr<Request
   // A nonblocking or blocking call takes the next number at its start; a persistent one has
   // its init's number (Prepared::seq).
   const std::uint32_t seq = call.seq ? *call.seq : seq_++;
+  if (!call.seq)
+    noteNumbered(s.info.coll == Collective::Broadcast ? HCCL_COLL_BCAST : HCCL_COLL_COUNT,
+                 static_cast<int>(s.problem.root));
   if (!req->start(call.plan, call.send, call.recv, s.info.elemSize, std::move(reduction), seq,
                   s.info.coll, s.info.bytes())) {
     err = req->error();

@@ -67,12 +67,31 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
       return;
   }
   if (d.op == HCCL_OP_USER) return;
+  const auto p = static_cast<std::uint32_t>(size_);
+  std::vector<algo::RankSchedule> others(p);
+  std::vector<const algo::RankSchedule*> all(p);
+  std::string why;
+  const std::size_t payload = fastLink_->slotBytes() - SlotProgram::kHeaderBytes;
+  if (d.coll == HCCL_COLL_BARRIER && d.root >= 0) {
+    // Gathered at d.root (fastKey): every rank's schedule from the one generator, no selection.
+    algo::Problem pb = algo::Problem::barrier(p);
+    pb.root = static_cast<std::uint32_t>(d.root);
+    for (std::uint32_t r = 0; r < p; ++r) {
+      others[r] = algo::gatheredBarrier(pb, r);
+      all[r] = &others[r];
+    }
+    if (!SlotProgram::compile(all, static_cast<std::uint32_t>(rank_), members_, 1, payload,
+                              e.program, why, 1, 0, 0, SIZE_MAX))
+      return;
+    e.slots = true;
+    return;
+  }
   // In place is a buffer choice here, not part of the verdict (fastStart rebinds the buffers):
   // the program is compiled from the out-of-place shape, which every rank knows alike.
   hccl_coll_desc_t shared = d;
   if (inPlaceRebound(d.coll)) shared.in_place = 0;
+  if (d.coll == HCCL_COLL_BARRIER) shared.root = 0;  // -1 in the key: not gathered (fastKey)
   CallShape s;
-  std::string why;
   if (describe(shared, s, why) != HCCL_SUCCESS) return;
   std::shared_ptr<const Plan> plan = planFor(s, why);
   if (!plan || plan->chunks.size() != 1 || plan->schedules.size() != 1) return;
@@ -81,9 +100,6 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
   const algo::RankGenerator compose = [&lay, composed](const algo::Problem& q, std::uint32_t r) {
     return algo::compose(lay, composed, q, r);
   };
-  const auto p = static_cast<std::uint32_t>(size_);
-  std::vector<algo::RankSchedule> others(p);
-  std::vector<const algo::RankSchedule*> all(p);
   for (std::uint32_t r = 0; r < p; ++r) {
     if (r == static_cast<std::uint32_t>(rank_)) {
       all[r] = plan->schedules[0].get();
@@ -94,7 +110,6 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
     others[r] = algo::withPrivateInput(chunks[0].problem, r, compose);
     all[r] = &others[r];
   }
-  const std::size_t payload = fastLink_->slotBytes() - SlotProgram::kHeaderBytes;
   // A post larger than a slot travels through up to slotsPerChannel slots, or from the
   // shared-memory class's stream_from_bytes streams through them, chunk by chunk (a reduction
   // reducing each chunk straight from the slot), or, in a call that only copies (Bcast,
@@ -173,14 +188,19 @@ Communicator::FastEntry& Communicator::fastFind(const hccl_coll_desc_t& d) {
   return *e;
 }
 
-bool Communicator::fastAccepts(const hccl_coll_desc_t& d) {
+bool Communicator::fastAccepts(const hccl_coll_desc_t& desc) {
   if (!fastLink_) return false;
+  hccl_coll_desc_t barrier;
+  const hccl_coll_desc_t& d = fastKey(desc, barrier);
   const FastEntry& last = fastLastOf(d);
   return fastMatches(last, d) ? last.slots : fastFind(d).slots;
 }
 
-hccl_status_t Communicator::fastStart(const hccl_coll_desc_t& d, unsigned spins, std::string& err) {
+hccl_status_t Communicator::fastStart(const hccl_coll_desc_t& desc, unsigned spins,
+                                      std::string& err) {
   if (!fastLink_) return HCCL_ERR_UNSUPPORTED;
+  hccl_coll_desc_t barrier;
+  const hccl_coll_desc_t& d = fastKey(desc, barrier);
   FastEntry* e = &fastLastOf(d);
   if (!fastMatches(*e, d)) e = &fastFind(d);  // this collective's last shape again: no call
   if (!e->slots) return HCCL_ERR_UNSUPPORTED;
@@ -192,6 +212,7 @@ hccl_status_t Communicator::fastStart(const hccl_coll_desc_t& d, unsigned spins,
   // A number like any other call's, so that calls count alike on every rank whatever path they
   // took, and the header tells this call from its neighbours.
   fastSeq_ = seq_++;
+  noteNumbered(d.coll, d.root);
   fastRun_.begin(e->program, *fastLink_, bufs, e->elemSize, e->reduction ? &*e->reduction : nullptr,
                  (std::uint64_t{commTag_} << 32) | fastSeq_);
   fastIdle_ = 0;
