@@ -507,6 +507,11 @@ int Communicator::supported(const hccl_coll_desc_t& desc, std::string& explain) 
     }
   }
   explain = last_.explain;
+  // The Barrier that just ran on the slots gathered at a Bcast's root (fastKey): not the
+  // selector's choice, so said here.
+  if (desc.coll == HCCL_COLL_BARRIER && fastGatheredAt_ >= 0 && fastSeq_ + 1 == seq_)
+    explain += fmt::format(", gathered at rank {} (the previous Bcast's root leaves first)",
+                           fastGatheredAt_);
   return last_.supported;
 }
 

@@ -257,6 +257,9 @@ class Communicator {
   // bound (a larger group keeps the selected Barrier).
   static constexpr int kGatheredBarrierRanks = 2;
   int fastGatherer() const { return size_ <= kGatheredBarrierRanks ? prevBcastRoot_ : -1; }
+  // Where the last call on the slots gathered if it was a gathered Barrier, else -1: the call's
+  // verbose line, written after it ran, names it (supported).
+  int fastGatheredAt_ = -1;
   // d itself, or for a Barrier a copy whose root says where it gathers (-1: not gathered), which
   // fastMatches and fastBuild then read: the two Barriers are two entries.
   const hccl_coll_desc_t& fastKey(const hccl_coll_desc_t& d, hccl_coll_desc_t& barrier) const {

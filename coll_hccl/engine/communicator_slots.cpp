@@ -212,6 +212,7 @@ hccl_status_t Communicator::fastStart(const hccl_coll_desc_t& desc, unsigned spi
   // A number like any other call's, so that calls count alike on every rank whatever path they
   // took, and the header tells this call from its neighbours.
   fastSeq_ = seq_++;
+  fastGatheredAt_ = d.coll == HCCL_COLL_BARRIER ? d.root : -1;
   noteNumbered(d.coll, d.root);
   fastRun_.begin(e->program, *fastLink_, bufs, e->elemSize, e->reduction ? &*e->reduction : nullptr,
                  (std::uint64_t{commTag_} << 32) | fastSeq_);
