@@ -189,15 +189,37 @@ tl::ShmOptions shmOptions(std::size_t largestServer, const tl::UcxOptions& ucx,
   tl::ShmOptions o;
   constexpr std::size_t kSegmentBudget = std::size_t{64} << 20;
   const std::size_t L = std::max<std::size_t>(largestServer, 1);
-  // Slots per channel: 64 at two ranks (a 4 MiB segment), where every schedule's large posts
-  // stream through the slots (stream_from_bytes): a streamed post's writer then runs 1 MiB ahead
-  // of a reader whose core is busy elsewhere, where 4 stalled the pipeline at every descheduling
-  // of the peer (OSU 5.7 np=2 AllReduce, 4 alternating rounds at load 20-23, medians: 64 slots
-  // 1.3-1.9x faster than 4 from 2 MiB to 64 MiB). Larger servers keep 4: their large calls run on
-  // the executor (measured at np=4, load 53-58, 2 rounds: 16 slots 0.69-0.75x at 4-8 MiB).
-  if (L <= 2) o.slotsPerChannel = 64;
+  // Slots per channel: a 1 MiB window at two ranks (a 4 MiB segment), where every schedule's large
+  // posts stream through the slots (stream_from_bytes): a streamed post's writer then runs 1 MiB
+  // ahead of a reader whose core is busy elsewhere, where 4 stalled the pipeline at every
+  // descheduling of the peer (OSU 5.7 np=2 AllReduce, 4 alternating rounds at load 20-23, medians:
+  // 64 slots 1.3-1.9x faster than 4 from 2 MiB to 64 MiB). Larger servers keep 4: their large calls
+  // run on the executor (measured at np=4, load 53-58, 2 rounds: 16 slots 0.69-0.75x at 4-8 MiB).
+  // At two ranks the same 1 MiB window is 16 slots of 64 KiB rather than 64 of 16 KiB: a
+  // streamed post pays a flag, a release and a call header per slot. OSU 5.7 np=2 AllReduce, one
+  // binary, 4 alternating rounds at load ~22 (autogroup -20), medians: 256 KiB-8 MiB 1.20-1.53x
+  // faster, 16-64 MiB 1.01-1.06x; 1-16 KiB AllReduce and Bcast within 5% (1000 calls after 100).
+  // 256 KiB slots, 4 a channel, were slower; 32 or 128 KiB, or 32-64 slots, no better.
+  // /work/notes/s10-bw.
+  struct Slots {
+    std::size_t perChannel, maxBytes;
+  };
+  Slots slots = L <= 2 ? Slots{16, 65536} : Slots{o.slotsPerChannel, 16384};
+  // HCCL_SHM_SLOT_BYTES (a multiple of 64 from 1024 to 1 MiB; equal on every rank): the slots'
+  // payload, the window kept at 1 MiB at two ranks (4 to 64 slots). For tests that need posts of
+  // several slots at small sizes (tests/mpi: reductions_np2_stream runs with 16 KiB slots).
+  if (const char* v = std::getenv("HCCL_SHM_SLOT_BYTES")) {
+    char* end = nullptr;
+    const unsigned long long b = std::strtoull(v, &end, 10);
+    if (end == v || *end != '\0' || b < 1024 || b > (std::size_t{1} << 20) || b % 64 != 0)
+      throw tl::UcxError(fmt::format(
+          "HCCL_SHM_SLOT_BYTES=\"{}\": expected a multiple of 64 from 1024 to 1048576", v));
+    slots.maxBytes = b;
+    if (L <= 2) slots.perChannel = std::clamp<std::size_t>((std::size_t{1} << 20) / b, 4, 64);
+  }
+  o.slotsPerChannel = slots.perChannel;
   const std::size_t perSlot = kSegmentBudget / (L * L * o.slotsPerChannel);
-  o.slotBytes = std::clamp<std::size_t>(perSlot / 64 * 64, 1024, 16384) + 64;
+  o.slotBytes = std::clamp<std::size_t>(perSlot / 64 * 64, 1024, slots.maxBytes) + 64;
   o.timeout = ucx.timeout;
   if (ucx.keepalive.count() > 0) o.liveness = ucx.keepalive;
   o.yield = oversubscribed;

@@ -219,8 +219,9 @@ std::string ucxMember(MeshMember& m, const Plan& plan) {
     tl::UcxOptions options;
     options.timeout = plan.stepLimit;
     auto base = std::make_shared<tl::UcxTransport>(m.rank(), serverOf, m.allGatherFn(), options);
-    tl::ShmOptions so;  // as the engine's for a few ranks (setup::shmOptions): 16 KiB inline
-    so.slotBytes = 16384 + 64;
+    tl::ShmOptions so;  // as the engine's at two ranks (setup::shmOptions): 16 slots of 64 KiB
+    so.slotBytes = 65536 + 64;
+    so.slotsPerChannel = 16;
     so.timeout = options.timeout;
     auto link = std::make_shared<tl::ShmLink>(m.rank(), serverOf, m.allGatherFn(), so);
     tl::ShmTransport t(base, link);
