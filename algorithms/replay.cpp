@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <span>
 #include <tuple>
 
@@ -11,14 +12,20 @@ namespace {
 
 // Transfer ends that were posted before their partner, as the replay keeps them: enough to
 // match them and hand them to the observers once their step may have been released
-// (StepSource::release). One record holds a run of ends: consecutive transfers of the step to
-// the same peer in the same direction, buffer, size, level and push, whose offsets step by a
-// fixed stride (RankState::runs). NHR's AllGather sends its last step's p/2 blocks to r+1 as p/2
-// transfers r, r-2, r-4, ...: one ascending run and one after the wrap, where a record each was
-// p^2/2 records of 32 bytes (358 MB at 4096) once most ranks had posted it before their successor.
+// (StepSource::release). One record holds a run of ends of the step, the same in direction,
+// buffer, size, level and push, whose offsets step by a fixed stride (RankState::runs), in one
+// of two forms:
+// - to one peer, consecutive transfers: NHR's AllGather sends its last step's p/2 blocks to r+1
+//   as p/2 transfers r, r-2, r-4, ...: one ascending run and one after the wrap, where a record
+//   each was p^2/2 records of 32 bytes (358 MB at 4096) once most ranks had posted it before
+//   their successor;
+// - a sweep: to peers that step by a fixed amount, one transfer each, whose indices in the step
+//   step evenly too (a one-step mesh posts send to j, receive from j, send to j+1, ...: two
+//   sweeps a direction, before and after the wrap, where the ends to the ranks not yet posted
+//   were ~p^2/2 single records at the worst moment, 268 MB at 4096).
 struct Waiting {
   std::uint64_t offset, count;  // the run's first transfer's
-  std::uint32_t peer, index;    // index: the first transfer's in its step's transfer list
+  std::uint32_t peer, index;    // the first transfer's; index: in its step's transfer list
   std::uint32_t run;            // 0: a single transfer; else runs[run - 1] (n > 1)
   Buf buf;
   Dir dir;
@@ -32,51 +39,137 @@ struct Waiting {
 static_assert(sizeof(Waiting) == 32);
 
 struct Run {
-  std::uint64_t stride;  // offset of transfer j = offset + j * stride (mod 2^64: may descend)
-  std::uint32_t n;       // transfers in the run
+  std::uint64_t stride;     // offset of transfer j = offset + j * stride (mod 2^64: may descend)
+  std::uint32_t n;          // transfers in the run
+  std::int32_t peerStep;    // peer of transfer j = peer + j * peerStep; 0: one peer
+  std::uint32_t indexStep;  // index of transfer j = index + j * indexStep; 1 when one peer
 };
+
+// A sweep shorter than this is kept as single records: what a lookup scans is then bounded by
+// the ends it could match (see RankState::sweeps), and what is held is never more than before.
+constexpr std::uint32_t kMinSweep = 4;
 
 struct RankState {
   std::uint32_t step = 0;  // the step being executed, or steps.size() when finished
   bool posted = false;
   std::size_t remaining = 0;
   std::vector<bool> matched;  // per transfer of the current step
-  // The current step's ends that were posted before their partner, sorted by key(); the ones
-  // matched since are dropped from time to time (stale counts them), so what is held follows
-  // the ends still waiting: ~p^2/2 at the worst moment of a one-step mesh (a record each, every
-  // peer differs), not 2p^2.
+  // The current step's ends that were posted before their partner, as single records and runs
+  // to one peer, sorted by key(); the ones matched since are dropped from time to time (stale
+  // counts them), so what is held follows the ends still waiting.
   std::vector<Waiting> waiting;
-  std::vector<Run> runs;  // of the records in waiting (and of ones dropped since)
-  std::size_t stale = 0;  // records whose every transfer has met its partner
+  // The current step's waiting sweeps, sorted by direction and lowest peer; held until the step
+  // completes (a one-step mesh has at most two a direction). A lookup for peer q scans the ones
+  // whose lowest peer is at most q and at least q - span (the widest sweep's peer range).
+  std::vector<Waiting> sweeps;
+  std::uint64_t span = 0;
+  std::vector<Run> runs;  // of the records in waiting and sweeps (and of ones dropped since)
+  std::size_t stale = 0;  // records in waiting whose every transfer has met its partner
 
+  bool sweep(const Waiting& w) const { return w.run != 0 && runs[w.run - 1].peerStep != 0; }
   std::uint32_t size(const Waiting& w) const { return w.run == 0 ? 1 : runs[w.run - 1].n; }
-  std::uint32_t last(const Waiting& w) const { return w.index + size(w) - 1; }
+  std::uint32_t at(const Waiting& w, std::uint32_t j) const {
+    return w.run == 0 ? w.index : w.index + j * runs[w.run - 1].indexStep;
+  }
+  std::uint32_t last(const Waiting& w) const { return at(w, size(w) - 1); }
+  std::uint32_t peerOf(const Waiting& w, std::uint32_t j) const {
+    if (w.run == 0) return w.peer;
+    return static_cast<std::uint32_t>(static_cast<std::int64_t>(w.peer) +
+                                      std::int64_t{j} * runs[w.run - 1].peerStep);
+  }
+  std::uint32_t lowest(const Waiting& w) const { return std::min(w.peer, peerOf(w, size(w) - 1)); }
   Transfer transfer(const Waiting& w, std::uint32_t j) const {
     const std::uint64_t off = w.run == 0 ? w.offset : w.offset + j * runs[w.run - 1].stride;
-    return {w.dir, w.peer, Slice{w.buf, off, w.count}, w.level, w.push};
+    return {w.dir, peerOf(w, j), Slice{w.buf, off, w.count}, w.level, w.push};
   }
-  // Transfer i of the current step waits for its partner: it extends the last record's run
-  // where it continues it (the transfer before it, the same in all but the offset, which steps
-  // by the run's stride), or starts a record.
+
+  // Transfer i of the current step waits for its partner: it extends one of the last two
+  // records' runs where it continues it (a mesh interleaves a send sweep and a receive sweep),
+  // or starts a record. A run to one peer takes consecutive transfers only, so the ends of one
+  // peer and direction in different records never interleave (the lookup relies on it).
   void wait(const Transfer& t, std::uint32_t i) {
-    if (!waiting.empty()) {
-      Waiting& b = waiting.back();
-      if (b.peer == t.peer && b.dir == t.dir && b.buf == t.slice.buf && b.count == t.slice.count &&
-          b.level == t.level && b.push == t.push && last(b) + 1 == i) {
-        if (b.run == 0) {
-          runs.push_back({t.slice.offset - b.offset, 2});
-          b.run = static_cast<std::uint32_t>(runs.size());
-          return;
-        }
-        Run& run = runs[b.run - 1];
-        if (t.slice.offset == b.offset + run.n * run.stride) {
-          ++run.n;
-          return;
-        }
-      }
-    }
+    for (std::size_t k = waiting.size(); k > 0 && k + 2 > waiting.size(); --k)
+      if (extend(waiting[k - 1], t, i)) return;
     waiting.push_back(
         {t.slice.offset, t.slice.count, t.peer, i, 0, t.slice.buf, t.dir, t.level, t.push});
+  }
+
+  bool extend(Waiting& b, const Transfer& t, std::uint32_t i) {
+    if (b.dir != t.dir || b.buf != t.slice.buf || b.count != t.slice.count || b.level != t.level ||
+        b.push != t.push || i <= last(b))
+      return false;
+    const std::int64_t peerStep = std::int64_t{t.peer} - std::int64_t{b.peer};
+    if (b.run == 0) {
+      if (peerStep == 0 ? i != b.index + 1 : peerStep != std::int32_t(peerStep)) return false;
+      runs.push_back(
+          {t.slice.offset - b.offset, 2, static_cast<std::int32_t>(peerStep), i - b.index});
+      b.run = static_cast<std::uint32_t>(runs.size());
+      return true;
+    }
+    Run& run = runs[b.run - 1];
+    if (i != b.index + run.n * run.indexStep || t.peer != peerOf(b, run.n) ||
+        t.slice.offset != b.offset + run.n * run.stride)
+      return false;
+    ++run.n;
+    return true;
+  }
+
+  // The step is posted: sweeps long enough move to `sweeps`, the others become single records.
+  void file() {
+    bool split = false;
+    for (const Waiting& w : waiting) split = split || sweep(w);
+    if (split) {
+      std::vector<Waiting> rest;
+      std::vector<Run> kept;
+      for (const Waiting& w : waiting) {
+        if (w.run == 0) {
+          rest.push_back(w);
+          continue;
+        }
+        const Run& run = runs[w.run - 1];
+        if (run.peerStep == 0 || run.n >= kMinSweep) {
+          kept.push_back(run);
+          Waiting moved = w;
+          moved.run = static_cast<std::uint32_t>(kept.size());
+          (run.peerStep == 0 ? rest : sweeps).push_back(moved);
+          if (run.peerStep != 0)
+            span = std::max(span, std::uint64_t{run.n - 1} *
+                                      static_cast<std::uint64_t>(std::abs(run.peerStep)));
+          continue;
+        }
+        for (std::uint32_t j = 0; j < run.n; ++j) {
+          const Transfer t = transfer(w, j);
+          rest.push_back(
+              {t.slice.offset, t.slice.count, t.peer, at(w, j), 0, w.buf, w.dir, w.level, w.push});
+        }
+      }
+      waiting.swap(rest);
+      runs.swap(kept);
+      std::sort(sweeps.begin(), sweeps.end(), [&](const Waiting& a, const Waiting& b) {
+        return std::tuple(a.dir, lowest(a), a.index) < std::tuple(b.dir, lowest(b), b.index);
+      });
+      sweeps.shrink_to_fit();
+      runs.shrink_to_fit();
+    }
+    std::sort(waiting.begin(), waiting.end(),
+              [](const Waiting& a, const Waiting& b) { return a.key() < b.key(); });
+    waiting.shrink_to_fit();
+  }
+
+  // Calls f(w, j) for every sweep w in direction d whose transfer j goes to peer q.
+  template <class F>
+  void stab(std::uint32_t q, Dir d, F&& f) const {
+    auto k = std::partition_point(sweeps.begin(), sweeps.end(), [&](const Waiting& w) {
+      return std::tuple(w.dir, lowest(w)) <= std::tuple(d, q);
+    });
+    while (k != sweeps.begin()) {
+      const Waiting& w = *--k;
+      if (w.dir != d || lowest(w) + span < q) return;
+      const std::int64_t by = runs[w.run - 1].peerStep, off = std::int64_t{q} - w.peer;
+      if (off % by != 0) continue;
+      const std::int64_t j = off / by;
+      if (j >= 0 && j < runs[w.run - 1].n) f(w, static_cast<std::uint32_t>(j));
+    }
   }
 };
 
@@ -104,7 +197,9 @@ class Replayer {
       if (st.posted) {
         if (st.remaining > 0) return;
         std::vector<Waiting>().swap(st.waiting);
+        std::vector<Waiting>().swap(st.sweeps);
         std::vector<Run>().swap(st.runs);
+        st.span = 0;
         st.stale = 0;
         obs_.completed(r, st.step);
         ++st.step;
@@ -141,7 +236,9 @@ class Replayer {
       }
       // The partner end, if posted, waits in the peer's current step: every earlier end
       // between the two has met its partner (or this rank's earlier step would not have
-      // completed), so the oldest waiting one is the one MPI's order pairs with this.
+      // completed), so the oldest waiting one is the one MPI's order pairs with this. The ends
+      // of one pair and direction that have met their partner are the oldest ones, so a prefix
+      // of the records to one peer, of each run to one peer, and of these ends in the sweeps.
       RankState& ps = state_[t.peer];
       const Dir want = t.dir == Dir::Send ? Dir::Recv : Dir::Send;
       const Waiting probe{0, 0, r, 0, 0, Buf::Output, want, 0, false};
@@ -149,31 +246,46 @@ class Replayer {
           ps.waiting.begin(), ps.waiting.end(), probe, [](const Waiting& a, const Waiting& b) {
             return std::tie(a.peer, a.dir) < std::tie(b.peer, b.dir);
           });
-      // Matched ends of a group are a prefix of it (matched oldest first), also within a run.
       const auto it = std::partition_point(
           group.first, group.second, [&](const Waiting& w) { return ps.matched[ps.last(w)]; });
-      if (it == group.second) {
+      const Waiting* found = nullptr;
+      std::uint32_t j = 0, index = 0;
+      if (it != group.second) {
+        std::uint32_t first = 0;
+        for (std::uint32_t len = ps.size(*it); len > 0;) {  // the first unmatched transfer
+          const std::uint32_t half = len / 2;
+          if (ps.matched[ps.at(*it, first + half)]) {
+            first += half + 1;
+            len -= half + 1;
+          } else {
+            len = half;
+          }
+        }
+        found = &*it;
+        j = first;
+        index = ps.at(*it, first);
+      }
+      bool inSweep = false;
+      ps.stab(r, want, [&](const Waiting& w, std::uint32_t k) {
+        const std::uint32_t x = ps.at(w, k);
+        if (ps.matched[x] || (found != nullptr && index < x)) return;
+        found = &w;
+        j = k;
+        index = x;
+        inSweep = true;
+      });
+      if (found == nullptr) {
         st.wait(t, i);
         continue;
       }
-      const std::uint32_t n = ps.size(*it);
-      std::uint32_t j = 0;
-      for (std::uint32_t len = n; len > 0;) {  // the first unmatched transfer of the run
-        const std::uint32_t half = len / 2;
-        if (ps.matched[it->index + j + half]) {
-          j += half + 1;
-          len -= half + 1;
-        } else {
-          len = half;
-        }
-      }
-      const XferRef them{t.peer, ps.step, it->index + j};
-      const Transfer tt = ps.transfer(*it, j);
+      const bool runDone = !inSweep && j + 1 == ps.size(*found);
+      const XferRef them{t.peer, ps.step, index};
+      const Transfer tt = ps.transfer(*found, j);
       if (t.dir == Dir::Send)
         match(me, t, them, tt);
       else
         match(them, tt, me, t);
-      if (j + 1 == n && ++ps.stale * 2 > ps.waiting.size()) compact(ps);
+      if (runDone && ++ps.stale * 2 > ps.waiting.size()) compact(ps);
     }
     // With itself a rank matches within the step: its k-th send meets its k-th receive.
     std::vector<std::uint32_t> sends, recvs;
@@ -184,9 +296,7 @@ class Replayer {
             step.xfers[recvs[k]]);
     for (const auto& rest : {std::span(sends).subspan(pairs), std::span(recvs).subspan(pairs)})
       for (std::uint32_t i : rest) st.wait(step.xfers[i], i);
-    std::sort(st.waiting.begin(), st.waiting.end(),
-              [](const Waiting& a, const Waiting& b) { return a.key() < b.key(); });
-    st.waiting.shrink_to_fit();
+    st.file();
   }
 
   // Drops the records whose ends have all met their partner (the order of the rest, and so the

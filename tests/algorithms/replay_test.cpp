@@ -1,11 +1,14 @@
 // The replay pairs the k-th send from a to b with the k-th receive on b from a (MPI's order),
 // whichever end is posted first and however the ends that wait are stored: a run of consecutive
-// transfers to one peer whose offsets step evenly is kept as one record (replay.cpp), and a
-// match must hand the observers the right transfer of the run, with its own index and offset.
+// transfers to one peer whose offsets step evenly is kept as one record, and so is a sweep, one
+// transfer to each of peers stepping evenly at evenly stepping indices (a one-step mesh,
+// replay.cpp); a match must hand the observers the right transfer of the run, with its own
+// index, peer and offset.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <random>
 #include <tuple>
@@ -35,6 +38,42 @@ class Recorder final : public ReplayObserver {
 std::vector<Pair> sorted(std::vector<Pair> v) {
   std::sort(v.begin(), v.end());
   return v;
+}
+
+// The pairs MPI's order makes, computed from the schedules alone: in each step, per ordered pair
+// (a, b), a's k-th send to b with b's k-th receive from a (every test here matches within a step).
+std::vector<Pair> pairedInOrder(const std::vector<RankSchedule>& ranks) {
+  std::vector<Pair> want;
+  const auto p = static_cast<std::uint32_t>(ranks.size());
+  for (std::uint32_t step = 0; step < ranks[0].steps.size(); ++step)
+    for (std::uint32_t a = 0; a < p; ++a)
+      for (std::uint32_t b = 0; b < p; ++b) {
+        if (a == b) continue;
+        std::vector<std::uint32_t> tx, rx;
+        const auto& sa = ranks[a].steps[step].xfers;
+        const auto& sb = ranks[b].steps[step].xfers;
+        for (std::uint32_t i = 0; i < sa.size(); ++i)
+          if (sa[i].dir == Dir::Send && sa[i].peer == b) tx.push_back(i);
+        for (std::uint32_t i = 0; i < sb.size(); ++i)
+          if (sb[i].dir == Dir::Recv && sb[i].peer == a) rx.push_back(i);
+        EXPECT_EQ(tx.size(), rx.size());
+        for (std::size_t k = 0; k < std::min(tx.size(), rx.size()); ++k) {
+          const Transfer &ts = sa[tx[k]], &tr = sb[rx[k]];
+          want.emplace_back(a, step, tx[k], ts.slice.offset, ts.slice.count, b, step, rx[k],
+                            tr.slice.offset, tr.slice.count, ts.push && tr.push,
+                            static_cast<std::uint8_t>(ts.level * 4 + tr.level));
+        }
+      }
+  return want;
+}
+
+// The peers a rank sweeps, in order: from `from`, stepping by `by`, skipping the rank itself.
+std::vector<std::uint32_t> sweepOrder(std::uint32_t p, std::uint32_t self, std::uint32_t from,
+                                      std::int32_t by) {
+  std::vector<std::uint32_t> order;
+  for (std::int64_t q = from; q >= 0 && q < p; q += by)
+    if (q != self) order.push_back(static_cast<std::uint32_t>(q));
+  return order;
 }
 
 // Rank 0 sends `n` blocks to rank 1 at offsets first, first + stride, ... (a run), rank 1
@@ -174,6 +213,188 @@ TEST(Replay, RandomRunsPairInPostingOrder) {
     ASSERT_TRUE(problems.empty()) << "trial " << trial << ": " << problems[0].message;
     ASSERT_EQ(sorted(rec.pairs), sorted(want)) << "trial " << trial;
   }
+}
+
+// One rank (the first or the last, so its ends wait or its peers' do) sweeps its peers as a
+// one-step mesh does: send to q, receive from q, for q stepping up, down or by two (then the
+// odd ones, then the even ones), twice over, so two sweeps of each direction cover each peer
+// and the older one must match first. Variants break the sweeps in the middle: one peer's
+// messages moved to the end, an offset jump, a size change (agreed by the receiver), a level
+// change, a transfer to another peer between two of the sweep's. Each peer receives and sends
+// its two messages in its own order.
+TEST(Replay, SweepsAcrossPeersPairInOrder) {
+  const std::uint32_t p = 13;
+  for (const std::uint32_t a : {0u, p - 1})
+    for (const std::int32_t by : {1, -1, 2})
+      for (int broken = 0; broken < 6; ++broken) {
+        std::vector<std::uint32_t> order;
+        if (by == 2) {
+          order = sweepOrder(p, a, 1, 2);
+          const auto evens = sweepOrder(p, a, 0, 2);
+          order.insert(order.end(), evens.begin(), evens.end());
+        } else {
+          order = sweepOrder(p, a, by > 0 ? 0 : p - 1, by);
+        }
+        const std::uint32_t mid = order[order.size() / 2];
+        if (broken == 1) {  // the middle peer's messages after everyone else's
+          std::erase(order, mid);
+          order.push_back(mid);
+        }
+        std::vector<RankSchedule> ranks(p);
+        for (auto& rk : ranks) rk.newStep();
+        Step& sa = ranks[a].steps[0];
+        for (std::uint32_t round = 0; round < 2; ++round)
+          for (std::uint32_t j = 0; j < order.size(); ++j) {
+            const std::uint32_t q = order[j];
+            const bool atMid = q == mid && round == 1;
+            const std::uint64_t len = broken == 3 && atMid ? 2 : 1;
+            const std::uint64_t off = 1000 * round + 3 * j + (broken == 2 && atMid ? 500 : 0);
+            sa.xfers.push_back({Dir::Send, q, in(off, len),
+                                static_cast<std::uint8_t>(broken == 4 && atMid ? 1 : 0), false});
+            if (broken == 5 && q == mid) send(sa, order[0], in(999, 1));
+            recv(sa, q, out(2000 * round + 5 * j, 1));
+          }
+        for (std::uint32_t q = 0; q < p; ++q) {
+          if (q == a) continue;
+          Step& sq = ranks[q].steps[0];
+          const std::uint32_t extra = broken == 5 && q == order[0] ? 2 : 0;
+          for (std::uint32_t k = 0; k < 2 + extra; ++k) {
+            const std::uint64_t len = broken == 3 && q == mid && k == 1 ? 2 : 1;
+            recv(sq, a, out(7 * k, len));
+          }
+          // The sends back, newest offset first: the order between the pair is what counts.
+          send(sq, a, in(40, 1));
+          send(sq, a, in(20, 1));
+        }
+        Recorder rec;
+        const auto problems = replay(ranks, rec);
+        EXPECT_TRUE(problems.empty()) << problems[0].message;
+        EXPECT_EQ(sorted(rec.pairs), sorted(pairedInOrder(ranks)))
+            << "a " << a << " by " << by << " broken " << broken;
+      }
+}
+
+// A size mismatch on one peer of a sweep names that pair's message number (#1: the second
+// sweep), whichever side waits and whichever end has the wrong size.
+TEST(Replay, SizeMismatchInsideASweep) {
+  const std::uint32_t p = 10, bad = 6;
+  for (const std::uint32_t a : {0u, p - 1})
+    for (const std::int32_t by : {1, -1})
+      for (const bool atSender : {false, true}) {
+        std::vector<RankSchedule> ranks(p);
+        for (auto& rk : ranks) rk.newStep();
+        const auto order = sweepOrder(p, a, by > 0 ? 0 : p - 1, by);
+        for (std::uint32_t round = 0; round < 2; ++round)
+          for (std::uint32_t j = 0; j < order.size(); ++j) {
+            const std::uint64_t len = order[j] == bad && round == 1 && atSender ? 2 : 1;
+            send(ranks[a].steps[0], order[j], in(10 * round + j, len));
+            recv(ranks[a].steps[0], order[j], out(10 * round + j, 1));
+          }
+        for (std::uint32_t q = 0; q < p; ++q) {
+          if (q == a) continue;
+          for (std::uint32_t k = 0; k < 2; ++k) {
+            const std::uint64_t len = q == bad && k == 1 && !atSender ? 2 : 1;
+            recv(ranks[q].steps[0], a, out(k, len));
+            send(ranks[q].steps[0], a, in(k, 1));
+          }
+        }
+        Recorder rec;
+        const auto problems = replay(ranks, rec);
+        ASSERT_EQ(problems.size(), 1u);
+        EXPECT_EQ(problems[0].kind, ReplayProblem::Kind::SizeMismatch);
+        EXPECT_NE(problems[0].message.find(fmt::format(
+                      "rank {} step 0 sends {} elements to rank {} (message #1 between them), "
+                      "but rank {} step 0 receives {} elements",
+                      a, atSender ? 2 : 1, bad, bad, atSender ? 1 : 2)),
+                  std::string::npos)
+            << problems[0].message;
+        EXPECT_EQ(rec.pairs.size(), 4 * (p - 1));
+      }
+}
+
+// Random schedules of 2..16 ranks and two steps: each ordered pair exchanges 0..3 messages a
+// step (sizes mostly equal, some not), and each rank lays out its ends in random patterns:
+// runs to one peer, sweeps over peers stepping by +-1, +-2 or 3 (one direction, or sends and
+// receives interleaved as a mesh posts them, the receives from the same peers or the mirrored
+// ones), offsets stepping evenly with an occasional jump, levels and push flags changing between
+// patterns now and then; a peer with nothing left breaks a sweep. The pairs the replay reports
+// must be the k-th send with the k-th receive of each pair.
+TEST(Replay, RandomSweepsPairInPostingOrder) {
+  std::mt19937 rng(20261208);
+  const auto draw = [&](std::uint32_t m) { return static_cast<std::uint32_t>(rng() % m); };
+  std::size_t longSweeps = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const std::uint32_t p = 2 + draw(15);
+    std::vector<RankSchedule> ranks(p);
+    for (std::uint32_t step = 0; step < 2; ++step) {
+      // queue[r][{q, dir}]: the sizes of r's ends with q in that direction, in order.
+      std::vector<std::map<std::pair<std::uint32_t, Dir>, std::deque<std::uint64_t>>> queue(p);
+      for (std::uint32_t a = 0; a < p; ++a)
+        for (std::uint32_t b = 0; b < p; ++b)
+          for (std::uint32_t m = a == b ? 0 : draw(4); m > 0; --m) {
+            const std::uint64_t len = draw(8) == 0 ? draw(3) : 1;
+            queue[a][{b, Dir::Send}].push_back(len);
+            queue[b][{a, Dir::Recv}].push_back(len);
+          }
+      for (std::uint32_t r = 0; r < p; ++r) {
+        Step& st = ranks[r].newStep();
+        auto& qs = queue[r];
+        std::uint8_t level = 0;
+        bool push = false;
+        std::uint64_t offset = 100;
+        std::int64_t stride = 1;
+        // Emits r's next end with q in direction d, if any; false when there is none.
+        const auto emit = [&](std::uint32_t q, Dir d) {
+          const auto found = qs.find({q, d});
+          if (found == qs.end() || found->second.empty()) return false;
+          if (draw(12) == 0) offset += 50;  // a jump breaks a run
+          st.xfers.push_back(
+              {d, q,
+               Slice{d == Dir::Send ? Buf::Input : Buf::Output, offset, found->second.front()},
+               level, push});
+          found->second.pop_front();
+          offset += static_cast<std::uint64_t>(stride);
+          return true;
+        };
+        for (bool left = true; left;) {
+          if (draw(4) == 0) level = static_cast<std::uint8_t>(draw(2));
+          if (draw(6) == 0) push = !push;
+          stride = std::int64_t{draw(7)} - 3;
+          offset = 100 + draw(100);
+          const std::uint32_t kind = draw(4);
+          if (kind == 0) {  // a run to one peer
+            const std::uint32_t q = draw(p);
+            const Dir d = draw(2) == 0 ? Dir::Send : Dir::Recv;
+            for (std::uint32_t n = 1 + draw(5); n > 0 && emit(q, d); --n) {
+            }
+          } else {  // a sweep: one direction (kind 1), a mesh (2), a mesh mirrored (3)
+            static constexpr std::int32_t kBy[] = {1, -1, 2, -2, 3};
+            const std::int32_t by = kBy[draw(5)];
+            const Dir d = draw(2) == 0 ? Dir::Send : Dir::Recv;
+            const Dir other = d == Dir::Send ? Dir::Recv : Dir::Send;
+            std::uint32_t n = 0;
+            for (std::uint32_t q : sweepOrder(p, r, draw(p), by)) {
+              bool any = emit(q, d);
+              if (kind == 2) any = emit(q, other) || any;
+              const std::int64_t mirror = 2 * std::int64_t{r} - q;
+              if (kind == 3 && mirror >= 0 && mirror < p)
+                any = emit(static_cast<std::uint32_t>(mirror), other) || any;
+              n = any ? n + 1 : 0;
+              longSweeps += n == 4;
+            }
+          }
+          left = false;
+          for (const auto& [key, sizes] : qs) left = left || !sizes.empty();
+        }
+      }
+    }
+    Recorder rec;
+    const auto problems = replay(ranks, rec);
+    ASSERT_TRUE(problems.empty()) << "trial " << trial << ": " << problems[0].message;
+    ASSERT_EQ(sorted(rec.pairs), sorted(pairedInOrder(ranks))) << "trial " << trial;
+  }
+  // Enough of the layouts are sweeps of four peers or more for the sweep records to be made.
+  EXPECT_GT(longSweeps, 1000u);
 }
 
 }  // namespace
