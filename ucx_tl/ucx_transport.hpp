@@ -100,9 +100,8 @@ struct UcxOptions {
   bool oversubscribed = false;
 };
 // At np=4 on 2 cores, a 64 KiB allreduce ran 190 us with UCX's threshold and 90 us with this one.
-// Between servers (the 2x2 rig, UCX tcp, whose threshold is 8 KiB), five alternating rounds at
-// load 19-21 put an AllReduce's time per call at 0.85 (1 MiB), 0.87 (4 MiB) and 0.92 (16 MiB) of
-// the rendezvous's (medians of the paired ratios).
+// Between servers (the 2x2 rig, UCX tcp, whose threshold is 8 KiB) an AllReduce took 0.74 (1 MiB),
+// 0.87 (4 MiB) and 0.98 (16 MiB) of the rendezvous's time (4 alternating rounds, paired medians).
 inline constexpr const char* kOversubscribedEagerLimit = "1m";
 
 // The class's default transport list on this machine: the shared-memory or network transports
