@@ -51,7 +51,9 @@ ClassWorker::ClassWorker(LinkClass cls, const UcxClassOptions& options, const Wo
     const bool rndvSet = std::getenv("UCX_RNDV_THRESH") != nullptr ||
                          std::any_of(options.ucxConfig.begin(), options.ucxConfig.end(),
                                      [](const auto& kv) { return kv.first == "RNDV_THRESH"; });
-    if (cls == LinkClass::Hccs && hints.oversubscribed && !rndvSet) {
+    // Both classes that carry peers: between servers too, a rendezvous's handshake waits for the
+    // receiver to be scheduled and answer (ucx_transport.hpp, kOversubscribedEagerLimit).
+    if (cls != LinkClass::Self && hints.oversubscribed && !rndvSet) {
       modify(config, cls, "RNDV_THRESH", kOversubscribedEagerLimit);
       tuning_ = fmt::format("eager up to {} (ranks outnumber cores)", kOversubscribedEagerLimit);
     }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 
 #include "fork_group.hpp"
@@ -83,6 +84,40 @@ TEST(UcxConfig, LoopbackOnlyHccsListCannotReachPeers) {
   tl::UcxOptions o;
   o.hccs.tls = "self";
   expectSetupError({0, 0}, [&](int) { return o; }, {"no other rank can be reached"});
+}
+
+// Ranks that outnumber cores send eagerly up to kOversubscribedEagerLimit on both classes that
+// carry peers (a rendezvous waits for its receiver to be scheduled; between servers too: the 2x2
+// rig measured it), and keep UCX's threshold otherwise. Read from UCX's own endpoint report
+// (its tag_send protocol ranges), so a setting UCX did not take fails too.
+TEST(UcxConfig, OversubscribedRanksSendEagerlyOnBothClasses) {
+  for (const bool oversubscribed : {false, true}) {
+    const auto r = runGroup(3, 30s, [&](Child& child) {
+      unsetenv("UCX_RNDV_THRESH");  // the rule yields to a user's threshold
+      tl::UcxOptions o;
+      o.oversubscribed = oversubscribed;
+      tl::UcxTransport t(child.rank(), {0, 0, 1}, child.allGather(), o);
+      const std::string described = t.describe();
+      child.report(described);
+      for (const std::string cls : {"HCCS class", "RoCE class"}) {
+        const auto at = described.find(cls);
+        CHILD_CHECK(at != std::string::npos, described);
+        const std::string line = described.substr(at, described.find('\n', at) - at);
+        CHILD_CHECK(contains(line, "eager up to 1m") == oversubscribed, line);
+      }
+      for (const int peer : {0, 1, 2}) {
+        if (peer == child.rank()) continue;
+        const tl::LinkReport rep = t.linkReport(peer);
+        CHILD_CHECK(rep.error.empty(), rep.error);
+        // "tag_send: 0..<egr/short>..8185..<egr/bcopy>..1048576..<rndv>..(inf)"
+        const auto tag = rep.ucxText.find("tag_send:");
+        CHILD_CHECK(tag != std::string::npos, rep.ucxText);
+        const std::string line = rep.ucxText.substr(tag, rep.ucxText.find('\n', tag) - tag);
+        CHILD_CHECK(contains(line, "..1048576..<rndv>") == oversubscribed, line);
+      }
+    });
+    EXPECT_TRUE(r.ok()) << "oversubscribed " << oversubscribed << ": " << r.summary();
+  }
 }
 
 TEST(UcxConfig, BadUcxSettingIsRejected) {
