@@ -18,6 +18,10 @@ using Generator = RankSchedule (*)(const Problem&, std::uint32_t rank);
 // scratchCount(generate(pb, rank)) without building the schedule (GeneratorSpec::scratch).
 using ScratchFn = std::uint64_t (*)(const Problem&, std::uint32_t rank);
 
+// Schedules that never touch Scratch (ScratchFn): their entries say so, for the formulas of the
+// compositions that run them as phases.
+std::uint64_t noScratch(const Problem& pb, std::uint32_t rank);
+
 // ring.cpp
 RankSchedule ringAllReduce(const Problem& pb, std::uint32_t rank);
 RankSchedule ringReduceScatter(const Problem& pb, std::uint32_t rank);
@@ -82,6 +86,9 @@ RankSchedule meshAllToAll(const Problem& pb, std::uint32_t rank);
 RankSchedule meshAllToAllV(const Problem& pb, std::uint32_t rank);
 // Scratch (ScratchFn): none out of place; in place every peer's block lands in a slot first.
 std::uint64_t meshAllToAllScratch(const Problem& pb, std::uint32_t rank);
+// ReduceScatter's scratch (ScratchFn): the p-1 peers' contributions to the rank's block, and in
+// place where the result half-covers the own block one more block to reduce into.
+std::uint64_t meshReduceScatterScratch(const Problem& pb, std::uint32_t rank);
 // One step in which rank r sends contribution(j) (c elements) to every peer j, receives every
 // peer's contribution to its own part into Scratch[0, (p-1)c) in rank order, and reduces the p
 // of them left to right into dst. dst may be contribution(r) itself, not partly overlap it.
@@ -107,6 +114,8 @@ RankSchedule nhrBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule nhrScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule nhrGather(const Problem& pb, std::uint32_t rank);
 RankSchedule nhrBarrier(const Problem& pb, std::uint32_t rank);
+// ReduceScatter's scratch (ScratchFn, tree::reduceScatterCollectiveScratch).
+std::uint64_t nhrReduceScatterScratch(const Problem& pb, std::uint32_t rank);
 // Scatter's scratch (ScratchFn, tree::scatterScratch), and Gather's: its Scatter reversed keeps
 // the Scratch slices.
 std::uint64_t nhrScatterScratch(const Problem& pb, std::uint32_t rank);
@@ -144,6 +153,10 @@ RankSchedule nbScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule nbGather(const Problem& pb, std::uint32_t rank);
 RankSchedule nbBarrier(const Problem& pb, std::uint32_t rank);
 std::uint64_t nbScatterScratch(const Problem& pb, std::uint32_t rank);
+// AllReduce's scratch (its ReduceScatter's receives past step 0, tree::reduceScatterScratch; the
+// Bruck AllGather needs none) and ReduceScatter's.
+std::uint64_t nbAllReduceScratch(const Problem& pb, std::uint32_t rank);
+std::uint64_t nbReduceScatterScratch(const Problem& pb, std::uint32_t rank);
 // As nhrAllReduceCost, with NB's Bruck AllGather.
 Metrics nbAllReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                         const CostParams& params);
@@ -170,6 +183,10 @@ Metrics nbReducePath(const Problem& pb, std::uint32_t r, std::size_t elemSize,
 RankSchedule nhrReduce(const Problem& pb, std::uint32_t rank);
 RankSchedule nbReduce(const Problem& pb, std::uint32_t rank);
 RankSchedule meshReduce(const Problem& pb, std::uint32_t rank);
+// Their scratch (ScratchFn) from the ReduceScatter's and the Gather's formulas.
+std::uint64_t nhrReduceScratch(const Problem& pb, std::uint32_t rank);
+std::uint64_t nbReduceScratch(const Problem& pb, std::uint32_t rank);
+std::uint64_t meshReduceScratch(const Problem& pb, std::uint32_t rank);
 // Lockstep, or with empty blocks the ReduceScatter and Gather from per-step counts
 // (tree::phasesPath).
 Metrics nhrReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
@@ -182,6 +199,9 @@ RankSchedule pairwiseAllToAll(const Problem& pb, std::uint32_t rank);
 RankSchedule pairwiseAllToAllV(const Problem& pb, std::uint32_t rank);
 // Scratch (ScratchFn): none out of place; in place the slots of steps 1..floor(p/2).
 std::uint64_t pairwiseAllToAllScratch(const Problem& pb, std::uint32_t rank);
+// Rank path (PathFn): p-1 steps of one block each way, no schedule built.
+Metrics pairwiseAllToAllPath(const Problem& pb, std::uint32_t rank, std::size_t elemSize,
+                             const CostParams& params);
 
 // What a generator can serve. The selector filters on these before costing anything.
 struct GeneratorSpec {

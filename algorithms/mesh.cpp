@@ -94,6 +94,16 @@ RankSchedule meshReduceScatter(const Problem& pb, std::uint32_t r) {
   return out;
 }
 
+std::uint64_t meshReduceScatterScratch(const Problem& pb, std::uint32_t r) {
+  // meshReduceScatter's slots for the p-1 peers' contributions, and the in-place detour past them.
+  const std::uint64_t c = pb.blocks.count(r);
+  if (pb.ranks == 1 || c == 0) return 0;
+  const Slice dst = pb.resultSlice(r),
+              ownBlock = pb.blocks.block(pb.inPlace ? Buf::Output : Buf::Input, r);
+  const bool viaScratch = pb.inPlace && ownBlock.overlaps(dst) && !(ownBlock == dst);
+  return (pb.ranks - 1) * c + (viaScratch ? c : 0);
+}
+
 RankSchedule meshAllGather(const Problem& pb, std::uint32_t r) {
   RankSchedule out;
   const Blocks& bl = pb.blocks;

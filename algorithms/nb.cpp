@@ -112,6 +112,20 @@ RankSchedule nbAllReduce(const Problem& pb, std::uint32_t r) {
   return out;
 }
 
+std::uint64_t nbAllReduceScratch(const Problem& pb, std::uint32_t r) {
+  if (pb.ranks == 1) return 0;
+  // nbAllReduce's buffers; the Bruck AllGather works in Output alone.
+  const Slice output{Buf::Output, 0, 0};
+  const tree::ReduceBuffers b{pb.inPlace ? output : Slice{Buf::Input, 0, 0}, output, 0};
+  return tree::reduceScatterScratch(bruckTree(pb.ranks), r, pb.blocks, b, [&](std::uint32_t q) {
+    return pb.blocks.block(Buf::Output, q);
+  });
+}
+
+std::uint64_t nbReduceScatterScratch(const Problem& pb, std::uint32_t r) {
+  return tree::reduceScatterCollectiveScratch(pb, r, bruckTree(pb.ranks));
+}
+
 Metrics nbAllReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                         const CostParams& params) {
   if (!someBlockEmpty(pb)) return lockstepCost(g, pb, elemSize, params);

@@ -99,6 +99,10 @@ RankSchedule nhrReduceScatter(const Problem& pb, std::uint32_t r) {
   return tree::reduceScatterCollective(pb, r, keepOrder(pb.ranks));
 }
 
+std::uint64_t nhrReduceScatterScratch(const Problem& pb, std::uint32_t r) {
+  return tree::reduceScatterCollectiveScratch(pb, r, keepOrder(pb.ranks));
+}
+
 RankSchedule nhrAllGather(const Problem& pb, std::uint32_t r) {
   RankSchedule out;
   const Blocks& bl = pb.blocks;

@@ -34,6 +34,8 @@ namespace {
 RankSchedule exchange(std::uint32_t p, std::uint32_t r, const Blocks& send_, const Blocks& recv_,
                       bool inPlace) {
   RankSchedule out;
+  // p-1 steps of two transfers: at thousands of ranks their allocations are most of the cost.
+  out.steps.reserve(p);
   if (!inPlace) {
     for (std::uint32_t k = 1; k < p; ++k) {
       Step& s = out.newStep();
@@ -72,14 +74,32 @@ RankSchedule exchange(std::uint32_t p, std::uint32_t r, const Blocks& send_, con
 
 }  // namespace
 
-RankSchedule pairwiseAllToAll(const Problem& pb, std::uint32_t r) {
-  const Blocks& bl = pb.blocks;
-  for (std::uint32_t j = 1; j < pb.ranks; ++j)
+namespace {
+
+void requireEqualBlocks(const Blocks& bl) {
+  for (std::uint32_t j = 1; j < bl.parts(); ++j)
     if (bl.count(j) != bl.count(0))
       throw std::invalid_argument(fmt::format(
           "pairwise AllToAll needs equal blocks: block {} holds {} elements, block 0 holds {}", j,
           bl.count(j), bl.count(0)));
-  return exchange(pb.ranks, r, bl, bl, pb.inPlace);
+}
+
+}  // namespace
+
+RankSchedule pairwiseAllToAll(const Problem& pb, std::uint32_t r) {
+  requireEqualBlocks(pb.blocks);
+  return exchange(pb.ranks, r, pb.blocks, pb.blocks, pb.inPlace);
+}
+
+Metrics pairwiseAllToAllPath(const Problem& pb, std::uint32_t, std::size_t elemSize,
+                             const CostParams& params) {
+  // exchange()'s p-1 steps each send one block to a peer and receive one from another, in place
+  // too (its copies move no bytes between ranks); equal blocks, so every rank alike.
+  requireEqualBlocks(pb.blocks);
+  PairPath path(elemSize, params);
+  const std::uint64_t c = pb.ranks > 0 ? pb.blocks.count(0) : 0;
+  for (std::uint32_t k = 1; k < pb.ranks; ++k) path.step(c, c, 0);
+  return path.path();
 }
 
 std::uint64_t pairwiseAllToAllScratch(const Problem& pb, std::uint32_t r) {

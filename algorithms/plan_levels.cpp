@@ -95,8 +95,9 @@ class LevelsPlan final : public Plan {
   }
 
   // Where composeLevels() runs one generator over every rank (one level in use, or servers of
-  // unequal size: composeFlat), that generator's formula; the AllToAll over levels by its own
-  // (allToAllScratch). Nothing for the other compositions.
+  // unequal size: composeFlat), that generator's formula; the AllToAll, AllReduce and Reduce over
+  // levels by their own (from their phases' generators' formulas). Nothing for the other
+  // compositions.
   std::optional<std::uint64_t> scratchOf(const Layout& layout, const PlanKey& key,
                                          const Problem& pb, std::uint32_t rank) const override {
     const std::vector<int> used = levelsInUse(layout);
@@ -109,10 +110,98 @@ class LevelsPlan final : public Plan {
       return g->scratch(pb, layout.symmetric() ? layout.indexIn(top, rank) : rank);
     }
     if (pb.coll == Collective::AllToAll) return allToAllScratch(layout, key, used, pb, rank);
+    if (pb.coll == Collective::AllReduce) return allReduceScratch(layout, key, used, pb, rank);
+    if (pb.coll == Collective::Reduce) return reduceScratch(layout, key, used, pb, rank);
     return std::nullopt;
   }
 
  private:
+  // The scratch formula of level l's algorithm for phase q, run by the member at `index`.
+  static std::optional<std::uint64_t> phaseScratch(const PlanKey& key, int l, const Problem& q,
+                                                   std::uint32_t index) {
+    const GeneratorSpec* spec = findGenerator(key.algorithms[static_cast<std::size_t>(l)], q.coll);
+    if (!spec || !spec->scratch) return std::nullopt;
+    return spec->scratch(q, index);
+  }
+
+  // hierarchical.cpp's allReduce(): every phase's scratch starts at Scratch[0], and its Input and
+  // Output are the call's, so the composition needs its largest phase's. The phases as it runs
+  // them: inner levels a ReduceScatter (out of place into the rank's piece, or in place leaving it
+  // in its block) and an AllGather in place, the top level an AllReduce of the piece.
+  static std::optional<std::uint64_t> allReduceScratch(const Layout& layout, const PlanKey& key,
+                                                       const std::vector<int>& used,
+                                                       const Problem& pb, std::uint32_t rank) {
+    std::uint64_t count = pb.total(), top = 0;
+    bool inOutput = pb.inPlace;
+    for (std::size_t i = 0; i < used.size(); ++i) {
+      const int l = used[i];
+      const auto g = static_cast<std::uint32_t>(layout.groupOf(l, rank).size());
+      const std::uint32_t idx = layout.indexIn(l, rank);
+      std::optional<std::uint64_t> s;
+      if (i + 1 == used.size()) {
+        s = phaseScratch(key, l, Problem::allReduce(g, count, inOutput), idx);
+        if (!s) return std::nullopt;
+        top = std::max(top, *s);
+        break;
+      }
+      const Blocks bl = Blocks::even(count, g);
+      Problem rs{Collective::ReduceScatter, g, 0, inOutput, bl};
+      rs.resultInBlock = inOutput;
+      s = phaseScratch(key, l, rs, idx);
+      const auto ag = phaseScratch(key, l, Problem{Collective::AllGather, g, 0, true, bl}, idx);
+      if (!s || !ag) return std::nullopt;
+      top = std::max({top, *s, *ag});
+      count = bl.count(idx);
+      inOutput = true;
+    }
+    return top;
+  }
+
+  // hier_reduce.cpp's composeReduce(): the in-place root copies its data to Scratch[0, n); a
+  // non-root's working vector is Scratch[0, n), of which its phases touch parts; every phase's own
+  // scratch starts at Scratch[n]. So the largest phase scratch s gives n + s (s > 0), past
+  // whatever the working vector holds; when no phase needs scratch a non-root's top is inside
+  // the working vector, which the formula does not track: nothing then (the schedule tells).
+  static std::optional<std::uint64_t> reduceScratch(const Layout& layout, const PlanKey& key,
+                                                    const std::vector<int>& used, const Problem& pb,
+                                                    std::uint32_t rank) {
+    const std::uint64_t n = pb.total();
+    if (n == 0) return 0;
+    const bool root = rank == pb.root;
+    std::uint64_t gen = 0;
+    std::uint64_t count = n;
+    bool inW = false;
+    for (std::size_t i = 0; i < used.size() && count > 0; ++i) {
+      const int l = used[i];
+      const auto g = static_cast<std::uint32_t>(layout.groupOf(l, rank).size());
+      const std::uint32_t idx = layout.indexIn(l, rank), rootIdx = layout.indexIn(l, pb.root);
+      std::optional<std::uint64_t> s;
+      if (i + 1 == used.size()) {
+        s = phaseScratch(key, l, Problem::reduce(g, count, rootIdx, true), idx);
+        if (!s) return std::nullopt;
+        gen = std::max(gen, *s);
+        break;
+      }
+      const Blocks bl = Blocks::even(count, g);
+      Problem rs{Collective::ReduceScatter, g, 0, inW, bl};
+      rs.resultInBlock = inW;
+      s = phaseScratch(key, l, rs, idx);
+      if (!s) return std::nullopt;
+      gen = std::max(gen, *s);
+      // The Gather back towards the root runs in the root's unit one level up.
+      if (layout.unit(used[i + 1], rank) == layout.unit(used[i + 1], pb.root)) {
+        s = phaseScratch(key, l, Problem{Collective::Gather, g, rootIdx, true, bl}, idx);
+        if (!s) return std::nullopt;
+        gen = std::max(gen, *s);
+      }
+      count = bl.count(idx);
+      inW = true;
+    }
+    if (gen > 0) return n + gen;
+    if (root) return pb.inPlace ? n : 0;
+    return std::nullopt;
+  }
+
   // composeAllToAll's (hier_alltoall.cpp): pack area A = Scratch[0, pc) and landing area
   // B = [pc, 2pc), both filled whole before the last level (with two or more levels the first
   // exchange always lands in B), then each level's generator from 2pc on, its group AllToAll of

@@ -56,12 +56,17 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::Rhd, C::Scan, rhdScan, true, true, false},
     GeneratorSpec{A::Rhd, C::Exscan, rhdExscan, true, true, false, rhdExscanCost},
     GeneratorSpec{A::Mesh, C::AllReduce, meshAllReduce, true, true, false},
-    GeneratorSpec{A::Mesh, C::ReduceScatter, meshReduceScatter, true, true, false},
-    GeneratorSpec{A::Mesh, C::AllGather, meshAllGather, true, true, false},
+    GeneratorSpec{A::Mesh, C::ReduceScatter, meshReduceScatter, true, true, false, nullptr, nullptr,
+                  true, meshReduceScatterScratch},
+    GeneratorSpec{A::Mesh, C::AllGather, meshAllGather, true, true, false, nullptr, nullptr, true,
+                  noScratch},
     GeneratorSpec{A::Mesh, C::Broadcast, meshBroadcast, true, true, false, replayCost},
-    GeneratorSpec{A::Mesh, C::Reduce, meshReduce, true, true, false, meshReduceCost},
-    GeneratorSpec{A::Mesh, C::Scatter, meshScatter, true, true, true},
-    GeneratorSpec{A::Mesh, C::Gather, meshGather, true, true, true},
+    GeneratorSpec{A::Mesh, C::Reduce, meshReduce, true, true, false, meshReduceCost, nullptr, true,
+                  meshReduceScratch},
+    GeneratorSpec{A::Mesh, C::Scatter, meshScatter, true, true, true, nullptr, nullptr, true,
+                  noScratch},
+    GeneratorSpec{A::Mesh, C::Gather, meshGather, true, true, true, nullptr, nullptr, true,
+                  noScratch},
     GeneratorSpec{A::Mesh, C::Barrier, meshBarrier, true, true, false},
     GeneratorSpec{A::Mesh, C::Scan, meshScan, true, true, false},
     GeneratorSpec{A::Mesh, C::Exscan, meshExscan, true, true, false},
@@ -73,7 +78,7 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::NHR, C::AllReduce, nhrAllReduce, false, true, false, nhrAllReduceCost,
                   nhrAllReducePath, false},
     GeneratorSpec{A::NHR, C::ReduceScatter, nhrReduceScatter, false, true, false, nullptr,
-                  nhrReduceScatterPath},
+                  nhrReduceScatterPath, true, nhrReduceScatterScratch},
     GeneratorSpec{A::NHR, C::AllGather, nhrAllGather, true, true, false, nullptr, nhrAllGatherPath},
     GeneratorSpec{A::NHR, C::Broadcast, nhrBroadcast, true, true, false, nhrBroadcastCost,
                   nhrBroadcastPath},
@@ -83,12 +88,13 @@ constexpr std::array kSpecs = {
                   nhrScatterScratch},
     GeneratorSpec{A::NHR, C::Barrier, nhrBarrier, true, true, false},
     GeneratorSpec{A::NHR, C::Reduce, nhrReduce, false, true, false, nhrReduceCost, nhrReducePath,
-                  false},
+                  false, nhrReduceScratch},
     GeneratorSpec{A::NB, C::AllReduce, nbAllReduce, false, true, false, nbAllReduceCost,
-                  nbAllReducePath},
+                  nbAllReducePath, true, nbAllReduceScratch},
     GeneratorSpec{A::NB, C::ReduceScatter, nbReduceScatter, false, true, false, nullptr,
-                  nbReduceScatterPath},
-    GeneratorSpec{A::NB, C::AllGather, nbAllGather, true, true, false, nullptr, nbAllGatherPath},
+                  nbReduceScatterPath, true, nbReduceScatterScratch},
+    GeneratorSpec{A::NB, C::AllGather, nbAllGather, true, true, false, nullptr, nbAllGatherPath,
+                  true, noScratch},
     GeneratorSpec{A::NB, C::Broadcast, nbBroadcast, true, true, false, nbBroadcastCost,
                   nbBroadcastPath},
     GeneratorSpec{A::NB, C::Scatter, nbScatter, true, true, false, nullptr, nbScatterPath, true,
@@ -96,13 +102,18 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::NB, C::Gather, nbGather, true, true, false, nullptr, nbGatherPath, true,
                   nbScatterScratch},
     GeneratorSpec{A::NB, C::Barrier, nbBarrier, true, true, false},
-    GeneratorSpec{A::NB, C::Reduce, nbReduce, false, true, false, nbReduceCost, nbReducePath},
-    GeneratorSpec{A::Pairwise, C::AllToAll, pairwiseAllToAll, true, false, false, nullptr, nullptr,
-                  true, pairwiseAllToAllScratch},
+    GeneratorSpec{A::NB, C::Reduce, nbReduce, false, true, false, nbReduceCost, nbReducePath, true,
+                  nbReduceScratch},
+    GeneratorSpec{A::Pairwise, C::AllToAll, pairwiseAllToAll, true, false, false, nullptr,
+                  pairwiseAllToAllPath, true, pairwiseAllToAllScratch},
     GeneratorSpec{A::Pairwise, C::AllToAllV, pairwiseAllToAllV, true, true, true},
 };
 
 }  // namespace
+
+std::uint64_t noScratch(const Problem&, std::uint32_t) {
+  return 0;
+}
 
 std::span<const GeneratorSpec> generatorSpecs() {
   return kSpecs;

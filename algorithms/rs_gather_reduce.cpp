@@ -71,6 +71,29 @@ RankSchedule reduceByScatterGather(const Problem& pb, std::uint32_t r, Generator
   return out;
 }
 
+// scratchCount(reduceByScatterGather(pb, r, ...)) from the two generators' scratch formulas: the
+// in-place root's copy of its data (Scratch[0, n)); a non-root's working vector W = Scratch[0, n),
+// of which both phases touch only its own block (the ReduceScatter's result, the Gather's input);
+// each generator's own scratch from Scratch[n] on.
+std::uint64_t scatterGatherScratch(const Problem& pb, std::uint32_t r, ScratchFn reduceScatter,
+                                   ScratchFn gather) {
+  const std::uint64_t n = pb.total();
+  if (pb.ranks == 1 || n == 0) return 0;
+  const Blocks& bl = pb.blocks;
+  const bool root = r == pb.root;
+  std::uint64_t top = 0;
+  if (root && pb.inPlace)
+    top = n;
+  else if (!root && bl.count(r) > 0)
+    top = bl.offset(r) + bl.count(r);
+  const std::uint64_t rs =
+      reduceScatter(Problem{Collective::ReduceScatter, pb.ranks, 0, false, bl}, r);
+  const std::uint64_t g = gather(Problem{Collective::Gather, pb.ranks, pb.root, true, bl}, r);
+  if (rs > 0) top = std::max(top, n + rs);
+  if (g > 0) top = std::max(top, n + g);
+  return top;
+}
+
 // Lockstep, or with empty blocks the ReduceScatter's and Gather's critical path from per-step
 // counts (tree::phasesPath) on the generators' trees: identity-numbered slices, orientation +1
 // (NHR) or -1 (NB).
@@ -92,6 +115,18 @@ Metrics nhrReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t ele
 Metrics nbReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                      const CostParams& params) {
   return treeReduceCost(g, pb, elemSize, params, -1);
+}
+
+std::uint64_t nhrReduceScratch(const Problem& pb, std::uint32_t rank) {
+  return scatterGatherScratch(pb, rank, nhrReduceScatterScratch, nhrScatterScratch);
+}
+
+std::uint64_t nbReduceScratch(const Problem& pb, std::uint32_t rank) {
+  return scatterGatherScratch(pb, rank, nbReduceScatterScratch, nbScatterScratch);
+}
+
+std::uint64_t meshReduceScratch(const Problem& pb, std::uint32_t rank) {
+  return scatterGatherScratch(pb, rank, meshReduceScatterScratch, noScratch);
 }
 
 RankSchedule nhrReduce(const Problem& pb, std::uint32_t rank) {

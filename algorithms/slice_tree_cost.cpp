@@ -103,8 +103,17 @@ std::vector<std::uint64_t> subtrees(const SliceTree& t, const std::vector<std::u
 
 }  // namespace
 
-void advanceStep(Clock& c, std::uint64_t tx, std::uint64_t rx, bool reduced, std::size_t elemSize,
-                 const CostParams& params) {
+namespace {
+
+// What one step adds to a clock (advanceStep()), computed once for a step's counts: the ranks of
+// a step mostly move the same counts, and adding the same terms in the same order keeps the bits.
+struct StepCost {
+  double link = 0, reduce = 0;
+  std::uint64_t busiest = 0, reducedBytes = 0;
+};
+
+StepCost stepCost(std::uint64_t tx, std::uint64_t rx, std::size_t elemSize,
+                  const CostParams& params) {
   const std::uint64_t largest = std::max(tx, rx) * elemSize;
   std::uint64_t busiest = largest;
   // A tree step sends to one peer and receives from one: per direction its largest, on a
@@ -112,13 +121,25 @@ void advanceStep(Clock& c, std::uint64_t tx, std::uint64_t rx, bool reduced, std
   const std::uint64_t load = params.halfDuplex[0] ? (tx + rx) * elemSize : largest;
   const double shared = static_cast<double>(load) / params.links[0];
   if (shared > static_cast<double>(busiest)) busiest = static_cast<std::uint64_t>(shared + 0.5);
-  c.t += params.linkTime(0, largest, busiest);
+  return {params.linkTime(0, largest, busiest), params.gamma * static_cast<double>(rx * elemSize),
+          busiest, rx * elemSize};
+}
+
+void apply(Clock& c, const StepCost& s, bool reduced) {
+  c.t += s.link;
   c.steps += 1;
-  c.bytes += busiest;
+  c.bytes += s.busiest;
   if (reduced) {
-    c.reduced += rx * elemSize;
-    c.t += params.gamma * static_cast<double>(rx * elemSize);
+    c.reduced += s.reducedBytes;
+    c.t += s.reduce;
   }
+}
+
+}  // namespace
+
+void advanceStep(Clock& c, std::uint64_t tx, std::uint64_t rx, bool reduced, std::size_t elemSize,
+                 const CostParams& params) {
+  apply(c, stepCost(tx, rx, elemSize, params), reduced);
 }
 
 Metrics Clock::metrics() const {
@@ -156,6 +177,8 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
   // (an AllGather's, when it already holds every slice).
   const auto step = [&](const auto& sent, const auto& got, const auto& to, const auto& from,
                         bool reduced, bool skipRoot = false) {
+    std::uint64_t lastTx = 0, lastRx = 0;
+    StepCost last;
     for (std::uint32_t r = 0; r < p; ++r) {
       const bool toRoot = skipRoot && to(r) == root, isRoot = skipRoot && r == root;
       const std::uint64_t tx = toRoot ? 0 : sent(r), rx = isRoot ? 0 : got(r);
@@ -166,8 +189,13 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
       const Clock* start = &clock[r];
       if (tx > 0 && clock[to(r)].t > start->t) start = &clock[to(r)];
       if (rx > 0 && clock[from(r)].t > start->t) start = &clock[from(r)];
+      if (tx != lastTx || rx != lastRx || (lastTx == 0 && lastRx == 0)) {
+        last = stepCost(tx, rx, elemSize, params);
+        lastTx = tx;
+        lastRx = rx;
+      }
       Clock c = *start;
-      advanceStep(c, tx, rx, reduced, elemSize, params);
+      apply(c, last, reduced);
       next[r] = c;
     }
     clock.swap(next);

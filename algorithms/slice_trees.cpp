@@ -185,6 +185,61 @@ void reduceScatter(RankSchedule& out, const SliceTree& t, std::uint32_t r, const
   }
 }
 
+std::uint64_t reduceScatterScratch(const SliceTree& t, std::uint32_t r, const Blocks& bl,
+                                   const ReduceBuffers& b, const ResultAt& result) {
+  const std::uint32_t p = t.ranks(), steps = t.steps();
+  const bool inPlace = b.own == b.acc;
+  std::uint64_t top = 0;
+  const auto see = [&](const Slice& s) {
+    if (s.buf == Buf::Scratch && s.count > 0) top = std::max(top, s.end());
+  };
+  // Partial sums and own blocks matter only where they live in Scratch.
+  const bool ownScratch = b.own.buf == Buf::Scratch, accScratch = b.acc.buf == Buf::Scratch;
+  const auto seeAt = [&](const Slice& base, std::uint32_t s) {
+    const std::uint32_t blk = t.block(s);
+    if (bl.count(blk) > 0) top = std::max(top, base.offset + bl.offset(blk) + bl.count(blk));
+  };
+  // sliceAt(x, d + 2h) = sliceAt(x, d) + by (mod p), walked without a division.
+  const auto inwardBy = [&](std::uint64_t d) {
+    const auto m = static_cast<std::uint32_t>(d % p);
+    return t.orient() > 0 ? (p - m) % p : m;
+  };
+  const auto advance = [p](std::uint32_t x, std::uint32_t by) {
+    const std::uint64_t y = std::uint64_t{x} + by;
+    return static_cast<std::uint32_t>(y >= p ? y - p : y);
+  };
+  for (std::uint32_t k = 0; k < steps; ++k) {
+    const std::uint64_t h = std::uint64_t{1} << k;
+    const std::uint32_t by = inwardBy(2 * h);
+    const bool lands = inPlace || k > 0;  // receives land in Scratch from b.landing on
+    std::uint64_t landed = 0;
+    std::uint32_t got = t.sliceAt(r, 0), sent = t.sliceAt(r, h);
+    for (std::uint64_t d = 0; d + h < p; d += 2 * h) {
+      // The send of the slice at position d + h (to inward(r, h), its position d there).
+      const Slice& from = k > 0 && d + h + 1 < p ? b.acc : b.own;
+      if (from.buf == Buf::Scratch) seeAt(from, sent);
+      // The receive of the slice at position d, and its reduction.
+      const bool final = d == 0 && k + 1 == steps;
+      if (lands) {
+        landed += bl.count(t.block(got));
+      } else if (final) {
+        see(result(r));
+      } else if (accScratch) {
+        seeAt(b.acc, got);
+      }
+      if (k > 0 ? accScratch : ownScratch) seeAt(k > 0 ? b.acc : b.own, got);
+      if (final)
+        see(result(r));
+      else if (accScratch)
+        seeAt(b.acc, got);
+      got = advance(got, by);
+      sent = advance(sent, by);
+    }
+    if (landed > 0) top = std::max(top, b.landing + landed);
+  }
+  return top;
+}
+
 void allGather(RankSchedule& out, const SliceTree& t, std::uint32_t r, const Holding& src,
                const Holding& dst, std::uint32_t holdsAll) {
   const std::uint32_t p = t.ranks();
@@ -273,6 +328,17 @@ std::uint64_t scatterScratch(const Problem& pb, std::uint32_t r, const SliceTree
   std::uint64_t top = 0;
   for (std::size_t i = 1; i < pos.size(); ++i) top += pb.blocks.count(t.inward(pb.root, pos[i]));
   return top;
+}
+
+std::uint64_t reduceScatterCollectiveScratch(const Problem& pb, std::uint32_t r,
+                                             const SliceTree& t) {
+  if (pb.ranks == 1) return 0;
+  const Slice output{Buf::Output, 0, 0};
+  const ReduceBuffers b =
+      pb.inPlace ? ReduceBuffers{output, output, 0}
+                 : ReduceBuffers{Slice{Buf::Input, 0, 0}, Slice{Buf::Scratch, 0, 0}, pb.total()};
+  return reduceScatterScratch(t, r, pb.blocks, b,
+                              [&](std::uint32_t q) { return pb.resultSlice(q); });
 }
 
 RankSchedule scatterCollective(const Problem& pb, std::uint32_t r, const SliceTree& t) {

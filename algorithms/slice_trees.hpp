@@ -90,6 +90,13 @@ using ResultAt = std::function<Slice(std::uint32_t q)>;
 void reduceScatter(RankSchedule& out, const SliceTree& t, std::uint32_t r, const Blocks& bl,
                    const ReduceBuffers& b, const ResultAt& result);
 
+// scratchCount() of what reduceScatter() appends for rank r, without building it: the same walk
+// over the rank's positions (its receives' landing slots, packed per step from b.landing, and the
+// partial sums, results and sends it reads or writes where those buffers are Scratch), with no
+// piece lists and no sort. O(p) time (p/2h positions at step k), O(1) memory.
+std::uint64_t reduceScatterScratch(const SliceTree& t, std::uint32_t r, const Blocks& bl,
+                                   const ReduceBuffers& b, const ResultAt& result);
+
 // Where rank q keeps logical slice s.
 using Holding = std::function<Slice(std::uint32_t q, std::uint32_t s)>;
 
@@ -121,6 +128,9 @@ void scatter(RankSchedule& out, const SliceTree& t, std::uint32_t r, std::uint32
 //     Output and the blocks it forwards later in Scratch, packed in the order it forwards them.
 RankSchedule reduceScatterCollective(const Problem& pb, std::uint32_t r, const SliceTree& t);
 RankSchedule scatterCollective(const Problem& pb, std::uint32_t r, const SliceTree& t);
+// scratchCount(reduceScatterCollective(pb, r, t)) without building it (reduceScatterScratch()).
+std::uint64_t reduceScatterCollectiveScratch(const Problem& pb, std::uint32_t r,
+                                             const SliceTree& t);
 // scratchCount(scatterCollective(pb, r, t)) without building it: a non-root rank packs the blocks
 // it forwards (its holdings after its own) into Scratch, back to back; the root sends from its
 // buffer. O(blocks held).

@@ -34,8 +34,9 @@ std::vector<GeneratorSpec> withPaths() {
 
 TEST(RankPath, RingNhrAndNbHaveThem) {
   // Every Ring, NHR and NB generator but the rings' chains and the Barriers (O(1) and O(log p)
-  // steps a rank to build) is costed without building: 5 + 7 + 7 entries.
-  EXPECT_EQ(withPaths().size(), 19u);
+  // steps a rank to build) is costed without building: 5 + 7 + 7 entries; and pairwise AllToAll
+  // (p-1 steps a rank).
+  EXPECT_EQ(withPaths().size(), 20u);
 }
 
 class RankPath : public ::testing::TestWithParam<GeneratorSpec> {};
