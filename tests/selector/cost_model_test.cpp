@@ -158,7 +158,7 @@ TEST(CostModel, StepCostAppliesAboveItsThreshold) {
 }
 
 // The slots' single-copy ranges for copy-only posts (LinkParams::singleCopy): the defaults'
-// AllGather and AllToAll ranges, none for Bcast; read per collective, round-tripped (left out
+// AllToAll range, none for AllGather and Bcast; read per collective, round-tripped (left out
 // where empty), an unknown collective warned about and skipped, malformed ranges rejected with
 // their path.
 TEST(CostModel, SingleCopyRangesAreReadAndRoundTripped) {
@@ -166,14 +166,12 @@ TEST(CostModel, SingleCopyRangesAreReadAndRoundTripped) {
   ASSERT_TRUE(d.sharedMemory.has_value());
   const auto& dr = d.sharedMemory->singleCopy;
   EXPECT_TRUE(dr[static_cast<std::size_t>(Collective::Broadcast)].empty());
-  const LinkParams::ByteRange ag = dr[static_cast<std::size_t>(Collective::AllGather)];
-  EXPECT_FALSE(ag.contains(512u << 10));  // through the slots (measured faster there)
-  EXPECT_TRUE(ag.contains(1u << 20));
-  EXPECT_TRUE(ag.contains((4u << 20) - 1));
+  // AllGather: every size through the slots (measured faster there with 64 KiB slots).
+  EXPECT_TRUE(dr[static_cast<std::size_t>(Collective::AllGather)].empty());
   const LinkParams::ByteRange aa = dr[static_cast<std::size_t>(Collective::AllToAll)];
   EXPECT_FALSE(aa.contains(256u << 10));
   EXPECT_TRUE(aa.contains(512u << 10));
-  EXPECT_FALSE(ag.contains(16u << 20));
+  EXPECT_FALSE(aa.contains(4u << 20));
 
   std::vector<std::string> warnings;
   auto r = tune(R"({"link_classes": {"shm": {"single_copy": {"broadcast": [1000, 5000],
