@@ -71,7 +71,7 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
   std::vector<algo::RankSchedule> others(p);
   std::vector<const algo::RankSchedule*> all(p);
   std::string why;
-  const std::size_t payload = fastLink_->slotBytes() - SlotProgram::kHeaderBytes;
+  const std::size_t payload = SlotProgram::payloadOf(fastLink_->slotBytes());
   if (d.coll == HCCL_COLL_BARRIER && d.root >= 0) {
     // Gathered at d.root (fastKey): every rank's schedule from the one generator, no selection.
     algo::Problem pb = algo::Problem::barrier(p);

@@ -277,16 +277,15 @@ SlotRun::Result SlotRun::poll() {
       std::uint64_t tag = 0;
       if (!post.block && post.data.size() >= SlotProgram::kHeaderBytes)
         std::memcpy(&tag, post.data.data(), SlotProgram::kHeaderBytes);
-      if (post.block || tag != tag_ || post.data.size() != SlotProgram::kHeaderBytes + n) {
+      const std::size_t off = SlotProgram::dataOffset(post.data.data(), n);
+      if (post.block || tag != tag_ || post.data.size() != off + n) {
         return fail(fmt::format(
             "step {}: the post of rank {} on its broadcast slots is {} bytes of call {:#x}, this "
             "rank expects {} bytes of call {:#x} (slot {} of {}): the ranks' calls do not match",
-            step_, r.writer,
-            post.data.size() - std::min(post.data.size(), SlotProgram::kHeaderBytes), tag, n, tag_,
+            step_, r.writer, post.data.size() - std::min(post.data.size(), off), tag, n, tag_,
             chunk_ + 1, r.chunks));
       }
-      if (n)
-        std::memcpy(at(r.dst) + first * elemSize_, post.data.data() + SlotProgram::kHeaderBytes, n);
+      if (n) std::memcpy(at(r.dst) + first * elemSize_, post.data.data() + off, n);
       link_->release(r.writer, true);
       moved_ = true;
       if (++chunk_ < r.chunks) continue;
@@ -319,24 +318,24 @@ SlotRun::Result SlotRun::badChunk(const tl::ShmLink::Post& post, const SlotProgr
   std::uint64_t tag = 0;
   if (!post.block && post.data.size() >= SlotProgram::kHeaderBytes)
     std::memcpy(&tag, post.data.data(), SlotProgram::kHeaderBytes);
-  if (!post.block && tag == tag_ && post.data.size() == SlotProgram::kHeaderBytes + n)
-    return Result::Done;
+  const std::size_t off = SlotProgram::dataOffset(post.data.data(), n);
+  if (!post.block && tag == tag_ && post.data.size() == off + n) return Result::Done;
   return fail(fmt::format(
       "step {}: the post of rank {} on its broadcast slots is {} bytes of call {:#x}, this "
       "rank expects {} bytes of call {:#x} (slot {} of {}): the ranks' calls do not match",
       step_, r.writer,
-      post.block ? post.blockBytes
-                 : post.data.size() - std::min(post.data.size(), SlotProgram::kHeaderBytes),
-      tag, n, tag_, chunk + 1, r.chunks));
+      post.block ? post.blockBytes : post.data.size() - std::min(post.data.size(), off), tag, n,
+      tag_, chunk + 1, r.chunks));
 }
 
 // Chunk posted_ of the step's post into `slot`, behind the call's header, published.
 void SlotRun::postChunk(const SlotProgram::Step& st, std::span<std::byte> slot) {
   const std::uint64_t first = posted_ * program_->chunkElems;
   const std::size_t n = std::min(program_->chunkElems, st.send.count - first) * elemSize_;
+  const std::size_t off = SlotProgram::dataOffset(slot.data(), n);
   std::memcpy(slot.data(), &tag_, SlotProgram::kHeaderBytes);
-  if (n) std::memcpy(slot.data() + SlotProgram::kHeaderBytes, at(st.send) + first * elemSize_, n);
-  link_->publish(tl::ShmLink::kEveryPeer, SlotProgram::kHeaderBytes + n);
+  if (n) std::memcpy(slot.data() + off, at(st.send) + first * elemSize_, n);
+  link_->publish(tl::ShmLink::kEveryPeer, off + n);
   ++posted_;
 }
 
@@ -370,7 +369,8 @@ SlotRun::Result SlotRun::pollStream(const SlotProgram::Step& st) {
         const std::uint64_t count = std::min(ce, r.dst.count - first);
         const std::size_t n = count * elemSize_;
         if (badChunk(post, r, got_[i], n) == Result::Failed) return Result::Failed;
-        const std::byte* const data = post.data.data() + SlotProgram::kHeaderBytes;
+        const std::byte* const data =
+            post.data.data() + SlotProgram::dataOffset(post.data.data(), n);
         if (st.fused) {
           const algo::LocalOp& op = st.ops[0];
           const std::size_t off = first * elemSize_;
@@ -419,9 +419,10 @@ SlotRun::Result SlotRun::pollMerged(const SlotProgram::Step& st, const SlotProgr
         const std::byte* src = item >= 0
                                    ? chunk(st.send, static_cast<std::uint32_t>(item), &n)
                                    : chunk(next.send, static_cast<std::uint32_t>(-1 - item), &n);
+        const std::size_t off = SlotProgram::dataOffset(slot.data(), n);
         std::memcpy(slot.data(), &tag_, SlotProgram::kHeaderBytes);
-        if (n) std::memcpy(slot.data() + SlotProgram::kHeaderBytes, src, n);
-        link_->publish(tl::ShmLink::kEveryPeer, SlotProgram::kHeaderBytes + n);
+        if (n) std::memcpy(slot.data() + off, src, n);
+        link_->publish(tl::ShmLink::kEveryPeer, off + n);
         ++posted_;
         moved = true;
       }
@@ -434,7 +435,7 @@ SlotRun::Result SlotRun::pollMerged(const SlotProgram::Step& st, const SlotProgr
       std::size_t n = 0;
       std::byte* const dst = chunk(reduce ? rs.dst : ag.dst, i, &n);
       if (badChunk(post, reduce ? rs : ag, i, n) == Result::Failed) return Result::Failed;
-      const std::byte* const data = post.data.data() + SlotProgram::kHeaderBytes;
+      const std::byte* const data = post.data.data() + SlotProgram::dataOffset(post.data.data(), n);
       if (reduce) {
         const algo::LocalOp& op = st.ops[0];
         const std::size_t off = std::uint64_t{i} * ce * elemSize_;

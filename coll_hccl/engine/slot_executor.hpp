@@ -117,10 +117,32 @@ struct SlotProgram {
 
   // Bytes of call header in front of every post's payload.
   static constexpr std::size_t kHeaderBytes = 8;
+  // A post of at least kAlignFrom bytes starts its data on a cache line of its own behind the
+  // header (the slot's payload starts 16 B into the flag's line, so the data would otherwise
+  // start 24 B into a line): every copy into or out of the slot, and a reduction straight from
+  // it, then moves whole lines on both sides (the user's buffer being line-aligned, and chunks
+  // a multiple of kLine bytes) instead of splitting every vector access across two lines. In an
+  // emulation of the two-rank 16 MiB AllReduce stream (/work/notes/s11-floor, floor.c c5) the
+  // split cost 4-5%. Smaller posts keep their data right behind the header, in the flag's line,
+  // where one line transfer is their latency.
+  static constexpr std::size_t kLine = 64;
+  static constexpr std::size_t kAlignFrom = 512;
+  // Bytes from a post's start (`at`, as mapped here) to its data of `bytes`. Every rank maps the
+  // segment page-aligned, so writer and reader agree; a reader also checks the post's length.
+  static std::size_t dataOffset(const std::byte* at, std::size_t bytes) {
+    if (bytes < kAlignFrom) return kHeaderBytes;
+    const auto a = reinterpret_cast<std::uintptr_t>(at) + kHeaderBytes;
+    return kHeaderBytes + (kLine - a % kLine) % kLine;
+  }
+  // The data bytes a slot of slotBytes carries (compile's payloadBytes): room for the header and
+  // the padding up to a line, rounded down to whole lines.
+  static std::size_t payloadOf(std::size_t slotBytes) {
+    return slotBytes < 2 * kLine ? slotBytes - kHeaderBytes : (slotBytes - kLine) / kLine * kLine;
+  }
 
   // schedules[r]: group rank r's schedule; linkRank[r]: its rank on the link. Returns false, with
   // why, unless every step of every rank has the form above and every post fits `window` slots
-  // of payloadBytes each (slot bytes less the header), or is a block (at least blockFromBytes,
+  // of payloadBytes each (payloadOf(slot bytes)), or is a block (at least blockFromBytes,
   // when not 0, and below blockBelowBytes). Then `out` is rank me's program.
   // window <= the link's slotsPerChannel: a step's posts then never wait for a release of a post
   // of the same step, only of earlier steps (and calls), which every reader finishes without

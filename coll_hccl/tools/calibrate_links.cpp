@@ -285,8 +285,8 @@ StreamTiming timeStream(tl::Transport& transport, tl::ShmLink& link, Sync& sync,
   std::string why;
   // Every post above a slot streams (stream_from_bytes 1), as the engine compiles it.
   if (!engine::SlotProgram::compile(all, r, linkRank, sizeof(float),
-                                    link.slotBytes() - engine::SlotProgram::kHeaderBytes, program,
-                                    why, 1, 0, 1))
+                                    engine::SlotProgram::payloadOf(link.slotBytes()), program, why,
+                                    1, 0, 1))
     throw std::runtime_error(fmt::format("rank {}: no slot program: {}", r, why));
   const std::uint64_t n = pb.blocks.total();
   std::vector<float> in(n, 1.0f), out(n, 0.0f), scratch(algo::scratchCount(mine) + 1);

@@ -229,7 +229,7 @@ Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow, bool 
   o.timeout = 60s;
   tl::ShmLink link(child.rank(), serverOf, child.allGather(), o);
   const int me = child.rank();
-  const std::size_t payload = link.slotBytes() - SlotProgram::kHeaderBytes;
+  const std::size_t payload = SlotProgram::payloadOf(link.slotBytes());
   const std::size_t window = link.slotsPerChannel();
   // Streamed: posts up to 5 windows long (10 slots), every one above a slot streamed.
   const std::size_t longest = stream ? 5 * window : window;
@@ -396,6 +396,29 @@ Totals run(Child& child, int p, std::uint64_t calls, bool yield, int slow, bool 
   CHILD_CHECK(t.run > (p == 2 ? calls * 9 / 10 : calls / 8),
               fmt::format("only {} of {} calls ran on slots", t.run, calls));
   return t;
+}
+
+// A post of kAlignFrom bytes or more starts its data on a cache line wherever the slot's payload
+// starts (ShmLink's is 16 B into a line), and still fits the slot with payloadOf's chunk; smaller
+// posts keep their data right behind the header, in the flag's line.
+TEST(SlotCalls, LargePostsStartTheirDataOnALine) {
+  alignas(64) static std::byte line[4 * SlotProgram::kLine];
+  for (const std::size_t slotBytes : {std::size_t{1024}, std::size_t{4096}, std::size_t{65536}}) {
+    const std::size_t payload = SlotProgram::payloadOf(slotBytes);
+    EXPECT_EQ(payload % SlotProgram::kLine, 0u) << slotBytes;
+    for (std::size_t start = 0; start < SlotProgram::kLine; start += 8) {
+      const std::byte* const at = line + start;
+      for (const std::size_t bytes : {SlotProgram::kAlignFrom, payload}) {
+        const std::size_t off = SlotProgram::dataOffset(at, bytes);
+        EXPECT_EQ(reinterpret_cast<std::uintptr_t>(at + off) % SlotProgram::kLine, 0u)
+            << slotBytes << " " << start << " " << bytes;
+        EXPECT_GE(off, SlotProgram::kHeaderBytes);
+        EXPECT_LE(off + bytes, slotBytes) << slotBytes << " " << start << " " << bytes;
+      }
+      EXPECT_EQ(SlotProgram::dataOffset(at, SlotProgram::kAlignFrom - 1),
+                SlotProgram::kHeaderBytes);
+    }
+  }
 }
 
 TEST(SlotCalls, HundredThousandBackToBackCallsTwoRanks) {
