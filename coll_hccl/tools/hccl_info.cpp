@@ -222,7 +222,7 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
     return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
   };
   const std::uint32_t timedRank = std::min(to.timingRank, shape.ranks - 1);
-  // Chunk sizing and the rank's distinct chunk schedules, as planFor does them; CPU ms of each.
+  // Chunk sizing, the cut and the planned runs' schedules, as planFor does them; CPU ms of each.
   const auto firstCall = [&](const CallInfo& call, const Decision& d) {
     Problem pb = Problem::fromMpiCount(call.coll, shape.ranks, call.count, false);
     if (call.uneven) pb.blocks = distinctBlocks(call.count, shape.ranks);
