@@ -553,7 +553,7 @@ std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::strin
 // makes it again, at the cost of one rank's schedule per run, the order of the run's own work.
 std::shared_ptr<const algo::RankSchedule> Communicator::runSchedule(const Plan& plan,
                                                                     std::size_t run) {
-  constexpr std::size_t kCachedRuns = 16;
+  constexpr std::size_t kCachedRuns = 8;
   if (run < plan.schedules.size()) return plan.schedules[run];
   ScheduleCacheKey skey{plan.key, plan.chunks.runProblem(run)};
   const bool cached = plan.chunks.runs() <= kCachedRuns;
