@@ -22,68 +22,72 @@ std::uint64_t extent(const Problem& pb) {
   return blockwise(pb.coll) ? pb.blocks.largest() : pb.total();
 }
 
-// Chunk j's part of every block, laid out as the chunk's own blocks, appended to `m`.
-void perBlock(const Blocks& whole, const Blocks& chunk, std::uint64_t start, BufferMap& m) {
-  for (std::uint32_t i = 0; i < whole.parts(); ++i)
-    if (chunk.count(i) > 0) m.push_back({chunk.offset(i), whole.offset(i) + start, chunk.count(i)});
-}
-
 }  // namespace
 
 ChunkPlan::ChunkPlan(const Problem& pb, std::uint32_t rank, std::uint64_t chunkElems)
-    : coll_(pb.coll),
-      inPlace_(pb.inPlace),
+    : whole_(pb),
       root_(rank == pb.root),
       inputCount_(pb.bufferCount(Buf::Input, rank)),
       outputCount_(pb.bufferCount(Buf::Output, rank)),
       rank_(rank) {
   const bool unsplittable =
       pb.coll == Collective::ReduceScatter && pb.inPlace && !pb.blocks.isUniform();
+  starts_.push_back(0);
   if (unchunked(pb) || chunkElems == 0 || unsplittable || chunkElems >= extent(pb)) {
     chunks_ = 1;
-    runs_.push_back({0, pb});
     return;
   }
   chunkElems_ = chunkElems;
-  const std::uint64_t m = extent(pb);
-  chunks_ = static_cast<std::size_t>((m + chunkElems - 1) / chunkElems);
+  extent_ = extent(pb);
+  chunks_ = static_cast<std::size_t>((extent_ + chunkElems - 1) / chunkElems);
   // Chunk j takes min(C, max(0, c - jC)) of a block of c = qC + r elements: C before chunk q,
   // r at q, 0 after; a run starts wherever some block's count changes.
-  std::vector<std::size_t> starts{0};
   if (!blockwise(pb.coll)) {
-    if (m % chunkElems != 0) starts.push_back(chunks_ - 1);
-  } else {
-    blocks_ = pb.blocks;
-    for (std::uint32_t i = 0; i < pb.ranks; ++i) {
-      const std::uint64_t c = pb.blocks.count(i), q = c / chunkElems;
-      if (q >= 1 && q < chunks_) starts.push_back(static_cast<std::size_t>(q));
-      if (c % chunkElems != 0 && q + 1 < chunks_) starts.push_back(static_cast<std::size_t>(q + 1));
-    }
-    std::sort(starts.begin(), starts.end());
-    starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+    if (extent_ % chunkElems != 0) starts_.push_back(chunks_ - 1);
+    return;
   }
-  runs_.reserve(starts.size());
-  std::vector<std::uint64_t> counts(blockwise(pb.coll) ? pb.ranks : 0);
-  for (const std::size_t j : starts) {
-    Run run{j, pb};
-    const std::uint64_t start = j * chunkElems;
-    if (!blockwise(pb.coll)) {
-      run.problem.blocks = Blocks::even(std::min(chunkElems, m - start), pb.ranks);
-    } else {
-      for (std::uint32_t i = 0; i < pb.ranks; ++i) {
-        const std::uint64_t ci = pb.blocks.count(i);
-        counts[i] = ci > start ? std::min(chunkElems, ci - start) : 0;
-      }
-      run.problem.blocks = Blocks::of(counts);
-    }
-    runs_.push_back(std::move(run));
+  for (std::uint32_t i = 0; i < pb.ranks; ++i) {
+    const std::uint64_t c = pb.blocks.count(i), q = c / chunkElems;
+    if (q >= 1 && q < chunks_) starts_.push_back(static_cast<std::size_t>(q));
+    if (c % chunkElems != 0 && q + 1 < chunks_) starts_.push_back(static_cast<std::size_t>(q + 1));
+  }
+  std::sort(starts_.begin(), starts_.end());
+  starts_.erase(std::unique(starts_.begin(), starts_.end()), starts_.end());
+  starts_.shrink_to_fit();
+}
+
+std::uint64_t ChunkPlan::part(std::uint32_t i, std::uint64_t start) const {
+  const std::uint64_t c = whole_.blocks.count(i);
+  return c > start ? std::min(chunkElems_, c - start) : 0;
+}
+
+void ChunkPlan::perBlock(std::uint64_t start, BufferMap& m) const {
+  std::uint64_t at = 0;  // block i's offset in the chunk's own buffer
+  for (std::uint32_t i = 0; i < whole_.ranks; ++i) {
+    const std::uint64_t n = part(i, start);
+    if (n > 0) m.push_back({at, whole_.blocks.offset(i) + start, n});
+    at += n;
   }
 }
 
+Problem ChunkPlan::runProblem(std::size_t run) const {
+  if (chunkElems_ == 0) return whole_;
+  Problem q = whole_;
+  const std::uint64_t start = starts_[run] * chunkElems_;
+  if (!blockwise(whole_.coll)) {
+    q.blocks = Blocks::even(std::min(chunkElems_, extent_ - start), whole_.ranks);
+    return q;
+  }
+  std::vector<std::uint64_t> counts(whole_.ranks);
+  for (std::uint32_t i = 0; i < whole_.ranks; ++i) counts[i] = part(i, start);
+  q.blocks = Blocks::of(counts);
+  return q;
+}
+
 std::size_t ChunkPlan::runOf(std::size_t chunk) const {
-  const auto after = std::upper_bound(runs_.begin(), runs_.end(), chunk,
-                                      [](std::size_t j, const Run& r) { return j < r.first; });
-  return static_cast<std::size_t>(after - runs_.begin()) - 1;
+  return static_cast<std::size_t>(std::upper_bound(starts_.begin(), starts_.end(), chunk) -
+                                  starts_.begin()) -
+         1;
 }
 
 void ChunkPlan::maps(std::size_t chunk, BufferMap& input, BufferMap& output) const {
@@ -95,37 +99,38 @@ void ChunkPlan::maps(std::size_t chunk, BufferMap& input, BufferMap& output) con
     return;
   }
   const std::uint64_t start = chunk * chunkElems_;
-  const Blocks& cb = problem(chunk).blocks;
-  if (!blockwise(coll_)) {
-    const std::uint64_t len = cb.total();
+  const Collective coll = whole_.coll;
+  const bool inPlace = whole_.inPlace;
+  if (!blockwise(coll)) {
+    const std::uint64_t len = std::min(chunkElems_, extent_ - start);
     if (inputCount_ > 0) input.push_back({0, start, len});
     if (outputCount_ > 0) output.push_back({0, start, len});
     return;
   }
-  const std::uint64_t mine = cb.count(rank_);
-  if (coll_ == Collective::ReduceScatter) {
-    if (!inPlace_) {
-      perBlock(blocks_, cb, start, input);
+  const std::uint64_t mine = part(rank_, start);
+  if (coll == Collective::ReduceScatter) {
+    if (!inPlace) {
+      perBlock(start, input);
       if (mine > 0) output.push_back({0, start, mine});
     } else {
       // Equal blocks: the result of chunk j lands where block 0's chunk j was read from.
-      perBlock(blocks_, cb, start, output);
+      perBlock(start, output);
     }
-  } else if (coll_ == Collective::AllGather) {
-    if (!inPlace_ && mine > 0) input.push_back({0, start, mine});
-    perBlock(blocks_, cb, start, output);
-  } else if (coll_ == Collective::Scatter) {
-    if (root_ && !inPlace_) perBlock(blocks_, cb, start, input);
-    if (root_ && inPlace_)
-      perBlock(blocks_, cb, start, output);
+  } else if (coll == Collective::AllGather) {
+    if (!inPlace && mine > 0) input.push_back({0, start, mine});
+    perBlock(start, output);
+  } else if (coll == Collective::Scatter) {
+    if (root_ && !inPlace) perBlock(start, input);
+    if (root_ && inPlace)
+      perBlock(start, output);
     else if (mine > 0)
       output.push_back({0, start, mine});
-  } else if (coll_ == Collective::Gather) {
-    if (!(root_ && inPlace_) && mine > 0) input.push_back({0, start, mine});
-    if (root_) perBlock(blocks_, cb, start, output);
+  } else if (coll == Collective::Gather) {
+    if (!(root_ && inPlace) && mine > 0) input.push_back({0, start, mine});
+    if (root_) perBlock(start, output);
   } else {  // AllToAll: every block of both buffers
-    if (!inPlace_) perBlock(blocks_, cb, start, input);
-    perBlock(blocks_, cb, start, output);
+    if (!inPlace) perBlock(start, input);
+    perBlock(start, output);
   }
 }
 

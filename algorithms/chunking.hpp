@@ -43,7 +43,10 @@ struct Chunk {
 // 4.5 GB). Consecutive chunks with the same counts form a run and share one Problem (and so one
 // schedule); a chunk's maps are computed when the executor reaches it, into buffers the caller
 // reuses. Runs: one or two for equal blocks (the full chunks, the last partial one), at most
-// 2 x (distinct counts) + 1 for V forms, found from where each block's count ends.
+// 2 x (distinct counts) + 1 for V forms, found from where each block's count ends. A run is kept
+// as its first chunk only and its Problem made when asked (O(p)): a V form with every count
+// distinct has thousands of runs at 4096 ranks, and a Problem each was O(runs x p) (8,193 runs,
+// 0.5 GB at 4096 ranks).
 class ChunkPlan {
  public:
   ChunkPlan() = default;
@@ -52,29 +55,35 @@ class ChunkPlan {
   std::size_t size() const { return chunks_; }
   bool empty() const { return chunks_ == 0; }
   // Runs of consecutive chunks with equal Problems, in chunk order.
-  std::size_t runs() const { return runs_.size(); }
-  const Problem& runProblem(std::size_t run) const { return runs_[run].problem; }
+  std::size_t runs() const { return starts_.size(); }
+  Problem runProblem(std::size_t run) const;   // O(p)
   std::size_t runOf(std::size_t chunk) const;  // O(log runs)
-  const Problem& problem(std::size_t chunk) const { return runProblem(runOf(chunk)); }
-  // Chunk `chunk`'s maps, written over `input` and `output` (their capacity is reused).
+  Problem problem(std::size_t chunk) const { return runProblem(runOf(chunk)); }
+  // Chunk `chunk`'s maps, written over `input` and `output` (their capacity is reused; O(p),
+  // nothing else allocated).
   void maps(std::size_t chunk, BufferMap& input, BufferMap& output) const;
   Chunk materialise(std::size_t chunk) const;
 
  private:
-  struct Run {
-    std::size_t first = 0;  // its first chunk
-    Problem problem;
-  };
-  Collective coll_ = Collective::AllReduce;
-  bool inPlace_ = false;
-  bool root_ = false;                               // this rank is the root (Scatter, Gather)
+  // Elements of block `i` in the chunk that starts at element `start` of every block.
+  std::uint64_t part(std::uint32_t i, std::uint64_t start) const;
+  // Chunk j's part of every block, laid out as the chunk's own blocks, appended to `m`.
+  void perBlock(std::uint64_t start, BufferMap& m) const;
+
+  Problem whole_;      // the call (its blocks: what every chunk is cut from)
+  bool root_ = false;  // this rank is the root (Scatter, Gather)
   std::uint64_t inputCount_ = 0, outputCount_ = 0;  // the whole call's buffers on this rank
   std::uint32_t rank_ = 0;
   std::uint64_t chunkElems_ = 0;  // 0: one chunk, the whole call
-  Blocks blocks_;                 // the whole call's blocks (blockwise collectives only)
+  std::uint64_t extent_ = 0;      // what chunks divide: the largest block, or the whole vector
   std::size_t chunks_ = 0;
-  std::vector<Run> runs_;
+  std::vector<std::size_t> starts_;  // each run's first chunk, ascending
 };
+
+// How many runs' schedules a plan builds with itself (the engine's Plan, hccl_info's --timing):
+// every run of a call whose blocks are equal (its full chunks, the last partial one). A V form's
+// later runs get theirs when their first chunk starts.
+inline constexpr std::size_t kRunsPlanned = 2;
 
 // Every chunk materialised: for tests and small calls (O(chunks x p)).
 std::vector<Chunk> planChunks(const Problem& pb, std::uint32_t rank, std::uint64_t chunkElems);

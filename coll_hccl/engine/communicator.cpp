@@ -527,26 +527,41 @@ std::shared_ptr<const Plan> Communicator::planFor(const CallShape& s, std::strin
   if (auto hit = plans_.find(key)) return hit;
 
   const algo::Layout& lay = *layout_;
-  const algo::RankGenerator gen = algo::composedGenerator(lay, composed);
   auto plan = std::make_shared<Plan>();
   plan->decision = d;
   plan->algorithms = composed.algorithms;
+  plan->key = key;
+  plan->gen = algo::composedGenerator(lay, composed);
   const std::uint64_t budget =
       std::max<std::uint64_t>(1, options_.settings.buffSizeBytes() / s.info.elemSize);
   // Every rank must cut the same chunks (engineChunkSize says why in-place is left out).
   const std::uint64_t chunk = algo::engineChunkSize(lay, composed, pb, s.info.inPlace, budget);
   plan->chunks = algo::ChunkPlan(pb, static_cast<std::uint32_t>(rank_), chunk);
-  for (std::size_t run = 0; run < plan->chunks.runs(); ++run) {
-    const algo::Problem& cp = plan->chunks.runProblem(run);
-    const ScheduleCacheKey skey{key, cp};
-    std::shared_ptr<const algo::RankSchedule> schedule = schedules_.find(skey);
-    if (!schedule)
-      schedule = schedules_.insert(skey, std::make_shared<const algo::RankSchedule>(
-                                             gen(cp, static_cast<std::uint32_t>(rank_))));
+  const std::size_t planned = std::min(plan->chunks.runs(), algo::kRunsPlanned);
+  for (std::size_t run = 0; run < planned; ++run) {
+    std::shared_ptr<const algo::RankSchedule> schedule = runSchedule(*plan, run);
     plan->scratchElems = std::max(plan->scratchElems, algo::scratchCount(*schedule));
     plan->schedules.push_back(std::move(schedule));
   }
   return plans_.insert(key, std::move(plan));
+}
+
+// A run's schedule goes into the communicator's cache when its plan has few runs, the cache
+// shared with the planned runs (and with other plans whose chunks have the same Problem). A plan
+// with many (a V form with many distinct counts: up to 2p + 1 runs of an O(p) schedule each)
+// keeps none: its request holds the run's schedule while the run's chunks run, and the next call
+// makes it again, at the cost of one rank's schedule per run, the order of the run's own work.
+std::shared_ptr<const algo::RankSchedule> Communicator::runSchedule(const Plan& plan,
+                                                                    std::size_t run) {
+  constexpr std::size_t kCachedRuns = 8;
+  if (run < plan.schedules.size()) return plan.schedules[run];
+  ScheduleCacheKey skey{plan.key, plan.chunks.runProblem(run)};
+  const bool cached = plan.chunks.runs() <= kCachedRuns;
+  if (cached)
+    if (auto hit = schedules_.find(skey)) return hit;
+  auto schedule = std::make_shared<const algo::RankSchedule>(
+      plan.gen(skey.chunk, static_cast<std::uint32_t>(rank_)));
+  return cached ? schedules_.insert(skey, std::move(schedule)) : schedule;
 }
 
 hccl_status_t Communicator::start(const hccl_coll_desc_t& desc, std::unique_ptr<Request>& req,

@@ -42,13 +42,10 @@ bool Request::start(std::shared_ptr<const Plan> plan, const void* send, void* re
     executor_ = std::make_unique<Executor>(comm_.transport(), elemSize);
   elemSize_ = elemSize;
   executor_->setReduction(reduction_ ? &*reduction_ : nullptr);
-  const std::size_t bytes = plan_->scratchElems * elemSize_;
-  if (bytes > 0) {
-    scratch_ = comm_.borrowScratch(bytes);
-    bindings_.scratch = Binding::contiguous(scratch_, plan_->scratchElems);
-  } else {
-    bindings_.scratch.clear();
-  }
+  scratchElems_ = 0;
+  bindings_.scratch.clear();
+  fitScratch(plan_->scratchElems);
+  run_ = SIZE_MAX;
   if (plan_->chunks.empty()) {
     finish();
     return true;
@@ -169,17 +166,38 @@ void Request::complete() {
   if (scratch_) {  // the executor is not running any more: the scratch can serve another call
     comm_.returnScratch(scratch_);
     scratch_ = nullptr;
+    scratchElems_ = 0;
   }
 }
 
+void Request::fitScratch(std::uint64_t elems) {
+  if (elems <= scratchElems_) return;
+  if (scratch_) comm_.returnScratch(scratch_);
+  scratch_ = comm_.borrowScratch(elems * elemSize_);
+  scratchElems_ = elems;
+  bindings_.scratch = Binding::contiguous(scratch_, elems);
+}
+
 bool Request::startChunk() {
+  if (const std::size_t run = plan_->chunks.runOf(chunk_); run != run_) {
+    // A run past the planned ones gets its schedule now (Plan), and the scratch it needs.
+    std::shared_ptr<const algo::RankSchedule> next;
+    try {
+      next = comm_.runSchedule(*plan_, run);
+    } catch (const std::exception& e) {
+      finish(FailKind::Invalid, fmt::format("chunk {}'s schedule: {}", chunk_ + 1, e.what()));
+      return false;
+    }
+    schedule_ = std::move(next);
+    run_ = run;
+    fitScratch(algo::scratchCount(*schedule_));
+  }
   plan_->chunks.maps(chunk_, inputMap_, outputMap_);
   bind(inputMap_, send_, bindings_.input);
   bind(outputMap_, recv_, bindings_.output);
   if (TraceLog* t = comm_.trace())
     executor_->setTrace(t, comm_.traceCall(seq_, static_cast<std::uint32_t>(chunk_), coll_));
-  const algo::RankSchedule& schedule = *plan_->schedules[plan_->chunks.runOf(chunk_)];
-  if (!executor_->start(schedule, bindings_, counters_, comm_.commTag(), seq_)) {
+  if (!executor_->start(*schedule_, bindings_, counters_, comm_.commTag(), seq_)) {
     finish(executor_->failKind(), executor_->error());
     return false;
   }

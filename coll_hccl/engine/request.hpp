@@ -60,6 +60,8 @@ class Request {
   // A failure's diagnosis ends with what the rules named (rank -1: nothing).
   void conclude(const Diagnosing& d, const Culprit& c);
   bool awaitVerdict();  // one look for rule 3b's verdict; true once the call is finished
+  // Scratch of at least `elems` for the next chunk (the executor is between chunks).
+  void fitScratch(std::uint64_t elems);
   void bind(const algo::BufferMap& map, const std::byte* base, Binding& into) const;
   // Writes where the call is to the progress board, when that changed.
   void publish(CallProgress::State state);
@@ -76,6 +78,10 @@ class Request {
   std::uint64_t bytes_ = 0;
   CallProgress published_;
   std::byte* scratch_ = nullptr;
+  std::uint64_t scratchElems_ = 0;  // scratch_'s size: the plan's, grown for a run needing more
+  // The current run's schedule (the executor points into it), and which run that is.
+  std::shared_ptr<const algo::RankSchedule> schedule_;
+  std::size_t run_ = SIZE_MAX;
   MessageCounters counters_;
   std::unique_ptr<Executor> executor_;  // reset before the scratch it may use goes back
   Bindings bindings_;

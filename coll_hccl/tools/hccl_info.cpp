@@ -17,7 +17,6 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "algorithms/catalog.hpp"
 #include "algorithms/config_settings.hpp"
@@ -152,7 +151,7 @@ struct TableOptions {
                                 op = "sum", minSize = "4", maxSize = "64M";
   unsigned factor = 4;
   std::uint32_t timingRank = 0;
-  bool why = false, json = false, timing = false;
+  bool why = false, json = false, timing = false, distinct = false;
 };
 
 // The calls of a table: every collective of --coll at every size from --min to --max.
@@ -181,6 +180,15 @@ std::vector<CallInfo> callsOf(const TableOptions& to) {
     }
   }
   return calls;
+}
+
+// --distinct: every rank's block a different size, the call's total kept (count x p): rank i
+// holds 2 x count x (i+1) / (p+1) elements (distinct while count >= (p+1)/2), spread over every
+// chunk boundary, so a chunked call has as many runs of equal chunks as a V form can.
+Blocks distinctBlocks(std::uint64_t count, std::uint32_t p) {
+  std::vector<std::uint64_t> counts(p);
+  for (std::uint32_t i = 0; i < p; ++i) counts[i] = 2 * count * (i + 1) / (std::uint64_t{p} + 1);
+  return Blocks::of(counts);
 }
 
 void printTable(const ConfigOptions& co, const TableOptions& to) {
@@ -214,9 +222,10 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
     return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
   };
   const std::uint32_t timedRank = std::min(to.timingRank, shape.ranks - 1);
-  // Chunk sizing and the rank's distinct chunk schedules, as planFor does them; CPU ms of each.
+  // Chunk sizing, the cut and the planned runs' schedules, as planFor does them; CPU ms of each.
   const auto firstCall = [&](const CallInfo& call, const Decision& d) {
     Problem pb = Problem::fromMpiCount(call.coll, shape.ranks, call.count, false);
+    if (call.uneven) pb.blocks = distinctBlocks(call.count, shape.ranks);
     if (pb.rankLocal() || call.countsRankLocal()) pb = pb.localView(timedRank);
     const double c0 = cpuMs();
     const std::uint64_t budget =
@@ -226,14 +235,17 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
     const ChunkPlan chunks(pb, timedRank, chunk);
     const double c2 = cpuMs();
     const RankGenerator gen = composedGenerator(lay, d.plan);
-    std::set<Problem> built;  // the engine's schedule cache: one schedule per distinct Problem
-    for (std::size_t run = 0; run < chunks.runs(); ++run)
-      if (built.insert(chunks.runProblem(run)).second) (void)gen(chunks.runProblem(run), timedRank);
+    // The runs the engine's plan builds (the others' schedules are made as the call reaches them).
+    const std::size_t planned = std::min(chunks.runs(), kRunsPlanned);
+    for (std::size_t run = 0; run < planned; ++run) (void)gen(chunks.runProblem(run), timedRank);
     return std::array<double, 6>{
-        c1 - c0, c2 - c1, cpuMs() - c2, double(built.size()), double(chunks.size()), double(chunk)};
+        c1 - c0, c2 - c1, cpuMs() - c2, double(planned), double(chunks.size()), double(chunk)};
   };
-  const auto row = [&](const CallInfo& call) {
+  const auto row = [&](CallInfo call) {
     const Collective c = call.coll;
+    // As the engine describes a V form whose counts differ (setPerRankCounts).
+    if (to.distinct && (c == Collective::AllGather || c == Collective::ReduceScatter))
+      call.uneven = true;
     const double c0 = cpuMs();
     const auto t0 = std::chrono::steady_clock::now();
     const Decision& d = sel.decide(call);
@@ -400,6 +412,9 @@ int main(int argc, char** argv) {
                   "sizing and schedules");
   table->add_option("--timing-rank", to.timingRank, "The rank whose schedules --timing builds")
       ->capture_default_str();
+  table->add_flag("--distinct", to.distinct,
+                  "AllGather and ReduceScatter as their V forms with every rank's count distinct "
+                  "(the same total; --timing's first call cuts and plans those counts)");
 
   tools::PredictOptions po;
   auto* predict =

@@ -266,5 +266,32 @@ TEST(ChunkPlan, MemoryIsPerRankOnceNotPerChunk) {
   EXPECT_EQ(v.walk, 0u);
 }
 
+// Every count distinct (hccl_info --distinct's spread): a run wherever a block ends, thousands
+// of them, each kept as its first chunk only. A Problem per run was 8,191 x 4096 counts and
+// offsets (0.5 GB); the cut is now the call's blocks and a word a run.
+TEST(ChunkPlan, DistinctCountsCostPerRankNotPerRun) {
+  constexpr std::uint32_t p = 4096;
+  constexpr std::uint64_t count = 1 << 16;
+  std::vector<std::uint64_t> counts(p);
+  for (std::uint32_t i = 0; i < p; ++i) counts[i] = 2 * count * (i + 1) / (p + 1);
+  for (const Problem& pb : {Problem::allGatherV(counts), [&] {
+                              Problem rs = Problem::reduceScatter(p, 0);
+                              rs.blocks = Blocks::of(counts);
+                              return rs;
+                            }()}) {
+    const std::uint64_t a0 = hccl::test::gAllocBytes;
+    const ChunkPlan plan(pb, 7, 16);
+    const std::uint64_t cut = hccl::test::gAllocBytes - a0;
+    EXPECT_GE(plan.runs(), p) << name(pb.coll);  // 7,936 here
+    EXPECT_LE(cut, 8 * 8 * p + 8 * 2 * 2 * p) << name(pb.coll) << ": the blocks and a word a run";
+    // A late run's Problem, made on demand, is that of the chunk cut eagerly.
+    const std::size_t j = plan.size() - 3;
+    std::vector<std::uint64_t> expect(p);
+    for (std::uint32_t i = 0; i < p; ++i)
+      expect[i] = counts[i] > j * 16 ? std::min<std::uint64_t>(16, counts[i] - j * 16) : 0;
+    EXPECT_EQ(plan.problem(j).blocks, Blocks::of(expect)) << name(pb.coll);
+  }
+}
+
 }  // namespace
 }  // namespace hccl::algo
