@@ -131,21 +131,23 @@ ConfigResult<std::string> parseTuningFile(std::string_view value) {
   return std::string(value);
 }
 
-ConfigResult<std::uint64_t> parseByteSize(std::string_view setting, std::string_view value) {
-  constexpr std::string_view kValid =
-      "a whole number of bytes with an optional unit (B, K, M, G, or KiB, MiB, GiB), e.g. 4096, "
-      "64K, 16M";
+namespace {
+
+// parseByteSize with what is valid said as `valid`, and `beyond` after it when the number
+// overflows.
+ConfigResult<std::uint64_t> byteSize(std::string_view setting, std::string_view value,
+                                     std::string_view valid, std::string_view beyond) {
   constexpr std::array<std::pair<std::string_view, unsigned>, 7> kUnits = {
       {{"B", 0}, {"K", 10}, {"KiB", 10}, {"M", 20}, {"MiB", 20}, {"G", 30}, {"GiB", 30}}};
   std::size_t offset = 0;
   const std::string_view text = trimmed(value, offset);
-  if (text.empty()) return error(setting, text, 0, fmt::format("empty value; valid: {}", kValid));
+  if (text.empty()) return error(setting, text, 0, fmt::format("empty value; valid: {}", valid));
   const std::size_t pos = offset + 1;
   const std::size_t digits = digitsAt(text, 0);
   if (digits == 0) {
     return error(setting, text, pos,
                  fmt::format("{} at position {} is not a size; valid: {}{}", quote(text), pos,
-                             kValid, text::nonAsciiHint(text, pos)));
+                             valid, text::nonAsciiHint(text, pos)));
   }
   const std::string_view unit = text.substr(digits);
   unsigned shift = 0;
@@ -156,7 +158,7 @@ ConfigResult<std::uint64_t> parseByteSize(std::string_view setting, std::string_
       const std::size_t unitPos = pos + digits;  // digits are ASCII: bytes are characters
       return error(setting, unit, unitPos,
                    fmt::format("unknown unit {} in {} at position {}; valid: {}{}", quote(unit),
-                               quote(text), unitPos, kValid, text::nonAsciiHint(unit, unitPos)));
+                               quote(text), unitPos, valid, text::nonAsciiHint(unit, unitPos)));
     }
     shift = it->second;
   }
@@ -164,10 +166,39 @@ ConfigResult<std::uint64_t> parseByteSize(std::string_view setting, std::string_
   const auto [end, ec] = std::from_chars(text.data(), text.data() + digits, number);
   if (ec != std::errc() || (shift > 0 && number > (UINT64_MAX >> shift))) {
     return error(setting, text, pos,
-                 fmt::format("{} at position {} is out of range; valid: {}, at most {} bytes",
-                             quote(text), pos, kValid, UINT64_MAX));
+                 fmt::format("{} at position {} is out of range; valid: {}{}", quote(text), pos,
+                             valid, beyond));
   }
   return number << shift;
+}
+
+}  // namespace
+
+ConfigResult<std::uint64_t> parseByteSize(std::string_view setting, std::string_view value) {
+  return byteSize(setting, value,
+                  "a whole number of bytes with an optional unit (B, K, M, G, or KiB, MiB, GiB), "
+                  "e.g. 4096, 64K, 16M",
+                  fmt::format(", at most {} bytes", UINT64_MAX));
+}
+
+ConfigResult<std::uint64_t> parseShmSlotBytes(std::string_view value) {
+  constexpr std::string_view kSetting = "shm_slot_bytes";
+  const std::string valid =
+      fmt::format("a multiple of {} bytes from {} to {} (1K to 1M; units B, K, KiB, M, MiB)",
+                  kShmSlotAlign, kMinShmSlotBytes, kMaxShmSlotBytes);
+  auto bytes = byteSize(kSetting, value, valid, "");
+  if (!bytes.ok()) return bytes;
+  const std::uint64_t b = bytes.value();
+  if (b >= kMinShmSlotBytes && b <= kMaxShmSlotBytes && b % kShmSlotAlign == 0) return b;
+  std::size_t offset = 0;
+  const std::string_view text = trimmed(value, offset);
+  const std::string problem = b < kMinShmSlotBytes ? std::string("is too small")
+                              : b > kMaxShmSlotBytes
+                                  ? std::string("is too large")
+                                  : fmt::format("is not a multiple of {}", kShmSlotAlign);
+  return error(kSetting, text, offset + 1,
+               fmt::format("value {} ({} bytes) at position {} {}; valid: {}", quote(text), b,
+                           offset + 1, problem, valid));
 }
 
 ConfigResult<std::chrono::milliseconds> parseTimeout(std::string_view value) {

@@ -77,6 +77,14 @@ std::string_view name(Level0Link l);  // "auto", "shm", "tagged"
 // Case-insensitive auto/shm/tagged; surrounding spaces ignored.
 ConfigResult<Level0Link> parseLevel0Link(std::string_view value);
 
+// coll_hccl_shm_slot_bytes / HCCL_SHM_SLOT_BYTES: the payload of a shared-memory slot, fixed when
+// MPI_COMM_WORLD sets its segment up (equal on every rank). A byte size as parseByteSize takes it
+// ("16384", "16K"), a multiple of kShmSlotAlign from kMinShmSlotBytes to kMaxShmSlotBytes.
+inline constexpr std::uint64_t kMinShmSlotBytes = 1024;
+inline constexpr std::uint64_t kMaxShmSlotBytes = std::uint64_t{1} << 20;
+inline constexpr std::uint64_t kShmSlotAlign = 64;  // a cache line: slots start on lines
+ConfigResult<std::uint64_t> parseShmSlotBytes(std::string_view value);
+
 // A UCX transport list for one link class (coll_hccl_hccs_tls, coll_hccl_roce_tls), as UCX_TLS
 // spells it: names separated by ",", optionally "^" first (all but these), a name may carry
 // ":aux". Returns it with the spaces around names removed. Whether UCX knows the names is

@@ -99,6 +99,17 @@ static const setting_desc_t settings[HCCL_SETTING_COUNT] = {
          "(56 bytes a record) and the file (about 300 bytes a record) stay bounded. Empty: "
          "100000.",
          OPAL_INFO_LVL_5},
+    /* No info key: the slots are laid out once, in MPI_COMM_WORLD's segment, and every later
+     * communicator shares them (as level0_link). */
+    [HCCL_SETTING_SHM_SLOT_BYTES] =
+        {"shm_slot_bytes", NULL, "HCCL_SHM_SLOT_BYTES",
+         "Payload bytes of a shared-memory slot, a multiple of 64 from 1024 to 1048576 (units K "
+         "and M allowed, e.g. \"16K\"): at two ranks on a server exactly this, with as many "
+         "slots a channel as keep a 1 MiB window (4 to 64); on larger servers at most this, "
+         "within the segment's 64 MiB budget. Fixed when MPI_COMM_WORLD sets up its segment; "
+         "must be equal on every rank. Empty: HCCL_SHM_SLOT_BYTES, else the engine's choice "
+         "(64 KiB at two ranks, at most 16 KiB on larger servers).",
+         OPAL_INFO_LVL_6},
 };
 
 int mca_coll_hccl_register_settings(void) {

@@ -127,6 +127,8 @@ const char* hccl_engine_version(void);
  *   TRACE          file name for the engine's timeline (trace.hpp): each process writes FILE with
  *                  "%r" replaced by its MPI_COMM_WORLD rank, or FILE.<world rank>, at finalize
  *   TRACE_EVENTS   integer >= 1: records (steps and transfers) kept per process (default 100000)
+ *   SHM_SLOT_BYTES payload of a shared-memory slot, a multiple of 64 from 1024 to 1048576 ("16K"
+ *                  allowed); fixed when MPI_COMM_WORLD sets the segment up, equal on every rank
  *
  * Sources look like: "info key hccl_algo", "MCA coll_hccl_algorithm (command line)",
  * "MCA coll_hccl_buffsize_mb (OMPI_MCA_ environment or mpirun --mca)",
@@ -146,6 +148,7 @@ typedef enum hccl_setting_id {
   HCCL_SETTING_LEVEL0_LINK,
   HCCL_SETTING_TRACE,
   HCCL_SETTING_TRACE_EVENTS,
+  HCCL_SETTING_SHM_SLOT_BYTES,
   HCCL_SETTING_COUNT
 } hccl_setting_id_t;
 

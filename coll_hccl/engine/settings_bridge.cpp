@@ -150,6 +150,12 @@ algo::ConfigResult<EngineOptions> optionsFromLayers(
                          l->source};
     o.traceEvents = n;
   }
+  if (const auto* l = top(layers[HCCL_SETTING_SHM_SLOT_BYTES])) {
+    auto bytes = algo::parseShmSlotBytes(l->value);
+    if (!bytes.ok()) return fromLayer(bytes.error(), *l);
+    o.shmSlotBytes = static_cast<std::size_t>(bytes.value());
+    sources += fmt::format(" shm_slot_bytes={} ({})", o.shmSlotBytes, l->source);
+  }
   if (o.level0Link == Level0Link::Shm && o.ucx.intraRoce)
     return ConfigError{"level0_link", "shm", 0,
                        fmt::format("level0_link: \"shm\" (from {}) contradicts intra_roce=1, "
@@ -161,7 +167,8 @@ algo::ConfigResult<EngineOptions> optionsFromLayers(
 }
 
 std::string fingerprint(const EngineOptions& o) {
-  return fmt::format("{}|level0_link={}", algo::canonical(o.settings), name(o.level0Link));
+  return fmt::format("{}|level0_link={}|shm_slot_bytes={}", algo::canonical(o.settings),
+                     name(o.level0Link), o.shmSlotBytes);
 }
 
 }  // namespace hccl::engine

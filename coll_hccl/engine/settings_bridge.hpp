@@ -24,6 +24,9 @@ struct EngineOptions {
   int verbose = 0;
   std::string trace;  // coll_hccl_trace's file pattern; empty: no trace (trace.hpp)
   std::size_t traceEvents = 100000;
+  // coll_hccl_shm_slot_bytes: the shared-memory slots' payload; 0: the engine's choice
+  // (setup::shmOptions). Fixed with MPI_COMM_WORLD's segment, so equal on every rank.
+  std::size_t shmSlotBytes = 0;
   // Accepted settings that have no effect (HCCL_ALGO's level3, an entry for an op coll_hccl does
   // not take over through MPI, ...), one sentence each, for the verbose log.
   std::vector<std::string> notes;

@@ -123,7 +123,8 @@ Failure agreeOnWorld(const Exchange& exchange, int worldRank, int worldSize, con
     return {HCCL_ERR_CONFIG,
             fmt::format("ranks {} resolved a different configuration than rank 0 (this rank: {}); "
                         "every rank must see the same HCCL_ALGO, HCCL_BUFFSIZE, "
-                        "HCCL_DETERMINISTIC, selection mode, tuning file and topology inputs",
+                        "HCCL_DETERMINISTIC, selection mode, tuning file, level0 link, "
+                        "shared-memory slot size and topology inputs",
                         rankList(configDiffers), fingerprint)};
   if (!hierarchyDiffers.empty())
     return {HCCL_ERR_CONFIG,
@@ -184,8 +185,8 @@ topo::Hierarchy memberHierarchy(const topo::Hierarchy& world, std::span<const in
   return world.subset(ranks);
 }
 
-tl::ShmOptions shmOptions(std::size_t largestServer, const tl::UcxOptions& ucx,
-                          bool oversubscribed) {
+tl::ShmOptions shmOptions(std::size_t largestServer, const tl::UcxOptions& ucx, bool oversubscribed,
+                          std::size_t slotBytes) {
   tl::ShmOptions o;
   constexpr std::size_t kSegmentBudget = std::size_t{64} << 20;
   const std::size_t L = std::max<std::size_t>(largestServer, 1);
@@ -205,17 +206,13 @@ tl::ShmOptions shmOptions(std::size_t largestServer, const tl::UcxOptions& ucx,
     std::size_t perChannel, maxBytes;
   };
   Slots slots = L <= 2 ? Slots{16, 65536} : Slots{o.slotsPerChannel, 16384};
-  // HCCL_SHM_SLOT_BYTES (a multiple of 64 from 1024 to 1 MiB; equal on every rank): the slots'
-  // payload, the window kept at 1 MiB at two ranks (4 to 64 slots). For tests that need posts of
-  // several slots at small sizes (tests/mpi: reductions_np2_stream runs with 16 KiB slots).
-  if (const char* v = std::getenv("HCCL_SHM_SLOT_BYTES")) {
-    char* end = nullptr;
-    const unsigned long long b = std::strtoull(v, &end, 10);
-    if (end == v || *end != '\0' || b < 1024 || b > (std::size_t{1} << 20) || b % 64 != 0)
-      throw tl::UcxError(fmt::format(
-          "HCCL_SHM_SLOT_BYTES=\"{}\": expected a multiple of 64 from 1024 to 1048576", v));
-    slots.maxBytes = b;
-    if (L <= 2) slots.perChannel = std::clamp<std::size_t>((std::size_t{1} << 20) / b, 4, 64);
+  // coll_hccl_shm_slot_bytes / HCCL_SHM_SLOT_BYTES (settings_bridge): another payload, the
+  // window kept at 1 MiB at two ranks (4 to 64 slots). For tests that need posts of several
+  // slots at small sizes (tests/mpi: reductions_np2_stream runs with 16 KiB slots).
+  if (slotBytes > 0) {
+    slots.maxBytes = slotBytes;
+    if (L <= 2)
+      slots.perChannel = std::clamp<std::size_t>((std::size_t{1} << 20) / slotBytes, 4, 64);
   }
   o.slotsPerChannel = slots.perChannel;
   const std::size_t perSlot = kSegmentBudget / (L * L * o.slotsPerChannel);
@@ -251,8 +248,9 @@ WorldTransport openWorldTransport(const Exchange& exchange, int worldRank,
   std::size_t largest = 1;
   for (const auto& [server, n] : perServer) largest = std::max(largest, n);
   try {
-    auto link = std::make_shared<tl::ShmLink>(worldRank, serverOf, gather,
-                                              shmOptions(largest, ucx, oversubscribed));
+    auto link = std::make_shared<tl::ShmLink>(
+        worldRank, serverOf, gather,
+        shmOptions(largest, ucx, oversubscribed, options.shmSlotBytes));
     out.transport = std::make_shared<tl::ShmTransport>(base, std::move(link));
   } catch (const tl::UcxError& e) {
     if (options.level0Link == Level0Link::Shm) throw;

@@ -102,10 +102,13 @@ struct WorldTransport {
 WorldTransport openWorldTransport(const Exchange& exchange, int worldRank,
                                   const topo::Hierarchy& world, const EngineOptions& options,
                                   bool oversubscribed);
-// The shared-memory link's options for servers of up to `largestServer` ranks: slots of 16 KiB
-// (and a cache line, so a 16 KiB message still travels inline) while the segment, which grows
-// with the square of the ranks per server, stays within 64 MiB; smaller slots beyond.
-tl::ShmOptions shmOptions(std::size_t largestServer, const tl::UcxOptions& ucx,
-                          bool oversubscribed);
+// The shared-memory link's options for servers of up to `largestServer` ranks: at two ranks 16
+// slots of 64 KiB a channel (a 1 MiB window), on larger servers 4 of 16 KiB while the segment,
+// which grows with the square of the ranks per server, stays within 64 MiB, smaller beyond; each
+// with a cache line more, so a message of the nominal size still travels inline. `slotBytes`
+// (EngineOptions::shmSlotBytes, already validated; 0: the choice above) replaces the nominal
+// size: exactly at two ranks, keeping the 1 MiB window (4 to 64 slots), a cap on larger servers.
+tl::ShmOptions shmOptions(std::size_t largestServer, const tl::UcxOptions& ucx, bool oversubscribed,
+                          std::size_t slotBytes);
 
 }  // namespace hccl::engine::setup

@@ -101,6 +101,30 @@ TEST(Replay, RunOfTransfersPairsInOrder) {
     }
 }
 
+// The one message whose two ends disagree on its size, in step 0.
+struct Mismatch {
+  std::uint32_t from, to;
+  std::uint32_t number;  // between the pair, from 0
+  std::uint64_t sent, received;
+};
+
+// Replays `ranks`, which must report exactly `m` (naming the message's number between the pair)
+// and match `pairs` messages.
+void expectSizeMismatch(const std::vector<RankSchedule>& ranks, const Mismatch& m,
+                        std::size_t pairs) {
+  Recorder rec;
+  const auto problems = replay(ranks, rec);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].kind, ReplayProblem::Kind::SizeMismatch);
+  EXPECT_NE(problems[0].message.find(fmt::format(
+                "rank {} step 0 sends {} elements to rank {} (message #{} between them), but "
+                "rank {} step 0 receives {} elements",
+                m.from, m.sent, m.to, m.number, m.to, m.received)),
+            std::string::npos)
+      << problems[0].message;
+  EXPECT_EQ(rec.pairs.size(), pairs);
+}
+
 // A size mismatch in the middle of a run names the message's number between the pair, as it
 // does for single transfers: the run is split there and the number counted from the schedule.
 TEST(Replay, SizeMismatchInsideARun) {
@@ -115,17 +139,7 @@ TEST(Replay, SizeMismatchInsideARun) {
         send(sa, b, in(3 * k, atSender ? len : 1));
         recv(sb, a, out(2 * k, atSender ? 1 : len));
       }
-      Recorder rec;
-      const auto problems = replay(ranks, rec);
-      ASSERT_EQ(problems.size(), 1u);
-      EXPECT_EQ(problems[0].kind, ReplayProblem::Kind::SizeMismatch);
-      EXPECT_NE(problems[0].message.find(fmt::format(
-                    "rank {} step 0 sends {} elements to rank {} (message #23 between them), "
-                    "but rank {} step 0 receives {} elements",
-                    a, atSender ? 2 : 1, b, b, atSender ? 1 : 2)),
-                std::string::npos)
-          << problems[0].message;
-      EXPECT_EQ(rec.pairs.size(), n);
+      expectSizeMismatch(ranks, {a, b, bad, atSender ? 2u : 1u, atSender ? 1u : 2u}, n);
     }
 }
 
@@ -298,17 +312,7 @@ TEST(Replay, SizeMismatchInsideASweep) {
             send(ranks[q].steps[0], a, in(k, 1));
           }
         }
-        Recorder rec;
-        const auto problems = replay(ranks, rec);
-        ASSERT_EQ(problems.size(), 1u);
-        EXPECT_EQ(problems[0].kind, ReplayProblem::Kind::SizeMismatch);
-        EXPECT_NE(problems[0].message.find(fmt::format(
-                      "rank {} step 0 sends {} elements to rank {} (message #1 between them), "
-                      "but rank {} step 0 receives {} elements",
-                      a, atSender ? 2 : 1, bad, bad, atSender ? 1 : 2)),
-                  std::string::npos)
-            << problems[0].message;
-        EXPECT_EQ(rec.pairs.size(), 4 * (p - 1));
+        expectSizeMismatch(ranks, {a, bad, 1, atSender ? 2u : 1u, atSender ? 1u : 2u}, 4 * (p - 1));
       }
 }
 

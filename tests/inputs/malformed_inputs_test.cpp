@@ -114,6 +114,7 @@ constexpr AdapterSetting kAdapter[] = {
     {"timeout", HCCL_SETTING_TIMEOUT, nullptr, "HCCL_EXEC_TIMEOUT"},
     {"verbose", HCCL_SETTING_VERBOSE, nullptr, nullptr},
     {"level0_link", HCCL_SETTING_LEVEL0_LINK, nullptr, "COLL_HCCL_LEVEL0_LINK"},
+    {"shm_slot_bytes", HCCL_SETTING_SHM_SLOT_BYTES, nullptr, "HCCL_SHM_SLOT_BYTES"},
 };
 
 const AdapterSetting* adapterSetting(std::string_view name) {

@@ -42,6 +42,7 @@ ADAPTER = {
     "timeout": (None, "HCCL_EXEC_TIMEOUT"),
     "verbose": (None, None),
     "level0_link": (None, "COLL_HCCL_LEVEL0_LINK"),
+    "shm_slot_bytes": (None, "HCCL_SHM_SLOT_BYTES"),
 }
 # Open MPI parses coll_hccl_verbose as an integer itself; the engine's check is not reachable.
 MPI_SKIP = {"verbose"}

@@ -1,6 +1,6 @@
 // HCCL_BUFFSIZE, HCCL_DETERMINISTIC, the selection mode, the tuning file path, and the engine's
-// timeout, intra-RoCE switch, verbosity and transport lists: accepted values and every kind of
-// rejected value with its exact message.
+// timeout, intra-RoCE switch, verbosity, shared-memory slot size and transport lists: accepted
+// values and every kind of rejected value with its exact message.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -172,6 +172,44 @@ TEST(ByteSize, UnitsAndOverflow) {
 }
 
 // ---- the engine's own settings ----------------------------------------------------------------
+
+const std::string kSlotValid =
+    "valid: a multiple of 64 bytes from 1024 to 1048576 (1K to 1M; units B, K, KiB, M, MiB)";
+
+TEST(ShmSlotBytes, MultiplesOf64FromOneKiBToOneMiB) {
+  const std::vector<std::pair<std::string, std::uint64_t>> good = {
+      {"1024", 1024},   {"1088", 1088},       {" 16384 ", 16384}, {"16K", 16384},
+      {"64KiB", 65536}, {"1M", 1u << 20},     {"1MiB", 1u << 20}, {"1048576", 1u << 20},
+      {"2K", 2048},     {"1048512", 1048512},
+  };
+  for (const auto& [text, bytes] : good) {
+    const auto r = parseShmSlotBytes(text);
+    ASSERT_TRUE(r.ok()) << text << ": " << r.error().message;
+    EXPECT_EQ(r.value(), bytes) << text;
+  }
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"", "empty value; " + kSlotValid},
+      {"1000", "value \"1000\" (1000 bytes) at position 1 is too small; " + kSlotValid},
+      {"0", "value \"0\" (0 bytes) at position 1 is too small; " + kSlotValid},
+      {"1025", "value \"1025\" (1025 bytes) at position 1 is not a multiple of 64; " + kSlotValid},
+      {" 16400",
+       "value \"16400\" (16400 bytes) at position 2 is not a multiple of 64; " + kSlotValid},
+      {"1048640", "value \"1048640\" (1048640 bytes) at position 1 is too large; " + kSlotValid},
+      {"2M", "value \"2M\" (2097152 bytes) at position 1 is too large; " + kSlotValid},
+      {"1G", "value \"1G\" (1073741824 bytes) at position 1 is too large; " + kSlotValid},
+      {"16k", "unknown unit \"k\" in \"16k\" at position 3; " + kSlotValid},
+      {"-16384", "\"-16384\" at position 1 is not a size; " + kSlotValid},
+      {"lots", "\"lots\" at position 1 is not a size; " + kSlotValid},
+      {"99999999999999999999",
+       "\"99999999999999999999\" at position 1 is out of range; " + kSlotValid},
+  };
+  for (const auto& [text, message] : bad) {
+    const auto r = parseShmSlotBytes(text);
+    ASSERT_FALSE(r.ok()) << text << " gave " << r.value();
+    EXPECT_EQ(r.error().setting, "shm_slot_bytes");
+    EXPECT_EQ(r.error().message, "shm_slot_bytes: " + message) << text;
+  }
+}
 
 const std::string kTimeoutValid =
     "valid: 0 (no timeout) or 0.001 to 604800 seconds (1 ms to a week)";

@@ -14,8 +14,8 @@
 #include <random>
 #include <thread>
 
-#include "fork_group.hpp"
 #include "patterns.hpp"
+#include "shm_stack.hpp"
 #include "ucx_tl/shm_bootstrap.hpp"
 #include "ucx_tl/shm_layout.hpp"
 #include "ucx_tl/shm_link.hpp"
@@ -105,9 +105,7 @@ std::uint64_t burst(int writer, std::uint64_t round) {
 // sleeps or spins at random points.
 void stress(Child& child, int ranks, std::uint64_t rounds, bool yield, int slow) {
   std::vector<int> serverOf(static_cast<std::size_t>(ranks), 0);
-  tl::ShmOptions o;
-  o.slotBytes = 512;
-  o.slotsPerChannel = 2;
+  tl::ShmOptions o = smallRing(512);
   o.yield = yield;
   o.timeout = 60s;
   ShmLink link(child.rank(), serverOf, child.allGather(), o);
@@ -265,12 +263,7 @@ TEST(ShmLink, SlotProtocolThreeRanksYielding) {
 // again), and a release it has already seen is not looked for again. A small post's bytes share
 // the flag's line (kPayloadOffset into it), so it moves as one line.
 TEST(ShmLink, ASlotIsReusedOnlyAfterItsReleaseSeenOnce) {
-  const GroupResult g = runGroup(2, 60s, [](Child& c) {
-    tl::ShmOptions o;
-    o.slotBytes = 256;
-    o.slotsPerChannel = 2;
-    o.timeout = 30s;
-    ShmLink link(c.rank(), std::vector<int>{0, 0}, c.allGather(), o);
+  const GroupResult g = onLinkPair(smallRing(256), [](Child& c, ShmLink& link) {
     const auto post = [&](std::uint8_t v) {
       const std::span<std::byte> slot = link.tryAcquire(ShmLink::kEveryPeer);
       CHILD_CHECK(!slot.empty(), fmt::format("post {}: its slot is refused", v));
@@ -326,12 +319,7 @@ TEST(ShmLink, ASlotIsReusedOnlyAfterItsReleaseSeenOnce) {
 // same condition: a post of several lines its reader still holds keeps every byte while the
 // writer posts on, and once the reader released it the slot carries the next post intact.
 TEST(ShmLink, AHeldPostKeepsItsLinesThroughLaterPosts) {
-  const GroupResult g = runGroup(2, 60s, [](Child& c) {
-    tl::ShmOptions o;
-    o.slotBytes = 512;
-    o.slotsPerChannel = 2;
-    o.timeout = 30s;
-    ShmLink link(c.rank(), std::vector<int>{0, 0}, c.allGather(), o);
+  const GroupResult g = onLinkPair(smallRing(512), [](Child& c, ShmLink& link) {
     // Every line the writer may take ahead, and a byte beyond.
     const std::size_t bytes = tl::shm::kOwnedLines * tl::shm::kLine - tl::shm::kPayloadOffset + 1;
     CHILD_CHECK(bytes <= link.slotBytes(), "the post does not fit a slot");
@@ -386,13 +374,9 @@ TEST(ShmLink, AHeldPostKeepsItsLinesThroughLaterPosts) {
 // that is withdrawn while its reader still holds it stays withdrawn through the writer's next
 // posts, and its late read fails instead of copying the buffer.
 TEST(ShmLink, AHeldWithdrawnBlockStaysWithdrawnThroughLaterPosts) {
-  const GroupResult g = runGroup(2, 60s, [](Child& c) {
-    tl::ShmOptions o;
-    o.slotBytes = 256;
-    o.slotsPerChannel = 2;
-    o.singleCopy = tl::SingleCopy::Cma;
-    o.timeout = 30s;
-    ShmLink link(c.rank(), std::vector<int>{0, 0}, c.allGather(), o);
+  tl::ShmOptions o = smallRing(256);
+  o.singleCopy = tl::SingleCopy::Cma;
+  const GroupResult g = onLinkPair(o, [](Child& c, ShmLink& link) {
     std::vector<std::byte> buf(4096, std::byte{5});
     if (c.rank() == 0) {
       std::uint64_t number = 0;
@@ -634,11 +618,10 @@ TEST(ShmLink, UcxSegmentIsPrivateAndPerServer) {
 // kill -9 of either rank, leader or not, leaves nothing in /dev/shm, and the survivor's wait
 // fails naming the dead peer instead of hanging.
 void killOne(int victim, tl::SegmentSource source) {
-  const GroupResult g = runGroup(2, 60s, [victim, source](Child& child) {
-    tl::ShmOptions o = withSource(source);
-    o.liveness = 50ms;
-    o.timeout = 30s;
-    ShmLink link(child.rank(), {0, 0}, child.allGather(), o);
+  tl::ShmOptions o = withSource(source);
+  o.liveness = 50ms;
+  o.timeout = 30s;
+  const GroupResult g = onLinkPair(o, [victim](Child& child, ShmLink& link) {
     child.report("segment " + link.segmentPath());
     // One exchange first, so both have used the segment.
     checkDone(link.post(1 - child.rank(), std::as_bytes(std::span("hello", 5))), "post");
@@ -671,12 +654,11 @@ void killOne(int victim, tl::SegmentSource source) {
 // "exited"), not a transport error: the engine names the culprit from that. The reader copies
 // 64 MiB again and again, so the kill lands mid-copy or between two copies.
 TEST(ShmLink, KillNineMidReadIsALostPeer) {
-  const GroupResult g = runGroup(2, 60s, [](Child& child) {
-    tl::ShmOptions o;
-    o.singleCopy = tl::SingleCopy::Cma;
-    o.liveness = 50ms;
-    o.timeout = 30s;
-    ShmLink link(child.rank(), {0, 0}, child.allGather(), o);
+  tl::ShmOptions o;
+  o.singleCopy = tl::SingleCopy::Cma;
+  o.liveness = 50ms;
+  o.timeout = 30s;
+  const GroupResult g = onLinkPair(o, [](Child& child, ShmLink& link) {
     CHILD_CHECK(link.singleCopy() == tl::SingleCopy::Cma, "cma mode");
     const std::size_t n = std::size_t{64} << 20;
     std::vector<std::byte> buf(n, std::byte{7});

@@ -19,9 +19,6 @@ namespace {
 using namespace std::chrono_literals;
 using tl::Completion;
 
-using Stack = ShmStack;
-constexpr auto makeStack = makeShmStack;
-
 // ---- matching under reordering ------------------------------------------------------------------
 
 // Message k of stream `comm` from a to b in round `round`: its size follows from its identity, so
@@ -51,11 +48,7 @@ struct Counts {
 // communicators would), receiving some in place and reading them in random pieces, some of them
 // only a few progress calls later. Rank `slow` sleeps now and then.
 void matchingStress(Child& child, const std::vector<int>& serverOf, int rounds, int slow) {
-  tl::ShmOptions so;
-  so.slotBytes = 512;
-  so.slotsPerChannel = 2;
-  so.timeout = 30s;
-  Stack st = makeStack(child, serverOf, so);
+  ShmStack st = makeShmStack(child, serverOf, smallRing(512));
   tl::ShmTransport& t = *st.shm;
   const int me = child.rank(), p = child.size();
   const std::size_t inlineMax = t.inlineBytes();
@@ -201,13 +194,9 @@ TEST(ShmTransport, MatchesInAnyOrderWithAnotherServer) {
 // around it, until the window's span is full and the sender stalls. The receiver must copy the
 // first one out rather than wait (it would wait forever), inline or block, held in place or not.
 TEST(ShmTransport, AnUnexpectedOldestPostNeverStallsTheWindow) {
-  const GroupResult g = runGroup(2, 60s, [](Child& child) {
-    tl::ShmOptions so;
-    so.slotBytes = 512;
-    so.slotsPerChannel = 2;
-    so.timeout = 10s;
-    Stack st = makeStack(child, {0, 0}, so);
-    tl::ShmTransport& t = *st.shm;
+  tl::ShmOptions so = smallRing(512);
+  so.timeout = 10s;
+  const GroupResult g = onShmPair(so, [](Child& child, tl::ShmTransport& t) {
     constexpr std::uint32_t kMessages = 7;
     for (std::size_t bytes : {std::size_t{40}, std::size_t{3000}}) {
       for (bool direct : {false, true}) {
@@ -271,15 +260,13 @@ TEST(ShmTransport, AnUnexpectedOldestPostNeverStallsTheWindow) {
 // ---- failures -----------------------------------------------------------------------------------
 
 TEST(ShmTransport, PeerDeathFailsPendingTransfersAsPeerLost) {
-  const GroupResult g = runGroup(2, 60s, [](Child& child) {
-    Stack st = makeStack(child, {0, 0}, quickFailures());
+  const GroupResult g = onShmPair(quickFailures(), [](Child& child, tl::ShmTransport& t) {
     if (child.rank() == 1) {
       child.barrier();
       child.die();
     }
     child.barrier();
     std::this_thread::sleep_for(200ms);  // it is gone (or going)
-    tl::ShmTransport& t = *st.shm;
     std::vector<std::byte> big(64 * 1024), small(16);
     Completion recv, send;
     const tl::IoVec r{small.data(), small.size()}, s{big.data(), big.size()};
@@ -300,9 +287,7 @@ TEST(ShmTransport, PeerDeathFailsPendingTransfersAsPeerLost) {
 }
 
 TEST(ShmTransport, ReceiveWithoutSenderTimesOut) {
-  const GroupResult g = runGroup(2, 60s, [](Child& child) {
-    Stack st = makeStack(child, {0, 0}, quickFailures());
-    tl::ShmTransport& t = *st.shm;
+  const GroupResult g = onShmPair(quickFailures(), [](Child& child, tl::ShmTransport& t) {
     if (child.rank() == 0) {
       std::vector<std::byte> buf(8);
       Completion recv;
@@ -322,9 +307,7 @@ TEST(ShmTransport, ReceiveWithoutSenderTimesOut) {
 }
 
 TEST(ShmTransport, SizeMismatchFailsTheReceive) {
-  const GroupResult g = runGroup(2, 60s, [](Child& child) {
-    Stack st = makeStack(child, {0, 0}, quickFailures());
-    tl::ShmTransport& t = *st.shm;
+  const GroupResult g = onShmPair(quickFailures(), [](Child& child, tl::ShmTransport& t) {
     for (std::size_t sent : {std::size_t{100}, std::size_t{5000}}) {  // inline, then a block
       std::vector<std::byte> buf(sent), got(sent + 8);
       Completion c;
@@ -353,9 +336,7 @@ TEST(ShmTransport, SizeMismatchFailsTheReceive) {
 // A cancelled block send withdraws its buffer: the receiver that reads it afterwards fails
 // instead of getting whatever the buffer holds by then.
 TEST(ShmTransport, CancelledBlockFailsItsReader) {
-  const GroupResult g = runGroup(2, 60s, [](Child& child) {
-    Stack st = makeStack(child, {0, 0}, quickFailures());
-    tl::ShmTransport& t = *st.shm;
+  const GroupResult g = onShmPair(quickFailures(), [](Child& child, tl::ShmTransport& t) {
     std::vector<std::byte> buf(20000, std::byte{7});
     Completion c;
     const tl::IoVec v{buf.data(), buf.size()};
