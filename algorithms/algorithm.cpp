@@ -5,12 +5,13 @@
 namespace hccl::algo {
 namespace {
 constexpr std::array<std::string_view, kNumAlgorithms> kNames = {
-    "ring", "H-D_R",     "fullmesh", "NHR",      "NHR_V1",           "NB",
-    "AHC",  "AHC_BROKE", "pipeline", "pairwise", "fullmesh_oneshot", "fullmesh_push",
+    "ring",     "H-D_R",     "fullmesh", "NHR",      "NHR_V1",           "NB",
+    "AHC",      "AHC_BROKE", "pipeline", "pairwise", "fullmesh_oneshot", "fullmesh_push",
+    "gathered",
 };
 constexpr std::array<std::string_view, kNumAlgorithms> kInternalNames = {
-    "ring", "rhd",       "mesh",     "nhr",      "nhr_v1",       "nb",
-    "ahc",  "ahc_broke", "pipeline", "pairwise", "mesh_oneshot", "mesh_push",
+    "ring",      "rhd",      "mesh",     "nhr",          "nhr_v1",    "nb",       "ahc",
+    "ahc_broke", "pipeline", "pairwise", "mesh_oneshot", "mesh_push", "gathered",
 };
 }  // namespace
 

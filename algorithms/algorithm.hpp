@@ -21,8 +21,9 @@ enum class Algorithm : std::uint8_t {
   Pairwise,     // "pairwise": AlltoAll one peer per step
   MeshOneShot,  // "fullmesh_oneshot": AllReduce in one step, every rank reduces all inputs
   MeshPush,     // "fullmesh_push": Mesh AllReduce whose AllGather the reducing rank pushes
+  Gathered,     // "gathered": Barrier gathered at a root, which leaves first (a sequence rule's)
 };
-inline constexpr int kNumAlgorithms = 12;
+inline constexpr int kNumAlgorithms = 13;
 // HCCL's Star (level0 rooted operations in one step) has no value: HCCL picks it from the
 // hardware and HCCL_ALGO's documented words do not include it, so "star" is rejected as an
 // unknown algorithm; coll_hccl has no one-step rooted schedule to run for it.

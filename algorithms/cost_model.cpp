@@ -303,8 +303,9 @@ std::string CostModel::toJson() const {
 }
 
 CostModel CostModel::withLevel0OnSharedMemory() const {
-  if (!sharedMemory) return *this;
   CostModel m = *this;
+  m.level0SharedMemory = true;
+  if (!sharedMemory) return m;
   m.level[0] = *sharedMemory;
   m.source += " (level0 on the shared-memory link)";
   return m;

@@ -143,6 +143,9 @@ class CostModel {
   // The shared-memory link's numbers (slots for small messages, one CMA copy for large ones),
   // which level0 uses instead of level[0] (UCX tagged messages) when it rides that link.
   std::optional<LinkParams> sharedMemory;
+  // Level0 rides the shared-memory link (withLevel0OnSharedMemory), whose blocking calls the
+  // engine runs on its slots: a condition of sequence rules (generators.hpp), not a number.
+  bool level0SharedMemory = false;
   std::vector<SizeRule> rules;
   std::vector<HcclRule> hcclRules;  // HCCL's default selection, for hccl_rules mode
   std::string source = "built-in defaults";
@@ -157,7 +160,8 @@ class CostModel {
   // The first size rule for (collective, level, bytes), if any.
   std::optional<Algorithm> rule(Collective c, int lvl, std::uint64_t bytes) const;
 
-  // This model with level0 on the shared-memory link: level[0] = sharedMemory, when given.
+  // This model with level0 on the shared-memory link: level[0] = sharedMemory, when given, and
+  // level0SharedMemory set.
   CostModel withLevel0OnSharedMemory() const;
 
   // The model as a tuning document (what --tuning prints and calibration writes).

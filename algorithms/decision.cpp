@@ -28,6 +28,8 @@ std::string_view name(Reason r) {
       return "model";
     case Reason::HcclRules:
       return "hccl_rules";
+    case Reason::Sequence:
+      return "sequence rule";
   }
   return "?";
 }
@@ -50,6 +52,7 @@ std::string CallInfo::describe() const {
   if (inPlace) s += " in-place";
   if (uneven) s += " uneven";
   if (rankLocal) s += " rank-local";
+  if (afterBroadcastFrom) s += fmt::format(" after a broadcast from rank {}", *afterBroadcastFrom);
   return s;
 }
 

@@ -32,6 +32,11 @@ struct CallInfo {
   // GatherV, ScatterV, AllToAllV: counts differ by rank and are not known everywhere, so every
   // rank must decide without them (pass count 0) and only rank-local generators can serve.
   bool rankLocal = false;
+  // The previous call on the communicator was a Broadcast from this root. Set on a Barrier only,
+  // the one call a sequence rule reads it for (registry.cpp: the gathered Barrier), so that every
+  // other call keeps one cache key per shape. Every rank numbers its calls in the same order, so
+  // every rank knows it alike.
+  std::optional<std::uint32_t> afterBroadcastFrom;
 
   std::uint64_t bytes() const;  // the size that selection and tables are keyed by
   // Counts that only each rank knows (rankLocal, and every AllToAllV): decided without them,
@@ -41,7 +46,9 @@ struct CallInfo {
   auto operator<=>(const CallInfo&) const = default;
 };
 
-enum class Reason : std::uint8_t { Forced, Fallback, Rule, Model, HcclRules };
+// Sequence: a generator's sequence rule (generators.hpp's SequenceRule), chosen by the call
+// before this one, not by cost.
+enum class Reason : std::uint8_t { Forced, Fallback, Rule, Model, HcclRules, Sequence };
 std::string_view name(Reason r);
 
 struct LevelChoice {

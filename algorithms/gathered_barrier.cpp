@@ -8,9 +8,10 @@
 // that came last leave at once and the others a crossing later; this one lets the root leave
 // first and every other rank a crossing after it. After a Bcast the root is the rank whose next
 // call starts the data moving: with the root released first, the next Bcast's data is already
-// on its way while the other ranks leave, as Open MPI's basic (linear) Barrier does. The engine
-// uses it only there (Communicator::fastGatherer); it is not in the registry, so the selector
-// never costs it: two crossings in a row against mesh's one.
+// on its way while the other ranks leave, as Open MPI's basic (linear) Barrier does. Only its
+// sequence rule chooses it, there (registry.cpp: right after a Broadcast, at two ranks on the
+// shared-memory link); the model never weighs it (catalog.cpp): two crossings in a row against
+// mesh's one.
 //
 // Buffers: none (zero-byte signals only).
 // Cost (alpha only): 2 a on the critical path of a rank that arrives last; the root polls p - 1

@@ -77,8 +77,8 @@ RankSchedule meshBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule meshScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule meshGather(const Problem& pb, std::uint32_t rank);
 RankSchedule meshBarrier(const Problem& pb, std::uint32_t rank);
-// gathered_barrier.cpp: the root leaves first (not in the registry; the engine's slots after a
-// Bcast, Communicator::fastGatherer).
+// gathered_barrier.cpp: the root (pb.root) leaves first; chosen by its sequence rule only
+// (registry.cpp: right after a Broadcast, at its root).
 RankSchedule gatheredBarrier(const Problem& pb, std::uint32_t rank);
 RankSchedule meshScan(const Problem& pb, std::uint32_t rank);
 RankSchedule meshExscan(const Problem& pb, std::uint32_t rank);
@@ -203,6 +203,22 @@ std::uint64_t pairwiseAllToAllScratch(const Problem& pb, std::uint32_t rank);
 Metrics pairwiseAllToAllPath(const Problem& pb, std::uint32_t rank, std::size_t elemSize,
                              const CostParams& params);
 
+// When a generator is the choice for a call because of the call before it, not because of its
+// cost (a level's choice, selection.hpp): where no configuration forces an algorithm at the
+// level and no size rule names one, before HCCL's defaults and the model. Every condition must
+// hold. The call's Problem carries the previous call's root (Problem::root).
+struct SequenceRule {
+  // The previous call on the communicator was a Broadcast (CallInfo::afterBroadcastFrom).
+  bool afterBroadcast = false;
+  // At most this many ranks in the whole communicator, which is then the level's one group.
+  std::uint32_t maxRanks = 0;
+  // Only at level0 on the shared-memory link (CostModel::level0SharedMemory: where the engine
+  // runs blocking calls on its slots).
+  bool sharedMemory = false;
+  // What it is for, in the decision: "sequence rule: <why>".
+  std::string_view why;
+};
+
 // What a generator can serve. The selector filters on these before costing anything.
 struct GeneratorSpec {
   Algorithm algorithm;
@@ -234,6 +250,8 @@ struct GeneratorSpec {
   // tests/algorithms/scratch_formula_test.cpp holds every entry that sets it to scratchCount() of
   // the schedule, rank by rank.
   ScratchFn scratch = nullptr;
+  // Chosen by what came before the call rather than by cost (SequenceRule), or nullptr.
+  const SequenceRule* rule = nullptr;
 };
 
 std::span<const GeneratorSpec> generatorSpecs();

@@ -37,6 +37,19 @@ using C = Collective;
 // count=7): they are then costed from every rank's per-step counts (tree::phasesPath, O(p log p)).
 // Ring's, NHR's and NB's lockstep ranks are costed from their per-step counts (`path`,
 // rank_cost.hpp's PathFn) without building a schedule.
+//
+// The gathered Barrier (gathered_barrier.cpp) is chosen by its sequence rule alone: right after a
+// Broadcast, gathered at its root, which then leaves first, so that its next call (osu_bcast's
+// next Broadcast) starts moving while the other rank leaves and the reader finds the data already
+// there, as behind Open MPI's basic (linear) Barrier; the loop's period is two crossings either
+// way. Measured (OSU osu_bcast, s10) only at two ranks on the shared-memory slots, hence the
+// bounds; the model never weighs it (catalog.cpp), as it costs two crossings in a row where
+// fullmesh's Barrier costs one.
+constexpr SequenceRule kAfterBroadcast{
+    true, 2, true,
+    "gathered at the broadcast's root, which leaves first: its next call starts "
+    "while the other rank leaves"};
+
 constexpr std::array kSpecs = {
     GeneratorSpec{A::Ring, C::AllReduce, ringAllReduce, false, true, false, ringAllReduceCost,
                   ringAllReducePath},
@@ -68,6 +81,8 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::Mesh, C::Gather, meshGather, true, true, true, nullptr, nullptr, true,
                   noScratch},
     GeneratorSpec{A::Mesh, C::Barrier, meshBarrier, true, true, false},
+    GeneratorSpec{A::Gathered, C::Barrier, gatheredBarrier, true, true, false, nullptr, nullptr,
+                  true, nullptr, &kAfterBroadcast},
     GeneratorSpec{A::Mesh, C::Scan, meshScan, true, true, false},
     GeneratorSpec{A::Mesh, C::Exscan, meshExscan, true, true, false},
     GeneratorSpec{A::Mesh, C::AllToAll, meshAllToAll, true, false, false, nullptr, nullptr, true,

@@ -209,6 +209,20 @@ std::vector<Candidate> Selection::candidates(const CallInfo& call, std::size_t l
   return out;
 }
 
+const GeneratorSpec* Selection::sequenceRule(const CallInfo& call, std::size_t levelIndex,
+                                             const std::vector<Phase>& phases) const {
+  const LevelGroup& g = shape_.levels[levelIndex];
+  for (const GeneratorSpec& spec : generatorSpecs()) {
+    const SequenceRule* r = spec.rule;
+    if (!r || spec.coll != call.coll) continue;
+    if (r->afterBroadcast && !call.afterBroadcastFrom) continue;
+    if (shape_.ranks > r->maxRanks || g.size != shape_.ranks) continue;
+    if (r->sharedMemory && (g.level != 0 || !model_.level0SharedMemory)) continue;
+    if (incapable(spec.algorithm, call, phases).empty()) return &spec;
+  }
+  return nullptr;
+}
+
 std::optional<LevelChoice> Selection::chooseLevel(const CallInfo& call, std::size_t levelIndex,
                                                   const std::vector<Phase>& phases,
                                                   std::string& error) const {
@@ -241,6 +255,12 @@ std::optional<LevelChoice> Selection::chooseLevel(const CallInfo& call, std::siz
       return take(*ruled, fallbackNote.empty() ? Reason::Rule : Reason::Fallback,
                   fallbackNote + sizeRuleOf());
   }
+
+  if (fallbackNote.empty())
+    if (const GeneratorSpec* spec = sequenceRule(call, levelIndex, phases))
+      return take(spec->algorithm, Reason::Sequence,
+                  fmt::format("after a broadcast from rank {}, {}", *call.afterBroadcastFrom,
+                              spec->rule->why));
 
   if (!modelSelection()) {
     const auto r = hcclDefault(call, level, shape_.levels[levelIndex].size);

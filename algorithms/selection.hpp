@@ -6,6 +6,8 @@
 //      algorithm for the op and level, and it can serve the level's phases;
 //   2. fallback: it cannot; the first algorithm of HCCL's fallback chain that can;
 //   3. a size rule of the tuning file;
+//   3b. a sequence rule (generators.hpp's SequenceRule: the gathered Barrier right after a
+//      Broadcast), where the call before this one and the level meet every condition of it;
 //   4. automatic: `hccl_rules` = HCCL's documented default for the level; `model` (or a default
 //      that cannot serve) = argmin of the alpha-beta-gamma prediction computed from each
 //      candidate's schedule, ties going to the earlier algorithm (ring, H-D_R, fullmesh, NHR, ...).
@@ -33,6 +35,8 @@
 #include "algorithms/write_contract.hpp"  // RankGenerator
 
 namespace hccl::algo {
+
+struct GeneratorSpec;
 
 struct Candidate {
   Algorithm algorithm;
@@ -109,6 +113,9 @@ class Selection {
   std::optional<LevelChoice> chooseLevel(const CallInfo& call, std::size_t levelIndex,
                                          const std::vector<Phase>& phases,
                                          std::string& error) const;
+  // The generator whose sequence rule the call meets at shape level `levelIndex` (nullptr: none).
+  const GeneratorSpec* sequenceRule(const CallInfo& call, std::size_t levelIndex,
+                                    const std::vector<Phase>& phases) const;
   double predictLevel(Algorithm a, const CallInfo& call, std::size_t levelIndex,
                       const std::vector<Phase>& phases) const;
 

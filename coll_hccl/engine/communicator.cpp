@@ -413,6 +413,13 @@ hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
       ci.coll = Collective::Barrier;
       ci.count = 0;
       s.problem = algo::Problem::barrier(p);
+      // keyed(): the root of the Bcast that came just before, a selection input (the gathered
+      // Barrier's sequence rule) and where a gathered Barrier gathers.
+      if (d.root >= 0) {
+        if (!rootInside(d.root, p, why)) return HCCL_ERR_ARG;
+        ci.afterBroadcastFrom = static_cast<std::uint32_t>(d.root);
+        s.problem.root = static_cast<std::uint32_t>(d.root);
+      }
       break;
     case HCCL_COLL_SCAN:
     case HCCL_COLL_EXSCAN:
@@ -472,7 +479,12 @@ void Communicator::remember(const hccl_coll_desc_t& d, const CallShape& s) {
   last_.plan.reset();
 }
 
-int Communicator::supported(const hccl_coll_desc_t& desc, std::string& explain) {
+int Communicator::supported(const hccl_coll_desc_t& in, std::string& explain) {
+  // A call that ran on the slots is asked about after it ran (its verbose line): keyed as it was
+  // started, before it took its number. Any other call is asked before it starts.
+  const bool ranOnSlots = fastRan_ && fastSeq_ + 1 == seq_ && !in.nonblocking;
+  hccl_coll_desc_t barrier;
+  const hccl_coll_desc_t& desc = keyed(in, ranOnSlots ? fastAfter_ : prevBcastRoot_, barrier);
   if (!sameAsLast(desc)) {
     CallShape s;
     std::string why;
@@ -507,11 +519,6 @@ int Communicator::supported(const hccl_coll_desc_t& desc, std::string& explain) 
     }
   }
   explain = last_.explain;
-  // The Barrier that just ran on the slots gathered at a Bcast's root (fastKey): not the
-  // selector's choice, so said here.
-  if (desc.coll == HCCL_COLL_BARRIER && fastGatheredAt_ >= 0 && fastSeq_ + 1 == seq_)
-    explain += fmt::format(", gathered at rank {} (the previous Bcast's root leaves first)",
-                           fastGatheredAt_);
   return last_.supported;
 }
 
@@ -564,9 +571,11 @@ std::shared_ptr<const algo::RankSchedule> Communicator::runSchedule(const Plan& 
   return cached ? schedules_.insert(skey, std::move(schedule)) : schedule;
 }
 
-hccl_status_t Communicator::start(const hccl_coll_desc_t& desc, std::unique_ptr<Request>& req,
+hccl_status_t Communicator::start(const hccl_coll_desc_t& in, std::unique_ptr<Request>& req,
                                   std::string& err) {
   if (broken_) return brokenError(err);
+  hccl_coll_desc_t barrier;
+  const hccl_coll_desc_t& desc = keyed(in, prevBcastRoot_, barrier);
   if (!sameAsLast(desc)) {
     CallShape fresh;
     if (const hccl_status_t st = describe(desc, fresh, err); st != HCCL_SUCCESS) return st;
@@ -592,7 +601,9 @@ hccl_status_t Communicator::start(const hccl_coll_desc_t& desc, std::unique_ptr<
   return launch(call, req, err);
 }
 
-hccl_status_t Communicator::prepare(const hccl_coll_desc_t& desc, Prepared& out, std::string& err) {
+hccl_status_t Communicator::prepare(const hccl_coll_desc_t& in, Prepared& out, std::string& err) {
+  hccl_coll_desc_t barrier;
+  const hccl_coll_desc_t& desc = keyed(in, prevBcastRoot_, barrier);  // before it is numbered
   // Taken before anything can fail, so that every rank's init takes one number whatever happens.
   const std::uint32_t seq = seq_++;
   noteNumbered(desc.coll, desc.root);
@@ -701,6 +712,14 @@ std::string Communicator::decisionTable() {
       out += fmt::format("\n  {:<14} {:>10} B: {}", name(c), ci.bytes(),
                          selector_->decide(ci).summary());
     }
+  }
+  // A Barrier's choice depends on the call before it (CallInfo::afterBroadcastFrom).
+  for (const std::optional<std::uint32_t> after : {std::optional<std::uint32_t>{}, {0u}}) {
+    algo::CallInfo ci;
+    ci.coll = Collective::Barrier;
+    ci.afterBroadcastFrom = after;
+    out += fmt::format("\n  {:<14} {:>12}: {}", name(ci.coll), after ? "after Bcast 0" : "",
+                       selector_->decide(ci).summary());
   }
   return out;
 }

@@ -255,30 +255,28 @@ class Communicator {
   std::vector<std::byte> fastScratch_;
   std::uint32_t fastSeq_ = 0;
   // The root of the last numbered call when it was a Bcast, else -1: every rank numbers its calls
-  // in the same order, so every rank knows it alike (noteNumbered).
+  // in the same order, so every rank knows it alike (noteNumbered). A Barrier's selection reads
+  // it (algo::CallInfo::afterBroadcastFrom, through keyed()): the gathered Barrier's sequence
+  // rule (algorithms/registry.cpp).
   int prevBcastRoot_ = -1;
   void noteNumbered(hccl_coll_t coll, int root) {
     prevBcastRoot_ = coll == HCCL_COLL_BCAST ? root : -1;
   }
-  // Where a Barrier on the slots gathers (algo::gatheredBarrier: the root leaves first), or -1
-  // for the selected Barrier: right after a Bcast, at its root, so that the root's next call
-  // starts moving while the others leave (at two ranks, osu_bcast's loop: the reader then finds
-  // the next Bcast's data already there, as behind Open MPI's basic Barrier; the loop's period is
-  // the same, two crossings an iteration either way). Measured only at two ranks, hence the
-  // bound (a larger group keeps the selected Barrier).
-  static constexpr int kGatheredBarrierRanks = 2;
-  int fastGatherer() const { return size_ <= kGatheredBarrierRanks ? prevBcastRoot_ : -1; }
-  // Where the last call on the slots gathered if it was a gathered Barrier, else -1: the call's
-  // verbose line, written after it ran, names it (supported).
-  int fastGatheredAt_ = -1;
-  // d itself, or for a Barrier a copy whose root says where it gathers (-1: not gathered), which
-  // fastMatches and fastBuild then read: the two Barriers are two entries.
-  const hccl_coll_desc_t& fastKey(const hccl_coll_desc_t& d, hccl_coll_desc_t& barrier) const {
+  // d as the engine keys and describes it: d itself, or for a Barrier a copy whose root is the
+  // previous call's Bcast root (-1: the previous call was no Bcast). describe() reads that root
+  // as CallInfo::afterBroadcastFrom, and the caches (sameAsLast, fastMatches) compare it like any
+  // root: a Barrier after a Bcast and one after anything else are two shapes.
+  static const hccl_coll_desc_t& keyed(const hccl_coll_desc_t& d, int after,
+                                       hccl_coll_desc_t& copy) {
     if (d.coll != HCCL_COLL_BARRIER) return d;
-    barrier = d;
-    barrier.root = fastGatherer();
-    return barrier;
+    copy = d;
+    copy.root = after;
+    return copy;
   }
+  // What the last call on the slots was keyed with (prevBcastRoot_ before it was numbered): its
+  // verbose line is asked for after it ran (supported()). fastRan_: some call ran there.
+  int fastAfter_ = -1;
+  bool fastRan_ = false;
   std::uint64_t fastIdle_ = 0;  // fastPoll calls without movement
   std::chrono::steady_clock::time_point fastSince_{}, fastLiveness_{};
   // "communicator X broken since call N: <first failure>" in err, and the first failure's status.

@@ -72,25 +72,10 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
   std::vector<const algo::RankSchedule*> all(p);
   std::string why;
   const std::size_t payload = SlotProgram::payloadOf(fastLink_->slotBytes());
-  if (d.coll == HCCL_COLL_BARRIER && d.root >= 0) {
-    // Gathered at d.root (fastKey): every rank's schedule from the one generator, no selection.
-    algo::Problem pb = algo::Problem::barrier(p);
-    pb.root = static_cast<std::uint32_t>(d.root);
-    for (std::uint32_t r = 0; r < p; ++r) {
-      others[r] = algo::gatheredBarrier(pb, r);
-      all[r] = &others[r];
-    }
-    if (!SlotProgram::compile(all, static_cast<std::uint32_t>(rank_), members_, 1, payload,
-                              e.program, why, 1, 0, 0, SIZE_MAX))
-      return;
-    e.slots = true;
-    return;
-  }
   // In place is a buffer choice here, not part of the verdict (fastStart rebinds the buffers):
   // the program is compiled from the out-of-place shape, which every rank knows alike.
   hccl_coll_desc_t shared = d;
   if (inPlaceRebound(d.coll)) shared.in_place = 0;
-  if (d.coll == HCCL_COLL_BARRIER) shared.root = 0;  // -1 in the key: not gathered (fastKey)
   CallShape s;
   if (describe(shared, s, why) != HCCL_SUCCESS) return;
   std::shared_ptr<const Plan> plan = planFor(s, why);
@@ -191,7 +176,7 @@ Communicator::FastEntry& Communicator::fastFind(const hccl_coll_desc_t& d) {
 bool Communicator::fastAccepts(const hccl_coll_desc_t& desc) {
   if (!fastLink_) return false;
   hccl_coll_desc_t barrier;
-  const hccl_coll_desc_t& d = fastKey(desc, barrier);
+  const hccl_coll_desc_t& d = keyed(desc, prevBcastRoot_, barrier);
   const FastEntry& last = fastLastOf(d);
   return fastMatches(last, d) ? last.slots : fastFind(d).slots;
 }
@@ -200,7 +185,7 @@ hccl_status_t Communicator::fastStart(const hccl_coll_desc_t& desc, unsigned spi
                                       std::string& err) {
   if (!fastLink_) return HCCL_ERR_UNSUPPORTED;
   hccl_coll_desc_t barrier;
-  const hccl_coll_desc_t& d = fastKey(desc, barrier);
+  const hccl_coll_desc_t& d = keyed(desc, prevBcastRoot_, barrier);
   FastEntry* e = &fastLastOf(d);
   if (!fastMatches(*e, d)) e = &fastFind(d);  // this collective's last shape again: no call
   if (!e->slots) return HCCL_ERR_UNSUPPORTED;
@@ -212,7 +197,8 @@ hccl_status_t Communicator::fastStart(const hccl_coll_desc_t& desc, unsigned spi
   // A number like any other call's, so that calls count alike on every rank whatever path they
   // took, and the header tells this call from its neighbours.
   fastSeq_ = seq_++;
-  fastGatheredAt_ = d.coll == HCCL_COLL_BARRIER ? d.root : -1;
+  fastAfter_ = prevBcastRoot_;
+  fastRan_ = true;
   noteNumbered(d.coll, d.root);
   fastRun_.begin(e->program, *fastLink_, bufs, e->elemSize, e->reduction ? &*e->reduction : nullptr,
                  (std::uint64_t{commTag_} << 32) | fastSeq_);

@@ -151,6 +151,9 @@ struct TableOptions {
                                 op = "sum", minSize = "4", maxSize = "64M";
   unsigned factor = 4;
   std::uint32_t timingRank = 0;
+  // The previous call was a Broadcast from this root (-1: not): what a Barrier's sequence rule
+  // reads (CallInfo::afterBroadcastFrom).
+  int afterBcast = -1;
   bool why = false, json = false, timing = false, distinct = false;
 };
 
@@ -176,6 +179,8 @@ std::vector<CallInfo> callsOf(const TableOptions& to) {
       call.count = std::max<std::uint64_t>(1, b / call.elemSize);
       call.type = *type;
       if (reduces(*c)) call.op = *op;
+      if (*c == Collective::Barrier && to.afterBcast >= 0)
+        call.afterBroadcastFrom = static_cast<std::uint32_t>(to.afterBcast);
       calls.push_back(call);
     }
   }
@@ -197,14 +202,20 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
   const Settings settings = co.settings();
   Selector sel(lay.shape(), settings, co.model(settings));
   const std::vector<CallInfo> calls = callsOf(to);
+  if (to.afterBcast >= 0 && static_cast<std::uint32_t>(to.afterBcast) >= lay.ranks())
+    throw CLI::ValidationError(
+        "--after-bcast", fmt::format("rank {} outside the {} ranks", to.afterBcast, lay.ranks()));
 
   nlohmann::json rows = nlohmann::json::array();
   const CommShape& shape = sel.shape();
   if (!to.json) {
     fmt::print("Decision table for {} ({})\n", h.describe(), shape.describe());
     for (const SettingLine& line : describe(settings)) fmt::print("  {}\n", line.str());
-    fmt::print("  cost model = {}\n\n", sel.model().source);
-    fmt::print("{:<14} {:>9}", "collective", "bytes");
+    fmt::print("  cost model = {}\n", sel.model().source);
+    if (to.afterBcast >= 0)
+      fmt::print("  previous call = a broadcast from rank {} (--after-bcast: barrier rows)\n",
+                 to.afterBcast);
+    fmt::print("\n{:<14} {:>9}", "collective", "bytes");
     for (const LevelGroup& g : shape.levels)
       fmt::print("  {:<16}", fmt::format("level{} ({})", g.level, g.size));
     fmt::print("  {:>10}\n", "predicted");
@@ -226,6 +237,7 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
   const auto firstCall = [&](const CallInfo& call, const Decision& d) {
     Problem pb = Problem::fromMpiCount(call.coll, shape.ranks, call.count, false);
     if (call.uneven) pb.blocks = distinctBlocks(call.count, shape.ranks);
+    if (call.afterBroadcastFrom) pb.root = *call.afterBroadcastFrom;  // where it gathers
     if (pb.rankLocal() || call.countsRankLocal()) pb = pb.localView(timedRank);
     const double c0 = cpuMs();
     const std::uint64_t budget =
@@ -285,13 +297,16 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
                           {"reason", std::string(name(lc.reason))},
                           {"detail", lc.detail},
                           {"predicted_s", lc.predicted}});
-      rows.push_back({{"collective", std::string(name(c))},
-                      {"bytes", call.bytes()},
-                      {"levels", levels},
-                      {"error", d.error},
-                      {"predicted_s", d.predicted},
-                      {"priced", !call.countsRankLocal()},
-                      {"summary", d.ok() ? d.summary() : d.error}});
+      rows.push_back(
+          {{"collective", std::string(name(c))},
+           {"bytes", call.bytes()},
+           {"after_broadcast_from",
+            call.afterBroadcastFrom ? nlohmann::json(*call.afterBroadcastFrom) : nlohmann::json()},
+           {"levels", levels},
+           {"error", d.error},
+           {"predicted_s", d.predicted},
+           {"priced", !call.countsRankLocal()},
+           {"summary", d.ok() ? d.summary() : d.error}});
       return;
     }
     fmt::print("{:<14} {:>9}", name(c), bytesText(call.bytes()));
@@ -310,6 +325,7 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
       }
       const char* mark = lc->reason == Reason::Forced     ? "*"
                          : lc->reason == Reason::Fallback ? "!"
+                         : lc->reason == Reason::Sequence ? "+"
                                                           : "";
       fmt::print("  {:<16}", fmt::format("{}{}", hcclName(lc->algorithm), mark));
     }
@@ -326,6 +342,7 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
   else
     fmt::print(
         "* forced by configuration, ! fallback from a forced algorithm that cannot serve,\n"
+        "+ a sequence rule's, chosen by the call before (--after-bcast),\n"
         "- no algorithm of its own at this level (flat: one algorithm over every rank, at the "
         "outermost level)\n");
   // The path, not an algorithm: on one server the engine runs a blocking call on the
@@ -401,6 +418,10 @@ int main(int argc, char** argv) {
         ->capture_default_str()
         ->check(CLI::Range(2u, 1u << 20));
     sub->add_flag("--json", to.json, "Machine-readable output");
+    sub->add_option("--after-bcast", to.afterBcast,
+                    "Describe every barrier as right after a broadcast from this root (what the "
+                    "gathered Barrier's sequence rule reads); default: after anything else")
+        ->check(CLI::NonNegativeNumber);
   };
   auto* table =
       app.add_subcommand("table", "Decision table: collective x size x level -> algorithm");

@@ -40,7 +40,8 @@ Prediction predict(const Layout& lay, Selector& sel, const CallInfo& call, const
   Prediction out;
   out.decision = &sel.decide(call);
   if (!out.decision->ok()) return out;
-  const Problem pb = Problem::fromMpiCount(call.coll, lay.ranks(), call.count, call.inPlace);
+  Problem pb = Problem::fromMpiCount(call.coll, lay.ranks(), call.count, call.inPlace);
+  if (call.afterBroadcastFrom) pb.root = *call.afterBroadcastFrom;  // where a Barrier gathers
   // A timeline shows every rank where the whole simulation is affordable.
   const SimPlan plan =
       simPlan(lay, out.decision->plan, pb, timeline && lay.ranks() <= kMaxWholeRanks);

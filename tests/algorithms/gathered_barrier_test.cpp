@@ -4,12 +4,16 @@
 // one unit after it was sent, a step ends when its last receive arrived).
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <random>
 #include <vector>
 
 #include "algorithms/generators.hpp"
+#include "algorithms/layout.hpp"
+#include "algorithms/selector.hpp"
 #include "algorithms/verifier.hpp"
 
 namespace hccl::algo {
@@ -123,6 +127,87 @@ TEST(GatheredBarrier, ARootReleasingEarlyIsCaught) {
   ASSERT_FALSE(issues.empty());
   EXPECT_NE(describe(issues).find("leaves the barrier having heard only of"), std::string::npos)
       << describe(issues);
+}
+
+// ---- its sequence rule (registry.cpp), as the selector applies it ----------------------------
+
+Settings settingsWith(std::map<std::string, std::string, std::less<>> env) {
+  auto r = resolveSettings({{}, {}, mapLookup(std::move(env))});
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.value();
+}
+
+CallInfo barrierAfter(std::optional<std::uint32_t> root) {
+  CallInfo c;
+  c.coll = Collective::Barrier;
+  c.afterBroadcastFrom = root;
+  return c;
+}
+
+const CostModel kShm = defaultCostModel().withLevel0OnSharedMemory();
+
+// Right after a Broadcast, at two ranks on the shared-memory link: gathered at the Broadcast's
+// root, said so by the decision; the composed schedule is the generator's at that root.
+TEST(GatheredBarrierRule, ChosenRightAfterABroadcastAtTwoRanksOnTheSharedMemoryLink) {
+  const Layout lay = Layout::servers(1, 2);
+  for (const char* mode : {"model", "hccl_rules"}) {
+    Selector sel(lay.shape(), settingsWith({{"COLL_HCCL_SELECTION", mode}}), kShm);
+    for (std::uint32_t root : {0u, 1u}) {
+      const Decision& d = sel.decide(barrierAfter(root));
+      ASSERT_TRUE(d.ok()) << d.error;
+      ASSERT_EQ(d.levels.size(), 1u) << d.summary();
+      EXPECT_EQ(d.levels[0].algorithm, Algorithm::Gathered) << mode << ": " << d.summary();
+      EXPECT_EQ(d.levels[0].reason, Reason::Sequence) << d.summary();
+      EXPECT_NE(d.summary().find(fmt::format(
+                    "level0 gathered (sequence rule: after a broadcast from rank {}, gathered at "
+                    "the broadcast's root, which leaves first",
+                    root)),
+                std::string::npos)
+          << d.summary();
+      const Problem pb = rootedAt(2, root);
+      for (std::uint32_t r = 0; r < 2; ++r)
+        EXPECT_EQ(compose(lay, d, pb, r), withPrivateInput(pb, r, gatheredBarrier))
+            << "rank " << r << " root " << root;
+    }
+  }
+}
+
+// Anywhere one condition fails, the Barrier is chosen as before, never gathered: after anything
+// but a Broadcast, on UCX's tagged messages, at three ranks, between servers, and where
+// HCCL_ALGO forces the Barrier's algorithm (configuration first).
+TEST(GatheredBarrierRule, NotChosenWhereAConditionFails) {
+  const auto expectNot = [](const CommShape& shape, const Settings& settings, const CostModel& m,
+                            const CallInfo& call, const char* what) -> std::string {
+    Selector sel(shape, settings, m);
+    const Decision& d = sel.decide(call);
+    EXPECT_TRUE(d.ok()) << what << ": " << d.error;
+    for (const LevelChoice& lc : d.levels) {
+      EXPECT_NE(lc.algorithm, Algorithm::Gathered) << what << ": " << d.summary();
+      EXPECT_NE(lc.reason, Reason::Sequence) << what << ": " << d.summary();
+    }
+    return d.summary();
+  };
+  const Settings none = settingsWith({});
+  expectNot(CommShape::servers(1, 2), none, kShm, barrierAfter(std::nullopt), "no broadcast");
+  expectNot(CommShape::servers(1, 2), none, defaultCostModel(), barrierAfter(0), "tagged link");
+  expectNot(CommShape::servers(1, 3), none, kShm, barrierAfter(0), "three ranks");
+  expectNot(CommShape::servers(2, 1), none, kShm, barrierAfter(0), "two servers");
+  const std::string forced =
+      expectNot(CommShape::servers(1, 2), settingsWith({{"HCCL_ALGO", "barrier=level0:NHR"}}), kShm,
+                barrierAfter(1), "forced");
+  EXPECT_NE(forced.find("level0 NHR (forced"), std::string::npos) << forced;
+}
+
+// The model alone never takes it: forced at two ranks it serves (any root) and prices two
+// crossings in a row where fullmesh's Barrier prices one.
+TEST(GatheredBarrierRule, TheModelPricesItAboveFullmesh) {
+  Selector sel(CommShape::servers(1, 2), settingsWith({}), kShm);
+  const Decision& mesh = sel.decide(barrierAfter(std::nullopt));
+  ASSERT_TRUE(mesh.ok()) << mesh.error;
+  EXPECT_EQ(mesh.levels[0].algorithm, Algorithm::Mesh) << mesh.summary();
+  const Decision& gathered = sel.decide(barrierAfter(0));
+  ASSERT_TRUE(gathered.ok()) << gathered.error;
+  EXPECT_GT(gathered.predicted, mesh.predicted) << gathered.summary() << " / " << mesh.summary();
 }
 
 }  // namespace

@@ -143,4 +143,27 @@ try:
               for r in rows), f"hccl_rules selection follows the file: {rows[0]}")
 finally:
     os.remove(rules_file)
+# The previous call as an input (--after-bcast): a Barrier right after a Bcast at two ranks on the
+# shared-memory link is gathered at the Bcast's root by its sequence rule, and said so; after
+# anything else, on UCX's tagged messages or at three ranks it is not.
+def barrier_rows(shape, *more):
+    return json.loads(run("table", "--shape", shape, "--coll", "barrier", "--min", "8", "--max",
+                          "8", "--json", *more).stdout)
+after = barrier_rows("1x2", "--level0-link", "shm", "--after-bcast", "1")[0]
+check(after["after_broadcast_from"] == 1 and after["levels"][0]["algorithm"] == "gathered" and
+      after["levels"][0]["reason"] == "sequence rule" and
+      "after a broadcast from rank 1" in after["summary"], f"gathered after a bcast: {after}")
+for shape, more in (("1x2", ["--level0-link", "shm"]),
+                    ("1x2", ["--level0-link", "tagged", "--after-bcast", "0"]),
+                    ("1x3", ["--level0-link", "shm", "--after-bcast", "0"])):
+    r = barrier_rows(shape, *more)[0]
+    check(r["levels"][0]["algorithm"] != "gathered", f"{shape} {more}: {r}")
+text = run("table", "--shape", "1x2", "--level0-link", "shm", "--coll", "barrier", "--min", "8",
+           "--max", "8", "--after-bcast", "0", "--why").stdout
+check("gathered+" in text and "level0 gathered (sequence rule: after a broadcast from rank 0" in text,
+      "the table marks and explains the sequence rule:\n" + text)
+check(run("table", "--shape", "1x2", "--coll", "barrier", "--after-bcast", "2", ok=False).returncode
+      != 0, "--after-bcast outside the ranks is refused")
+check("gathered" in run("algorithms").stdout, "hccl_info algorithms lists gathered")
+
 print("PASS hccl_info")
