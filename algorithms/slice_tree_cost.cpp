@@ -22,7 +22,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <numeric>
 #include <stdexcept>
 
@@ -173,49 +172,31 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
   }
 
   std::vector<Clock> clock(p), next(p);
-  // What each rank sends and receives at the step being costed.
-  std::vector<std::uint64_t> tx(p), rx(p);
-  // The step costs of the last few (sent, received) pairs: a step's ranks move a handful of
-  // distinct counts (often alternating), and the same pair gives the same bits.
-  struct Cached {
-    std::uint64_t tx = 0, rx = 0;
-    StepCost cost;
-  };
-  std::array<Cached, 4> cache;
-  std::size_t cached = 0, evict = 0;
-  const auto costOf = [&](std::uint64_t sent, std::uint64_t got) -> const StepCost& {
-    for (std::size_t i = 0; i < cached; ++i)
-      if (cache[i].tx == sent && cache[i].rx == got) return cache[i].cost;
-    const std::size_t i = cached < cache.size() ? cached++ : evict++ % cache.size();
-    cache[i] = {sent, got, stepCost(sent, got, elemSize, params)};
-    return cache[i].cost;
-  };
-  // One step of every rank: r sends tx[r] elements to r + toBy and receives rx[r] from
-  // r + fromBy (mod p); reduced: whether it reduces what it receives; skipRoot: nothing goes to
-  // `root` (an AllGather's, when it already holds every slice).
-  const auto step = [&](std::uint32_t toBy, std::uint32_t fromBy, bool reduced, bool skipRoot) {
-    if (skipRoot && root < p) {
-      tx[mv.add(root, (p - toBy) % p)] = 0;  // the rank that sends to the root
-      rx[root] = 0;
-    }
-    cached = 0;
-    const Clock* cur = clock.data();
-    Clock* nx = next.data();
-    std::uint32_t to = toBy, from = fromBy;
+  // One step of every rank: r sends sent[r] elements to `to(r)` and receives got[r] from
+  // `from(r)`; reduced: whether it reduces what it receives; skipRoot: nothing goes to `root`
+  // (an AllGather's, when it already holds every slice).
+  const auto step = [&](const auto& sent, const auto& got, const auto& to, const auto& from,
+                        bool reduced, bool skipRoot = false) {
+    std::uint64_t lastTx = 0, lastRx = 0;
+    StepCost last;
     for (std::uint32_t r = 0; r < p; ++r) {
-      const std::uint64_t sent = tx[r], got = rx[r];
-      const Clock* start = &cur[r];
-      if (sent > 0 && cur[to].t > start->t) start = &cur[to];
-      if (got > 0 && cur[from].t > start->t) start = &cur[from];
-      if (++to == p) to = 0;
-      if (++from == p) from = 0;
-      if (sent == 0 && got == 0) {
-        nx[r] = cur[r];
+      const bool toRoot = skipRoot && to(r) == root, isRoot = skipRoot && r == root;
+      const std::uint64_t tx = toRoot ? 0 : sent(r), rx = isRoot ? 0 : got(r);
+      if (tx == 0 && rx == 0) {
+        next[r] = clock[r];
         continue;
       }
+      const Clock* start = &clock[r];
+      if (tx > 0 && clock[to(r)].t > start->t) start = &clock[to(r)];
+      if (rx > 0 && clock[from(r)].t > start->t) start = &clock[from(r)];
+      if (tx != lastTx || rx != lastRx || (lastTx == 0 && lastRx == 0)) {
+        last = stepCost(tx, rx, elemSize, params);
+        lastTx = tx;
+        lastRx = rx;
+      }
       Clock c = *start;
-      apply(c, costOf(sent, got), reduced);
-      nx[r] = c;
+      apply(c, last, reduced);
+      next[r] = c;
     }
     clock.swap(next);
   };
@@ -228,44 +209,45 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
         const std::uint64_t h = std::uint64_t{1} << k;
         const std::vector<std::uint64_t> S = subtrees(t, w, root, h);
         // What position e's rank hands on (e < h) and takes in (h <= e < 2h) in the Scatter.
-        auto& handsOn = ph == CostPhase::Scatter ? tx : rx;
-        auto& takesIn = ph == CostPhase::Scatter ? rx : tx;
-        for (std::uint32_t r = 0; r < p; ++r) {
+        const auto handsOn = [&](std::uint32_t r) -> std::uint64_t {
           const std::uint64_t e = position[r];
-          handsOn[r] = e < h && e + h < p ? S[e] : 0;
-          takesIn[r] = e >= h && e < 2 * h ? S[e - h] : 0;
-        }
+          return e < h && e + h < p ? S[e] : 0;
+        };
+        const auto takesIn = [&](std::uint32_t r) -> std::uint64_t {
+          const std::uint64_t e = position[r];
+          return e >= h && e < 2 * h ? S[e - h] : 0;
+        };
         const std::uint32_t inBy = mv.inwardBy(h), outBy = mv.outwardBy(h);
+        const auto in = [&](std::uint32_t r) { return mv.add(r, inBy); };
+        const auto out = [&](std::uint32_t r) { return mv.add(r, outBy); };
         if (ph == CostPhase::Scatter)
-          step(inBy, outBy, false, false);
+          step(handsOn, takesIn, in, out, false);
         else
-          step(outBy, inBy, false, false);
+          step(takesIn, handsOn, out, in, false);
         continue;
       }
       if (ph == CostPhase::BruckAllGather) {
         const std::uint64_t h = std::uint64_t{1} << i, m = std::min<std::uint64_t>(h, p - h);
         const std::vector<std::uint64_t> W = window(wBlock, m);
         const auto up = static_cast<std::uint32_t>(h % p), down = (p - up) % p;
-        for (std::uint32_t r = 0; r < p; ++r) {
-          tx[r] = W[r];
-          rx[r] = W[mv.add(r, down)];
-        }
-        step(up, down, false, true);
+        const auto plus = [&](std::uint32_t r) { return mv.add(r, up); };
+        const auto minus = [&](std::uint32_t r) { return mv.add(r, down); };
+        step([&](std::uint32_t r) { return W[r]; }, [&](std::uint32_t r) { return W[minus(r)]; },
+             plus, minus, false, true);
         continue;
       }
       const std::uint32_t k = ph == CostPhase::ReduceScatter ? i : steps - 1 - i;
       const std::uint64_t h = std::uint64_t{1} << k;
       const std::vector<std::uint64_t> P = strided(mv, w, 2 * h, sharesAt(p, k));
       const std::uint32_t inBy = mv.inwardBy(h), outBy = mv.outwardBy(h);
-      for (std::uint32_t r = 0; r < p; ++r) {
-        const std::uint64_t behind = P[mv.add(r, inBy)];
-        tx[r] = ph == CostPhase::ReduceScatter ? behind : P[r];
-        rx[r] = ph == CostPhase::ReduceScatter ? P[r] : behind;
-      }
+      const auto in = [&](std::uint32_t r) { return mv.add(r, inBy); };
+      const auto out = [&](std::uint32_t r) { return mv.add(r, outBy); };
       if (ph == CostPhase::ReduceScatter)
-        step(inBy, outBy, true, false);
+        step([&](std::uint32_t r) { return P[in(r)]; }, [&](std::uint32_t r) { return P[r]; }, in,
+             out, true);
       else
-        step(outBy, inBy, false, true);
+        step([&](std::uint32_t r) { return P[r]; }, [&](std::uint32_t r) { return P[in(r)]; }, out,
+             in, false, true);
     }
   }
   const Clock* last = &clock.front();
