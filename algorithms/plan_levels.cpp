@@ -112,6 +112,9 @@ class LevelsPlan final : public Plan {
     if (pb.coll == Collective::AllToAll) return allToAllScratch(layout, key, used, pb, rank);
     if (pb.coll == Collective::AllReduce) return allReduceScratch(layout, key, used, pb, rank);
     if (pb.coll == Collective::Reduce) return reduceScratch(layout, key, used, pb, rank);
+    if (pb.coll == Collective::Broadcast) return broadcastScratch(layout, key, used, pb, rank);
+    if (pb.coll == Collective::Scatter || pb.coll == Collective::Gather)
+      return scatterScratch(layout, key, used, pb, rank);
     return std::nullopt;
   }
 
@@ -124,6 +127,62 @@ class LevelsPlan final : public Plan {
     return spec->scratch(q, index);
   }
 
+  // A rank's place in its group at level l of a symmetric layout.
+  struct Member {
+    int level;
+    std::uint32_t size, index;
+  };
+  static Member memberAt(const Layout& layout, int l, std::uint32_t rank) {
+    return {l, static_cast<std::uint32_t>(layout.groupOf(l, rank).size()), layout.indexIn(l, rank)};
+  }
+
+  // The largest of the phase scratches a rank's composition runs, each at the offset the
+  // composition gives it; nothing once some phase has no formula.
+  class Largest {
+   public:
+    // Phase scratch `s` placed at Scratch[at]: nothing when the phase needs none.
+    void phase(std::optional<std::uint64_t> s, std::uint64_t at = 0) {
+      if (!s)
+        ok_ = false;
+      else if (*s > 0)
+        top_ = std::max(top_, at + *s);
+    }
+    // Elements the composition itself keeps in Scratch[0, end).
+    void held(std::uint64_t end) { top_ = std::max(top_, end); }
+    bool ok() const { return ok_; }
+    std::uint64_t top() const { return top_; }
+    std::optional<std::uint64_t> value() const {
+      return ok_ ? std::optional<std::uint64_t>(top_) : std::nullopt;
+    }
+
+   private:
+    std::uint64_t top_ = 0;
+    bool ok_ = true;
+  };
+
+  // The walk hierarchical.cpp's allReduce() and hier_reduce.cpp's composeReduce() share: each
+  // inner level reduce-scatters the rank's count evenly over its group, keeping the rank's piece
+  // for the next level; the top level runs its own collective on what is left.
+  //   inner(member, blocks, first): the inner level's phases' scratch into `acc`;
+  //   top(member, count): the top level's.
+  // Stops early when the piece is empty and `stopWhenEmpty` (Reduce: the empty levels run nothing).
+  template <class Inner, class Top>
+  static void splitByLevels(const Layout& layout, const std::vector<int>& used, std::uint32_t rank,
+                            std::uint64_t count, bool stopWhenEmpty, Largest& acc,
+                            const Inner& inner, const Top& top) {
+    for (std::size_t i = 0; i < used.size() && acc.ok(); ++i) {
+      if (stopWhenEmpty && count == 0) return;
+      const Member m = memberAt(layout, used[i], rank);
+      if (i + 1 == used.size()) {
+        top(m, count);
+        return;
+      }
+      const Blocks bl = Blocks::even(count, m.size);
+      inner(m, bl, i == 0);
+      count = bl.count(m.index);
+    }
+  }
+
   // hierarchical.cpp's allReduce(): every phase's scratch starts at Scratch[0], and its Input and
   // Output are the call's, so the composition needs its largest phase's. The phases as it runs
   // them: inner levels a ReduceScatter (out of place into the rank's piece, or in place leaving it
@@ -131,30 +190,23 @@ class LevelsPlan final : public Plan {
   static std::optional<std::uint64_t> allReduceScratch(const Layout& layout, const PlanKey& key,
                                                        const std::vector<int>& used,
                                                        const Problem& pb, std::uint32_t rank) {
-    std::uint64_t count = pb.total(), top = 0;
-    bool inOutput = pb.inPlace;
-    for (std::size_t i = 0; i < used.size(); ++i) {
-      const int l = used[i];
-      const auto g = static_cast<std::uint32_t>(layout.groupOf(l, rank).size());
-      const std::uint32_t idx = layout.indexIn(l, rank);
-      std::optional<std::uint64_t> s;
-      if (i + 1 == used.size()) {
-        s = phaseScratch(key, l, Problem::allReduce(g, count, inOutput), idx);
-        if (!s) return std::nullopt;
-        top = std::max(top, *s);
-        break;
-      }
-      const Blocks bl = Blocks::even(count, g);
-      Problem rs{Collective::ReduceScatter, g, 0, inOutput, bl};
-      rs.resultInBlock = inOutput;
-      s = phaseScratch(key, l, rs, idx);
-      const auto ag = phaseScratch(key, l, Problem{Collective::AllGather, g, 0, true, bl}, idx);
-      if (!s || !ag) return std::nullopt;
-      top = std::max({top, *s, *ag});
-      count = bl.count(idx);
-      inOutput = true;
-    }
-    return top;
+    Largest acc;
+    splitByLevels(
+        layout, used, rank, pb.total(), false, acc,
+        [&](const Member& m, const Blocks& bl, bool first) {
+          const bool inOutput = !first || pb.inPlace;
+          Problem rs{Collective::ReduceScatter, m.size, 0, inOutput, bl};
+          rs.resultInBlock = inOutput;
+          acc.phase(phaseScratch(key, m.level, rs, m.index));
+          acc.phase(phaseScratch(key, m.level, Problem{Collective::AllGather, m.size, 0, true, bl},
+                                 m.index));
+        },
+        [&](const Member& m, std::uint64_t count) {
+          const bool inOutput = used.size() > 1 || pb.inPlace;
+          acc.phase(
+              phaseScratch(key, m.level, Problem::allReduce(m.size, count, inOutput), m.index));
+        });
+    return acc.value();
   }
 
   // hier_reduce.cpp's composeReduce(): the in-place root copies its data to Scratch[0, n); a
@@ -168,38 +220,105 @@ class LevelsPlan final : public Plan {
     const std::uint64_t n = pb.total();
     if (n == 0) return 0;
     const bool root = rank == pb.root;
-    std::uint64_t gen = 0;
-    std::uint64_t count = n;
-    bool inW = false;
-    for (std::size_t i = 0; i < used.size() && count > 0; ++i) {
-      const int l = used[i];
-      const auto g = static_cast<std::uint32_t>(layout.groupOf(l, rank).size());
-      const std::uint32_t idx = layout.indexIn(l, rank), rootIdx = layout.indexIn(l, pb.root);
-      std::optional<std::uint64_t> s;
-      if (i + 1 == used.size()) {
-        s = phaseScratch(key, l, Problem::reduce(g, count, rootIdx, true), idx);
-        if (!s) return std::nullopt;
-        gen = std::max(gen, *s);
-        break;
-      }
-      const Blocks bl = Blocks::even(count, g);
-      Problem rs{Collective::ReduceScatter, g, 0, inW, bl};
-      rs.resultInBlock = inW;
-      s = phaseScratch(key, l, rs, idx);
-      if (!s) return std::nullopt;
-      gen = std::max(gen, *s);
-      // The Gather back towards the root runs in the root's unit one level up.
-      if (layout.unit(used[i + 1], rank) == layout.unit(used[i + 1], pb.root)) {
-        s = phaseScratch(key, l, Problem{Collective::Gather, g, rootIdx, true, bl}, idx);
-        if (!s) return std::nullopt;
-        gen = std::max(gen, *s);
-      }
-      count = bl.count(idx);
-      inW = true;
-    }
-    if (gen > 0) return n + gen;
+    Largest acc;
+    std::size_t level = 0;  // the index in `used` of the level the walk is at
+    splitByLevels(
+        layout, used, rank, n, true, acc,
+        [&](const Member& m, const Blocks& bl, bool first) {
+          const std::uint32_t rootIdx = layout.indexIn(m.level, pb.root);
+          Problem rs{Collective::ReduceScatter, m.size, 0, !first, bl};
+          rs.resultInBlock = !first;
+          acc.phase(phaseScratch(key, m.level, rs, m.index));
+          // The Gather back towards the root runs in the root's unit one level up.
+          const int up = used[++level];
+          if (layout.unit(up, rank) == layout.unit(up, pb.root))
+            acc.phase(phaseScratch(
+                key, m.level, Problem{Collective::Gather, m.size, rootIdx, true, bl}, m.index));
+        },
+        [&](const Member& m, std::uint64_t count) {
+          acc.phase(phaseScratch(
+              key, m.level, Problem::reduce(m.size, count, layout.indexIn(m.level, pb.root), true),
+              m.index));
+        });
+    if (!acc.ok()) return std::nullopt;
+    if (acc.top() > 0) return n + acc.top();
     if (root) return pb.inPlace ? n : 0;
     return std::nullopt;
+  }
+
+  // hier_broadcast.cpp's composeBroadcast(): its data stays in Output and every phase's scratch
+  // starts at Scratch[0], so the composition needs its largest phase's. Region_i's count (the
+  // rank's piece of region_{i-1}, split evenly over level i-1's group); the rank's depth d (the
+  // innermost level whose indices above it are all the root's); Broadcasts of region_i at levels
+  // d..top, AllGathers in place at levels d-1..0; a region of 0 elements runs nothing.
+  static std::optional<std::uint64_t> broadcastScratch(const Layout& layout, const PlanKey& key,
+                                                       const std::vector<int>& used,
+                                                       const Problem& pb, std::uint32_t rank) {
+    const std::size_t k = used.size();
+    std::vector<Member> m(k);
+    std::vector<std::uint64_t> region(k);
+    for (std::size_t i = 0; i < k; ++i) {
+      m[i] = memberAt(layout, used[i], rank);
+      region[i] =
+          i == 0 ? pb.total() : Blocks::even(region[i - 1], m[i - 1].size).count(m[i - 1].index);
+    }
+    std::size_t d = k - 1;
+    for (std::size_t i = k - 1; i-- > 0;) {
+      if (layout.indexIn(used[i + 1], rank) != layout.indexIn(used[i + 1], pb.root)) break;
+      d = i;
+    }
+    Largest acc;
+    for (std::size_t i = 0; i < k && acc.ok(); ++i) {
+      if (region[i] == 0) continue;
+      const Problem q =
+          i >= d ? Problem::broadcast(m[i].size, region[i], layout.indexIn(used[i], pb.root))
+                 : Problem{Collective::AllGather, m[i].size, 0, true,
+                           Blocks::even(region[i], m[i].size)};
+      acc.phase(phaseScratch(key, used[i], q, m[i].index));
+    }
+    return acc.value();
+  }
+
+  // hierarchical.cpp's scatter() (and the Gather, its schedule reversed, with the same scratch):
+  // a carrier at level i (its indices at the inner levels are the root's) scatters its group's
+  // units in place; a member that is not the group's root receives its unit into Scratch[0, unit)
+  // (at level 0 its block into Output), every phase's own scratch starts at Scratch[held], held
+  // the largest unit of the rank's top-level group. Servers not in rank order run flat.
+  static std::optional<std::uint64_t> scatterScratch(const Layout& layout, const PlanKey& key,
+                                                     const std::vector<int>& used,
+                                                     const Problem& pb, std::uint32_t rank) {
+    if (!pb.blocks.complete()) return std::nullopt;
+    Problem sp = pb;
+    sp.coll = Collective::Scatter;
+    if (!layout.blockOrder()) return phaseScratch(key, used.back(), sp, rank);
+    // Block order: a unit's staged elements are its ranks' blocks, side by side.
+    const auto unitBlocks = [&](int l) {
+      const std::vector<std::uint32_t>& group = layout.groupOf(l, rank);
+      std::vector<std::uint64_t> counts(group.size());
+      for (std::size_t j = 0; j < group.size(); ++j) {
+        const auto [first, last] = layout.unit(l, group[j]);
+        counts[j] = pb.blocks.offset(last) - pb.blocks.offset(first);
+      }
+      return Blocks::of(counts);
+    };
+    const std::uint64_t held = unitBlocks(used.back()).largest();
+    Largest acc;
+    bool carrier = true;  // at level i: the indices at levels below i are the root's
+    std::vector<bool> carrierAt(used.size());
+    for (std::size_t i = 0; i < used.size(); ++i) {
+      carrierAt[i] = carrier;
+      carrier = carrier && layout.indexIn(used[i], rank) == layout.indexIn(used[i], pb.root);
+    }
+    for (std::size_t i = used.size(); i-- > 0 && acc.ok();) {
+      if (!carrierAt[i]) continue;
+      const Blocks bl = unitBlocks(used[i]);
+      const auto g = static_cast<std::uint32_t>(bl.parts());
+      const Problem q{Collective::Scatter, g, layout.indexIn(used[i], pb.root), true, bl};
+      const std::uint32_t idx = layout.indexIn(used[i], rank);
+      acc.phase(phaseScratch(key, used[i], q, idx), held);
+      if (idx != q.root && i > 0) acc.held(bl.count(idx));
+    }
+    return acc.value();
   }
 
   // composeAllToAll's (hier_alltoall.cpp): pack area A = Scratch[0, pc) and landing area

@@ -13,6 +13,7 @@
 // and 255x4, 512x2, 128x8, 1024x1.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdlib>
 #include <numeric>
 
@@ -214,17 +215,30 @@ TEST(LevelsScratch, EqualsTheComposedScheduleOfEveryRank) {
       {Collective::Reduce, {A::Mesh, A::NB, A::NB}},
       {Collective::Reduce, {A::NB, A::NHR, A::NHR}},
       {Collective::Reduce, {A::Mesh, A::Mesh, A::Mesh}},
+      {Collective::Broadcast, {A::Mesh, A::NHR, A::NB}},
+      {Collective::Broadcast, {A::Ring, A::Rhd, A::Mesh}},
+      {Collective::Scatter, {A::Mesh, A::NB, A::NHR}},
+      {Collective::Gather, {A::Mesh, A::NHR, A::NHR}},
+      {Collective::Gather, {A::NHR, A::Mesh, A::NB}},
   };
   std::vector<std::pair<std::uint32_t, std::uint32_t>> layouts = gridLayouts();
   for (std::uint32_t p : {1u, 2u, 5u, 8u, 13u, 64u}) {
     layouts.emplace_back(1, p);  // one server: level0 only
     layouts.emplace_back(p, 1);  // one rank a server: level1 only
   }
+  std::vector<Layout> all;
+  for (const auto& [servers, perServer] : layouts)
+    all.push_back(Layout::servers(servers, perServer));
+  // Three levels (pods x servers x ranks), and servers not in rank order.
+  for (const auto& [pods, servers, perServer] :
+       std::vector<std::array<std::uint32_t, 3>>{{2, 2, 2}, {2, 3, 4}, {3, 2, 1}, {4, 4, 8}})
+    all.push_back(Layout::pods(pods, servers, perServer));
+  all.push_back(Layout::uneven({3, 3, 3}, true));
+  all.push_back(Layout::uneven({4, 4}, true));
   int compared = 0, formulas = 0, unanswered = 0;
-  for (const auto& [servers, perServer] : layouts) {
-    const std::uint32_t p = servers * perServer;
+  for (const Layout& lay : all) {
+    const std::uint32_t p = lay.ranks();
     const bool large = p > 256;
-    const Layout lay = Layout::servers(servers, perServer);
     for (const Case& c : cases)
       for (bool flatPlan : {false, true}) {
         PlanKey key = planKeyFor(lay, c.algs);
@@ -232,9 +246,6 @@ TEST(LevelsScratch, EqualsTheComposedScheduleOfEveryRank) {
         if (flatPlan) {
           if (flat) continue;  // the same schedules as the per-level plan's
           key.plan = flatIndex();
-        } else if (c.coll != Collective::AllToAll && c.coll != Collective::AllReduce &&
-                   c.coll != Collective::Reduce && !flat) {
-          continue;  // no formula over levels
         }
         if (flat) {  // one level: that level's generator, where it has a formula
           const std::vector<int> used = levelsInUse(lay);
