@@ -102,6 +102,7 @@ Metrics meshReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t el
 
 // mesh_oneshot.cpp
 RankSchedule meshOneShotAllReduce(const Problem& pb, std::uint32_t rank);
+RankSchedule meshOneShotBroadcast(const Problem& pb, std::uint32_t rank);
 
 // mesh_push.cpp
 RankSchedule meshPushAllReduce(const Problem& pb, std::uint32_t rank);

@@ -21,4 +21,22 @@ RankSchedule meshOneShotAllReduce(const Problem& pb, std::uint32_t r) {
   return out;
 }
 
+// Broadcast in one step: the root sends its whole vector to every peer. On the shared-memory
+// slots that is one post every reader copies (engine/slot_executor.hpp), where Mesh's Broadcast
+// (Scatter, then AllGather) sends each peer another block first and so leaves the slots for the
+// general executor at more than two ranks.
+RankSchedule meshOneShotBroadcast(const Problem& pb, std::uint32_t r) {
+  RankSchedule out;
+  const std::uint32_t p = pb.ranks;
+  const Slice whole{Buf::Output, 0, pb.total()};
+  Step& s = out.newStep();
+  if (r == pb.root) {
+    for (std::uint32_t i = 1; i < p; ++i) send(s, (r + i) % p, whole);
+  } else {
+    recv(s, pb.root, whole);
+  }
+  prune(out);
+  return out;
+}
+
 }  // namespace hccl::algo

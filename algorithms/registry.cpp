@@ -93,6 +93,8 @@ constexpr std::array kSpecs = {
                   meshAllToAllScratch},
     GeneratorSpec{A::Mesh, C::AllToAllV, meshAllToAllV, true, true, true},
     GeneratorSpec{A::MeshOneShot, C::AllReduce, meshOneShotAllReduce, true, true, false},
+    GeneratorSpec{A::MeshOneShot, C::Broadcast, meshOneShotBroadcast, true, true, false,
+                  replayCost},
     GeneratorSpec{A::MeshPush, C::AllReduce, meshPushAllReduce, true, true, false},
     GeneratorSpec{A::NHR, C::AllReduce, nhrAllReduce, false, true, false, nhrAllReduceCost,
                   nhrAllReducePath, false},

@@ -112,6 +112,8 @@ TEST(Metrics, Mesh) {
     expectMetrics(Algorithm::Mesh, Collective::Reduce, p, {2, 2.0 / p, frac(p)});
     // One-shot: the whole vector to every peer, p-1 vectors folded into the own one.
     expectMetrics(Algorithm::MeshOneShot, Collective::AllReduce, p, {1, 1.0, double(p - 1)});
+    // One-shot Broadcast: the root's whole vector to every peer in one step, nothing reduced.
+    expectMetrics(Algorithm::MeshOneShot, Collective::Broadcast, p, {1, 1.0, 0});
   }
 }
 

@@ -124,7 +124,7 @@ std::vector<Generator> generatorsOf(Coll c) {
     case Coll::ReduceScatter:
       return {algo::meshReduceScatter, algo::ringReduceScatter};
     case Coll::Broadcast:
-      return {algo::meshBroadcast, algo::ringBroadcast};
+      return {algo::meshOneShotBroadcast, algo::meshBroadcast, algo::ringBroadcast};
   }
   return {};
 }
