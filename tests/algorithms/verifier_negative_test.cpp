@@ -8,11 +8,12 @@
 #include "algorithms/generators.hpp"
 #include "algorithms/provenance.hpp"
 #include "algorithms/verifier.hpp"
+#include "tests/algorithms/verifier_expect.hpp"
+
+using namespace hccl::algo::test;  // NOLINT: the shared checks, in every block below
 
 namespace hccl::algo {
 namespace {
-
-using Kind = VerifyIssue::Kind;
 
 // A correct two-rank allreduce of 4 elements, written out by hand so each test can break one thing.
 Schedule twoRankAllReduce() {
@@ -28,22 +29,6 @@ Schedule twoRankAllReduce() {
       reduce(st, out(0, 4), scratch(0, 4), in(0, 4));
   }
   return s;
-}
-
-bool has(const std::vector<VerifyIssue>& issues, Kind k) {
-  return std::any_of(issues.begin(), issues.end(),
-                     [k](const VerifyIssue& i) { return i.kind == k; });
-}
-
-// Checks that `k` is reported and that its message names the rank and the step.
-void expectIssue(const Schedule& s, Kind k, std::uint32_t rank, const std::string& fragment,
-                 VerifyOptions opt = {}) {
-  const auto issues = verify(s, opt);
-  ASSERT_TRUE(has(issues, k)) << "expected [" << name(k) << "], got:\n" << describe(issues);
-  const auto it =
-      std::find_if(issues.begin(), issues.end(), [k](const VerifyIssue& i) { return i.kind == k; });
-  EXPECT_EQ(it->rank, rank) << it->message;
-  EXPECT_NE(it->message.find(fragment), std::string::npos) << it->message;
 }
 
 TEST(VerifierNegative, BaselineIsClean) {
@@ -342,16 +327,6 @@ namespace {
 constexpr std::uint32_t kP = 1024;
 constexpr std::uint32_t kBad = 517;  // the rank each test breaks
 
-// Every rank's schedule with empty steps dropped (they change nothing the verifier sees).
-Schedule pruned(Generator g, const Problem& pb) {
-  Schedule s = buildSchedule(g, pb);
-  for (RankSchedule& r : s.ranks) {
-    prune(r);
-    r.steps.shrink_to_fit();
-  }
-  return s;
-}
-
 // RHD AllReduce of one element per rank: log2(1024) = 10 halving and 10 doubling steps.
 const Schedule& clean() {
   static const Schedule s = pruned(rhdAllReduce, Problem::allReduce(kP, kP));
@@ -367,27 +342,6 @@ Transfer& firstOf(Schedule& s, std::uint32_t r, Dir d) {
     for (Transfer& t : st.xfers)
       if (t.dir == d) return t;
   throw std::logic_error("no such transfer");
-}
-
-// The schedule held in `s`, through the streamed check the sweep runs at thousands of ranks
-// (verifyGenerated: windows of steps, dead scratch folded, rank sets dropped at nearly every
-// step): it must report exactly what verify() reports.
-std::vector<VerifyIssue> streamed(const Schedule& s, VerifyOptions opt = {}) {
-  opt.setGarbageBytes = 0;
-  return verifyGenerated(
-      s.problem, [&s](const Problem&, std::uint32_t r) { return s.ranks.at(r); }, opt);
-}
-
-std::vector<VerifyIssue> verifyBoth(const Schedule& s, const VerifyOptions& opt = {}) {
-  const auto held = verify(s, opt);
-  EXPECT_EQ(describe(held), describe(streamed(s, opt)));
-  return held;
-}
-
-void expectBoth(const Schedule& s, Kind k, std::uint32_t rank, const std::string& fragment,
-                VerifyOptions opt = {}) {
-  expectIssue(s, k, rank, fragment, opt);
-  verifyBoth(s, opt);
 }
 
 TEST(VerifierAt1024, BaselineIsClean) {

@@ -48,7 +48,9 @@ TEST_P(EveryGenerator, AllRankCountsAndCounts) {
 // each rank's steps, empty steps pruned; a ring of 4096 ranks and 7 elements is 8190 steps per
 // rank, nearly all empty). The quick tier (CI) runs p <= 256 at one small count (96 and 255 only
 // where the count is per rank, so the total grows with p). The full tier adds 1000, 1024 and
-// 4096 ranks, both placements, counts 0, 1 and 7 (0 and 1 per rank); it is run by hand, one
+// 4096 ranks, both placements, counts 0, 1 and 7 (0 and 1 per rank), and for the blockwise
+// collectives that take uneven blocks, blocks of 0, 1, 2 elements by rank (the quick tier too, at
+// 96 ranks); it is run by hand, one
 // generator at a time or all of them (hours on two cores, see tests/algorithms/README.md):
 //   COLL_HCCL_VERIFY_FULL=1 algorithms_sweep_test --gtest_filter='*ThousandsOfRanks/ring_*'
 TEST_P(EveryGenerator, ThousandsOfRanks) {
@@ -75,6 +77,21 @@ TEST_P(EveryGenerator, ThousandsOfRanks) {
         EXPECT_TRUE(issues.empty()) << toString(pb) << "\n" << describe(issues);
         if (HasFailure()) return;
       }
+    // Uneven blocks (the V forms; UnevenBlocks goes to 24 ranks): 0, 1, 2 elements by rank, so
+    // every third block is empty and no two neighbours are equal. The quick tier at 96 ranks.
+    if ((!full && p != 96) || !spec.unevenBlocks || !perRank || spec.coll == Collective::AllToAll ||
+        spec.coll == Collective::AllToAllV)
+      continue;
+    std::vector<std::uint64_t> sizes(p);
+    for (std::uint32_t r = 0; r < p; ++r) sizes[r] = r % 3;
+    for (bool inPlace : {false, true}) {
+      Problem pb = problemFor(spec.coll, p, 0, inPlace, (p * 7 + 3) % p);
+      pb.blocks = Blocks::of(sizes);
+      const auto issues =
+          verifyGenerated(pb, spec.generate, {.requireRankOrder = spec.rankOrdered});
+      EXPECT_TRUE(issues.empty()) << toString(pb) << " blocks r % 3\n" << describe(issues);
+      if (HasFailure()) return;
+    }
   }
 }
 

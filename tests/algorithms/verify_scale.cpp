@@ -1,9 +1,10 @@
 // verify_scale: verifies one generator's schedule at a given rank count and prints the time and
 // the peak memory, for measuring the verifier at thousands of ranks and for the full tier of the
 // sweep (tests/algorithms/README.md). Streamed (verifyGenerated) unless `held` is given, which
-// builds every rank's schedule first and calls verify() as the quick tier does.
+// builds every rank's schedule first and calls verify() as the quick tier does; `uneven` gives
+// rank r r % 3 elements (the sweep's uneven blocks; the count is ignored).
 //
-//   verify_scale ring_allreduce 1024 1025 [inplace] [held]
+//   verify_scale ring_allreduce 1024 1025 [inplace] [held] [uneven]
 #include <fmt/format.h>
 #include <sys/resource.h>
 
@@ -39,10 +40,11 @@ int main(int argc, char** argv) {
   const std::string want = argv[1];
   const auto p = static_cast<std::uint32_t>(std::strtoul(argv[2], nullptr, 10));
   const std::uint64_t n = std::strtoull(argv[3], nullptr, 10);
-  bool inPlace = false, held = false;
+  bool inPlace = false, held = false, uneven = false;
   for (int i = 4; i < argc; ++i) {
     inPlace = inPlace || std::string(argv[i]) == "inplace";
     held = held || std::string(argv[i]) == "held";
+    uneven = uneven || std::string(argv[i]) == "uneven";
   }
   if (p == 0) {
     fmt::print(stderr, "verify_scale: ranks must be at least 1, got {}\n", argv[2]);
@@ -54,7 +56,19 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "{} has no in-place form\n", want);
       return 2;
     }
-    const Problem pb = test::problemFor(g.coll, p, n, inPlace, (p * 7 + 3) % p);
+    Problem pb = test::problemFor(g.coll, p, n, inPlace, (p * 7 + 3) % p);
+    if (uneven) {
+      const bool blockwise =
+          g.coll == hccl::Collective::ReduceScatter || g.coll == hccl::Collective::AllGather ||
+          g.coll == hccl::Collective::Scatter || g.coll == hccl::Collective::Gather;
+      if (!g.unevenBlocks || !blockwise) {
+        fmt::print(stderr, "{} takes no uneven blocks\n", want);
+        return 2;
+      }
+      std::vector<std::uint64_t> counts(p);
+      for (std::uint32_t r = 0; r < p; ++r) counts[r] = r % 3;
+      pb.blocks = Blocks::of(counts);
+    }
     const VerifyOptions opt{.requireRankOrder = g.rankOrdered};
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<VerifyIssue> issues;
@@ -70,9 +84,9 @@ int main(int argc, char** argv) {
     } else {
       issues = verifyGenerated(pb, g.generate, opt);
     }
-    fmt::print("{} p={} n={}{} {}: {:.2f} s, peak {} MiB, {} issues\n", want, p, n,
-               inPlace ? " inplace" : "", held ? "held" : "streamed", since(t0), peakKiB() / 1024,
-               issues.size());
+    fmt::print("{} p={} n={}{}{} {}: {:.2f} s, peak {} MiB, {} issues\n", want, p, n,
+               inPlace ? " inplace" : "", uneven ? " uneven" : "", held ? "held" : "streamed",
+               since(t0), peakKiB() / 1024, issues.size());
     if (!issues.empty()) fmt::print("{}", describe(issues));
     return issues.empty() ? 0 : 1;
   }
