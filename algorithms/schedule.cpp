@@ -28,6 +28,7 @@ Blocks Blocks::even(std::uint64_t total, std::uint32_t parts) {
   // The first `extra` blocks take one element more, so block sizes differ by at most one.
   for (std::uint32_t i = 0; i < parts; ++i)
     b.offsets_[i + 1] = b.offsets_[i] + base + (i < extra ? 1 : 0);
+  b.largest_ = base + (extra > 0 ? 1 : 0);
   return b;
 }
 
@@ -36,6 +37,7 @@ Blocks Blocks::uniform(std::uint64_t perBlock, std::uint32_t parts) {
   Blocks b;
   b.offsets_.resize(parts + 1);
   for (std::uint32_t i = 0; i < parts; ++i) b.offsets_[i + 1] = b.offsets_[i] + perBlock;
+  b.largest_ = perBlock;
   return b;
 }
 
@@ -44,6 +46,7 @@ Blocks Blocks::of(std::span<const std::uint64_t> counts) {
   Blocks b;
   b.offsets_.resize(counts.size() + 1);
   for (std::size_t i = 0; i < counts.size(); ++i) b.offsets_[i + 1] = b.offsets_[i] + counts[i];
+  b.largest_ = *std::max_element(counts.begin(), counts.end());
   return b;
 }
 
@@ -68,9 +71,12 @@ void Blocks::unknown(std::uint32_t block, std::string_view what, std::uint32_t i
 }
 
 std::uint64_t Blocks::largest() const {
-  std::uint64_t m = 0;
-  for (std::uint32_t i = 0; i < parts(); ++i) m = std::max(m, count(i));
-  return m;
+  // A rank-local view does not know the other blocks: fail as count() of the first unknown one.
+  if (!complete()) {
+    const std::uint32_t first = knownOnly_ == 0 ? 1 : 0;
+    unknown(first, "count", first);
+  }
+  return largest_;
 }
 
 bool Blocks::isUniform() const {
