@@ -45,8 +45,10 @@ Blocks Blocks::of(std::span<const std::uint64_t> counts) {
   if (counts.empty()) throw std::invalid_argument("Blocks::of: no blocks");
   Blocks b;
   b.offsets_.resize(counts.size() + 1);
-  for (std::size_t i = 0; i < counts.size(); ++i) b.offsets_[i + 1] = b.offsets_[i] + counts[i];
-  b.largest_ = *std::max_element(counts.begin(), counts.end());
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    b.offsets_[i + 1] = b.offsets_[i] + counts[i];
+    b.largest_ = std::max(b.largest_, counts[i]);
+  }
   return b;
 }
 
