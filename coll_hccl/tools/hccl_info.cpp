@@ -419,7 +419,7 @@ int main(int argc, char** argv) {
   table->add_flag("--timing", to.timing,
                   "Print to stderr how long the decisions took (each row is a call the selector "
                   "has not seen: a first decision), and the CPU time of each first call's chunk "
-                  "sizing and schedules");
+                  "sizing and schedules, with the minor page faults of each part");
   table->add_option("--timing-rank", to.timingRank, "The rank whose schedules --timing builds")
       ->capture_default_str();
 
