@@ -439,12 +439,12 @@ Step remap(const Step& s, const Embedding& e) {
     if (t.peer >= e.members.size())
       throw std::out_of_range(
           fmt::format("embed: peer {} outside a group of {}", t.peer, e.members.size()));
-    out.xfers.push_back({t.dir, e.members[t.peer], remap(t.slice, e),
-                         static_cast<std::uint8_t>(std::max(t.level, e.level)), t.push});
+    out.xfers.emplace_back(t.dir, e.members[t.peer], remap(t.slice, e),
+                           static_cast<std::uint8_t>(std::max(t.level, e.level)), t.push);
   }
   out.ops.reserve(s.ops.size());
   for (const LocalOp& op : s.ops)
-    out.ops.push_back({op.kind, remap(op.dst, e), remap(op.a, e), remap(op.b, e)});
+    out.ops.emplace_back(op.kind, remap(op.dst, e), remap(op.a, e), remap(op.b, e));
   return out;
 }
 
