@@ -72,8 +72,11 @@ struct Grid {
 void check(const Layout& lay) {
   if (!lay.symmetric())
     throw std::invalid_argument("pipeline needs the same number of ranks on every server");
-  for (const auto& g : lay.groups(2))
-    if (g.size() > 1) throw std::invalid_argument("pipeline runs within one supernode");
+  // Level-2 groups partition the ranks, so all of them are single ranks (one supernode) exactly
+  // when there are as many as ranks; walking them was O(ranks) a call, and chunk sizing calls
+  // pipelineScratch for every edge rank.
+  if (lay.groups(2).size() != lay.ranks())
+    throw std::invalid_argument("pipeline runs within one supernode");
 }
 
 void xfer(Step& st, Dir d, std::uint32_t peer, Slice sl, std::uint8_t level) {

@@ -28,6 +28,7 @@ Blocks Blocks::even(std::uint64_t total, std::uint32_t parts) {
   // The first `extra` blocks take one element more, so block sizes differ by at most one.
   for (std::uint32_t i = 0; i < parts; ++i)
     b.offsets_[i + 1] = b.offsets_[i] + base + (i < extra ? 1 : 0);
+  b.largest_ = base + (extra > 0 ? 1 : 0);
   return b;
 }
 
@@ -36,6 +37,7 @@ Blocks Blocks::uniform(std::uint64_t perBlock, std::uint32_t parts) {
   Blocks b;
   b.offsets_.resize(parts + 1);
   for (std::uint32_t i = 0; i < parts; ++i) b.offsets_[i + 1] = b.offsets_[i] + perBlock;
+  b.largest_ = perBlock;
   return b;
 }
 
@@ -43,7 +45,10 @@ Blocks Blocks::of(std::span<const std::uint64_t> counts) {
   if (counts.empty()) throw std::invalid_argument("Blocks::of: no blocks");
   Blocks b;
   b.offsets_.resize(counts.size() + 1);
-  for (std::size_t i = 0; i < counts.size(); ++i) b.offsets_[i + 1] = b.offsets_[i] + counts[i];
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    b.offsets_[i + 1] = b.offsets_[i] + counts[i];
+    b.largest_ = std::max(b.largest_, counts[i]);
+  }
   return b;
 }
 
@@ -68,9 +73,12 @@ void Blocks::unknown(std::uint32_t block, std::string_view what, std::uint32_t i
 }
 
 std::uint64_t Blocks::largest() const {
-  std::uint64_t m = 0;
-  for (std::uint32_t i = 0; i < parts(); ++i) m = std::max(m, count(i));
-  return m;
+  // A rank-local view does not know the other blocks: fail as count() of the first unknown one.
+  if (!complete()) {
+    const std::uint32_t first = knownOnly_ == 0 ? 1 : 0;
+    unknown(first, "count", first);
+  }
+  return largest_;
 }
 
 bool Blocks::isUniform() const {
@@ -431,12 +439,12 @@ Step remap(const Step& s, const Embedding& e) {
     if (t.peer >= e.members.size())
       throw std::out_of_range(
           fmt::format("embed: peer {} outside a group of {}", t.peer, e.members.size()));
-    out.xfers.push_back({t.dir, e.members[t.peer], remap(t.slice, e),
-                         static_cast<std::uint8_t>(std::max(t.level, e.level)), t.push});
+    out.xfers.emplace_back(t.dir, e.members[t.peer], remap(t.slice, e),
+                           static_cast<std::uint8_t>(std::max(t.level, e.level)), t.push);
   }
   out.ops.reserve(s.ops.size());
   for (const LocalOp& op : s.ops)
-    out.ops.push_back({op.kind, remap(op.dst, e), remap(op.a, e), remap(op.b, e)});
+    out.ops.emplace_back(op.kind, remap(op.dst, e), remap(op.a, e), remap(op.b, e));
   return out;
 }
 

@@ -36,11 +36,22 @@ enum class Buf : std::uint8_t { Input, Output, Scratch };
 inline constexpr int kNumBufs = 3;
 std::string_view name(Buf b);
 
+// A schedule of a 4096-rank communicator holds tens of thousands of slices (16380 transfers and
+// 4095 local ops in a 512x8 pipeline AllReduce), and the first touch of its pages was most of
+// the time a first call took to build it (~12 us a page fault on the VM of the notes). So the
+// three types below are laid out to waste no bytes: Slice keeps `buf` last, so that Transfer and
+// LocalOp put their own small fields into its tail padding (Transfer 24 bytes instead of 40,
+// LocalOp 72 instead of 80). For that Slice has a constructor (a class with one is not "POD for
+// layout", and only such a class's tail padding may be reused), taking (buf, offset, count) as
+// the aggregate did. The one thing this forbids: copying bytes (memcpy, std::copy through a
+// Slice*) onto the `slice` of a Transfer or the `b` of a LocalOp; assignment is fine.
 struct Slice {
-  Buf buf = Buf::Output;
   std::uint64_t offset = 0;
   std::uint64_t count = 0;
+  Buf buf = Buf::Output;
 
+  Slice() = default;
+  Slice(Buf b, std::uint64_t off, std::uint64_t n) : offset(off), count(n), buf(b) {}
   std::uint64_t end() const { return offset + count; }
   bool overlaps(const Slice& o) const {
     return buf == o.buf && count > 0 && o.count > 0 && offset < o.end() && o.offset < end();
@@ -61,9 +72,8 @@ inline Slice scratch(std::uint64_t off, std::uint64_t n) {
 enum class Dir : std::uint8_t { Send, Recv };
 
 struct Transfer {
+  [[no_unique_address]] Slice slice;  // the fields below sit in its tail padding (see Slice)
   Dir dir = Dir::Send;
-  std::uint32_t peer = 0;  // rank in the schedule's own group
-  Slice slice;
   std::uint8_t level = 0;  // hierarchy level whose links carry it: 0 server, 1 inter-server, 2 pod
   // Written by the sender into the receiver's memory (a push) where the link reaches it, instead
   // of read by the receiver. It changes nothing of what the message carries (the send carries
@@ -74,8 +84,14 @@ struct Transfer {
   // from memory by the peer). Both ends of a message carry the same flag, so the link's two ends
   // agree on who copies; the verifier checks both rules.
   bool push = false;
+  std::uint32_t peer = 0;  // rank in the schedule's own group
+
+  Transfer() = default;
+  Transfer(Dir d, std::uint32_t to, Slice sl, std::uint8_t lvl = 0, bool pushed = false)
+      : slice(sl), dir(d), level(lvl), push(pushed), peer(to) {}
   bool operator==(const Transfer&) const = default;
 };
+static_assert(sizeof(Transfer) == 24, "Transfer's fields fit in its slice's tail padding");
 
 enum class OpKind : std::uint8_t { Copy, Reduce };
 
@@ -83,12 +99,16 @@ enum class OpKind : std::uint8_t { Copy, Reduce };
 // Reduce: dst = a (+) b, element-wise; a is the left operand, so an algorithm that keeps lower
 //         ranks on the left reduces in rank order. dst may be a or b, or a third slice.
 struct LocalOp {
-  OpKind kind = OpKind::Copy;
   Slice dst;
   Slice a;
-  Slice b;
+  [[no_unique_address]] Slice b;  // `kind` sits in its tail padding (see Slice)
+  OpKind kind = OpKind::Copy;
+
+  LocalOp() = default;
+  LocalOp(OpKind k, Slice d, Slice x, Slice y) : dst(d), a(x), b(y), kind(k) {}
   bool operator==(const LocalOp&) const = default;
 };
+static_assert(sizeof(LocalOp) == 72, "LocalOp's kind fits in its b's tail padding");
 
 struct Step {
   std::vector<Transfer> xfers;
@@ -180,7 +200,9 @@ class Blocks {
     return {b, offset(first), offset(last) - offset(first)};
   }
   Slice block(Buf b, std::uint32_t i) const { return span(b, i, i + 1); }
-  // The count of the largest block (0 without blocks): the size of a slot any block fits.
+  // The count of the largest block (0 without blocks): the size of a slot any block fits. O(1):
+  // the pipeline's chunk sizing asks it of every edge rank (~90 at 512x8) for every chunk it
+  // tries, and walking 4096 blocks each time was a third of that sizing.
   std::uint64_t largest() const;
   bool isUniform() const;
   auto operator<=>(const Blocks&) const = default;  // cache keys
@@ -194,6 +216,9 @@ class Blocks {
   std::uint32_t knownOnly_ = kAllKnown;
   // offset(i) is known for i <= firstUnknown_: the first block whose count is unknown.
   std::uint32_t firstUnknown_ = kAllKnown;
+  // largest() of complete blocks, kept by the factories (a function of offsets_, so comparisons
+  // order Blocks as before); 0 for rank-local ones, whose largest() throws.
+  std::uint64_t largest_ = 0;
 };
 
 // AllToAllV's counts: count(i, j) elements go from rank i to rank j. Rank i's Input is its row,

@@ -18,6 +18,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include <sys/resource.h>
+
 #include "algorithms/catalog.hpp"
 #include "algorithms/config_settings.hpp"
 #include "algorithms/config_values.hpp"
@@ -232,6 +234,13 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
   };
+  // Minor page faults of this thread: first touches of fresh memory, which cost ~12 us each on the
+  // VM the notes measure on and were most of a 4096-rank schedule's CPU time.
+  const auto faults = [] {
+    rusage u{};
+    getrusage(RUSAGE_THREAD, &u);
+    return static_cast<long>(u.ru_minflt);
+  };
   const std::uint32_t timedRank = std::min(to.timingRank, shape.ranks - 1);
   // Chunk sizing, the cut and the planned runs' schedules, as planFor does them; CPU ms of each.
   const auto firstCall = [&](const CallInfo& call, const Decision& d) {
@@ -239,31 +248,43 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
     if (call.uneven) pb.blocks = distinctBlocks(call.count, shape.ranks);
     if (call.afterBroadcastFrom) pb.root = *call.afterBroadcastFrom;  // where it gathers
     if (pb.rankLocal() || call.countsRankLocal()) pb = pb.localView(timedRank);
+    const long f0 = faults();
     const double c0 = cpuMs();
     const std::uint64_t budget =
         std::max<std::uint64_t>(1, settings.buffSizeBytes() / call.elemSize);
     const std::uint64_t chunk = engineChunkSize(lay, d.plan, pb, false, budget);
     const double c1 = cpuMs();
+    const long f1 = faults();
     const ChunkPlan chunks(pb, timedRank, chunk);
     const double c2 = cpuMs();
+    const long f2 = faults();
     const RankGenerator gen = composedGenerator(lay, d.plan);
     // The runs the engine's plan builds (the others' schedules are made as the call reaches them).
     const std::size_t planned = std::min(chunks.runs(), kRunsPlanned);
     for (std::size_t run = 0; run < planned; ++run) (void)gen(chunks.runProblem(run), timedRank);
-    return std::array<double, 6>{
-        c1 - c0, c2 - c1, cpuMs() - c2, double(planned), double(chunks.size()), double(chunk)};
+    const double c3 = cpuMs();
+    return std::array<double, 8>{c1 - c0,
+                                 c2 - c1,
+                                 c3 - c2,
+                                 double(planned),
+                                 double(chunks.size()),
+                                 double(chunk),
+                                 double(f1 - f0),
+                                 double(faults() - f2)};
   };
   const auto row = [&](CallInfo call) {
     const Collective c = call.coll;
     // As the engine describes a V form whose counts differ (setPerRankCounts).
     if (to.distinct && (c == Collective::AllGather || c == Collective::ReduceScatter))
       call.uneven = true;
+    const long f0 = faults();
     const double c0 = cpuMs();
     const auto t0 = std::chrono::steady_clock::now();
     const Decision& d = sel.decide(call);
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const double cms = cpuMs() - c0;
+    const long decisionFaults = faults() - f0;
     totalMs += ms;
     totalCpuMs += cms;
     if (ms >= slowestMs) {
@@ -275,7 +296,8 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
       slowestCpu = fmt::format("{} {}", name(c), bytesText(call.bytes()));
     }
     if (to.timing && d.ok()) {
-      const auto [chunkMs, cutMs, schedMs, schedules, chunks, chunkElems] = firstCall(call, d);
+      const auto [chunkMs, cutMs, schedMs, schedules, chunks, chunkElems, chunkFaults,
+                  schedFaults] = firstCall(call, d);
       const double all = cms + chunkMs + cutMs + schedMs;
       totalCallMs += all;
       if (all >= slowestCallMs) {
@@ -285,9 +307,9 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
       fmt::print(stderr,
                  "timing {} {}: CPU ms: decision {:.3f}, chunk sizing {:.3f}, {} chunk(s) cut "
                  "{:.3f}, rank {}'s {} schedule(s) {:.3f}, first call {:.3f} (chunk {} "
-                 "elements)\n",
+                 "elements); page faults: decision {}, chunk sizing {}, schedule(s) {}\n",
                  name(c), bytesText(call.bytes()), cms, chunkMs, chunks, cutMs, timedRank,
-                 schedules, schedMs, all, chunkElems);
+                 schedules, schedMs, all, chunkElems, decisionFaults, chunkFaults, schedFaults);
     }
     if (to.json) {
       nlohmann::json levels = nlohmann::json::array();
@@ -430,7 +452,7 @@ int main(int argc, char** argv) {
   table->add_flag("--timing", to.timing,
                   "Print to stderr how long the decisions took (each row is a call the selector "
                   "has not seen: a first decision), and the CPU time of each first call's chunk "
-                  "sizing and schedules");
+                  "sizing and schedules, with the minor page faults of each part");
   table->add_option("--timing-rank", to.timingRank, "The rank whose schedules --timing builds")
       ->capture_default_str();
   table->add_flag("--distinct", to.distinct,
