@@ -41,6 +41,15 @@ inline Schedule pruned(Generator g, const Problem& pb) {
   return s;
 }
 
+// The clean schedule both negative test files break at 1024 ranks, built once a process: RHD
+// AllReduce of one element per rank, log2(1024) = 10 halving and 10 doubling steps.
+inline constexpr std::uint32_t kScaleRanks = 1024;
+inline constexpr std::uint32_t kScaleBad = 517;  // the rank each test breaks
+inline const Schedule& cleanAtScale() {
+  static const Schedule s = pruned(rhdAllReduce, Problem::allReduce(kScaleRanks, kScaleRanks));
+  return s;
+}
+
 // The schedule held in `s`, through the streamed check the sweep runs at thousands of ranks
 // (verifyGenerated: windows of steps, dead scratch folded, rank sets dropped at nearly every
 // step): it must report exactly what verify() reports.

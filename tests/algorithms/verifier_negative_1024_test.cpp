@@ -15,13 +15,10 @@
 namespace hccl::algo::test {
 namespace {
 
-constexpr std::uint32_t kP = 1024;
-constexpr std::uint32_t kBad = 517;  // the rank each test breaks
-
-// RHD AllReduce of one element per rank: log2(1024) = 10 halving and 10 doubling steps.
+constexpr std::uint32_t kP = kScaleRanks;
+constexpr std::uint32_t kBad = kScaleBad;
 const Schedule& clean() {
-  static const Schedule s = pruned(rhdAllReduce, Problem::allReduce(kP, kP));
-  return s;
+  return cleanAtScale();
 }
 
 bool touches(const Step& st, const Slice& sl) {

@@ -324,13 +324,10 @@ namespace {
 
 // ---- every defect kind at 1024 ranks ---------------------------------------------------------
 
-constexpr std::uint32_t kP = 1024;
-constexpr std::uint32_t kBad = 517;  // the rank each test breaks
-
-// RHD AllReduce of one element per rank: log2(1024) = 10 halving and 10 doubling steps.
+constexpr std::uint32_t kP = kScaleRanks;
+constexpr std::uint32_t kBad = kScaleBad;
 const Schedule& clean() {
-  static const Schedule s = pruned(rhdAllReduce, Problem::allReduce(kP, kP));
-  return s;
+  return cleanAtScale();
 }
 
 Step& lastOf(Schedule& s, std::uint32_t r) {
