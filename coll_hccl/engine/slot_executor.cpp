@@ -394,6 +394,17 @@ SlotRun::Result SlotRun::pollStream(const SlotProgram::Step& st) {
 
 // As pollStream, over the fixed orders of Step::merged: got_[0] counts the writer's posts taken,
 // got_[1] the chunks this rank reduced (an AllGather chunk is posted once its chunk is reduced).
+// The chunk copies stay glibc memcpy and the reduction writes its destination with ordinary
+// stores: in an emulation of this stream (np=2, 16 MiB fp32, 4 KiB pages, same-run rounds),
+// streaming stores for the AllGather copy-out were no faster (0.95-1.12x the time), streaming
+// stores for the reduced chunk 1.15-1.29x slower (the AllGather post reads it back from DRAM),
+// an AVX2 copy loop 1.47-1.64x (memcpy of 64 KiB is a rep movsb here), reducing into cache
+// then copying out 0.96-1.37x, streaming stores to the receive buffer with the AllGather post
+// reduced again from the held slot 1.5-1.7x, streaming stores into the slots 0.79-1.19x (median
+// 0.99), prefetching the next slot 0.93-1.08x, user buffers collapsed into 2 MiB pages 0.87-1.09x.
+// Timed per call as the emulation is (median of the slower rank), the engine takes 1.04x its
+// time (0.97-1.16, 6 rounds): the stream is bound by the memory and core-to-core traffic, not
+// by the code around it (notes: s12-bw).
 SlotRun::Result SlotRun::pollMerged(const SlotProgram::Step& st, const SlotProgram::Step& next) {
   if (posted_ == 0 && recv_ == 0) {
     got_.assign(2, 0);
