@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "algorithms/algorithm.hpp"
@@ -13,6 +14,8 @@
 #include "algorithms/schedule.hpp"
 
 namespace hccl::algo {
+
+struct CallInfo;  // decision.hpp
 
 using Generator = RankSchedule (*)(const Problem&, std::uint32_t rank);
 // scratchCount(generate(pb, rank)) without building the schedule (GeneratorSpec::scratch).
@@ -216,8 +219,13 @@ struct SequenceRule {
   // Only at level0 on the shared-memory link (CostModel::level0SharedMemory: where the engine
   // runs blocking calls on its slots).
   bool sharedMemory = false;
-  // What it is for, in the decision: "sequence rule: <why>".
+  // What it is for.
   std::string_view why;
+
+  // The whole reason, for the decision's "sequence rule: <reason>": what each condition saw in
+  // this call (e.g. "after a broadcast from rank 1"), then `why`. The rule words its own
+  // conditions, so the selector needs no change when a rule of another kind comes.
+  std::string reason(const CallInfo& call) const;
 };
 
 // What a generator can serve. The selector filters on these before costing anything.

@@ -3,6 +3,7 @@
 #include <array>
 #include <stdexcept>
 
+#include "algorithms/decision.hpp"
 #include "algorithms/generators.hpp"
 #include "algorithms/write_contract.hpp"
 
@@ -132,6 +133,15 @@ constexpr std::array kSpecs = {
 };
 
 }  // namespace
+
+std::string SequenceRule::reason(const CallInfo& call) const {
+  std::string conditions;
+  // value(): the selector matched the rule on this call, so the root is there; a rule worded for
+  // a call it does not match is a bug, and throws rather than print a wrong root.
+  if (afterBroadcast)
+    conditions += fmt::format("after a broadcast from rank {}, ", call.afterBroadcastFrom.value());
+  return conditions + std::string(why);
+}
 
 std::uint64_t noScratch(const Problem&, std::uint32_t) {
   return 0;

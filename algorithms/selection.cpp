@@ -258,9 +258,7 @@ std::optional<LevelChoice> Selection::chooseLevel(const CallInfo& call, std::siz
 
   if (fallbackNote.empty())
     if (const GeneratorSpec* spec = sequenceRule(call, levelIndex, phases))
-      return take(spec->algorithm, Reason::Sequence,
-                  fmt::format("after a broadcast from rank {}, {}", *call.afterBroadcastFrom,
-                              spec->rule->why));
+      return take(spec->algorithm, Reason::Sequence, spec->rule->reason(call));
 
   if (!modelSelection()) {
     const auto r = hcclDefault(call, level, shape_.levels[levelIndex].size);

@@ -65,6 +65,22 @@ bool rootInside(int root, std::uint32_t p, std::string& why) {
 
 }  // namespace
 
+std::unique_ptr<Communicator> Communicator::overTransport(EngineState& engine,
+                                                          std::shared_ptr<tl::Transport> transport,
+                                                          int rank, int size) {
+  std::unique_ptr<Communicator> c(new Communicator);
+  c->engine_ = &engine;
+  c->rank_ = rank;
+  c->size_ = size;
+  c->label_ = "'over a transport'";
+  c->commTag_ = 1;
+  c->members_.resize(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) c->members_[static_cast<std::size_t>(r)] = r;
+  c->linkLayer_ = transport;
+  c->transport_ = std::move(transport);
+  return c;
+}
+
 hccl_status_t Communicator::create(EngineState& engine, const hccl_comm_params_t& params,
                                    std::unique_ptr<Communicator>& out, std::string& err) {
   std::unique_ptr<Communicator> c(new Communicator);

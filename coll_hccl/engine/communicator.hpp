@@ -88,6 +88,12 @@ class Communicator {
   // every rank.
   static hccl_status_t create(EngineState& engine, const hccl_comm_params_t& params,
                               std::unique_ptr<Communicator>& out, std::string& err);
+  // A communicator of `size` ranks over `transport` and nothing else: no hierarchy, layout,
+  // selector or slots, so it can only launch() plans made by hand (runSchedule, the scratch pool
+  // and Requests as for any call). For the engine's tests, which drive Requests without MPI.
+  static std::unique_ptr<Communicator> overTransport(EngineState& engine,
+                                                     std::shared_ptr<tl::Transport> transport,
+                                                     int rank, int size);
   ~Communicator();
 
   // 1 take, 0 decline (explain says why), < 0 error.
