@@ -127,7 +127,7 @@ Completion ShmLink::acquire(int reader, std::span<std::byte>* slot) {
   return c;
 }
 
-std::uint64_t ShmLink::publish(int reader, std::size_t bytes) {
+std::uint64_t ShmLink::publish(int reader, std::size_t bytes, bool fence) {
   auto& s = *impl_;
   const std::size_t r = s.readerIndex(reader, "publish");
   auto& w = s.writing[r];
@@ -139,7 +139,7 @@ std::uint64_t ShmLink::publish(int reader, std::size_t bytes) {
     throw std::invalid_argument(
         fmt::format("ShmLink::publish: {} bytes exceed the slot's {}", bytes, s.layout.slotBytes));
   }
-  const std::uint64_t number = s.commit(r, bytes, shm::PostKind::Inline);
+  const std::uint64_t number = s.commit(r, bytes, shm::PostKind::Inline, fence);
   if (!w.registered.empty()) s.unregisterReleased(r);
   return number;
 }

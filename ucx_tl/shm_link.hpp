@@ -174,8 +174,11 @@ class ShmLink {
   std::span<std::byte> tryAcquire(int reader);
   Completion acquire(int reader, std::span<std::byte>* slot);
   // Makes the acquired slot's first `bytes` visible as the channel's next post; returns its
-  // number. bytes <= slotBytes().
-  std::uint64_t publish(int reader, std::size_t bytes);
+  // number. bytes <= slotBytes(). `fence`: the post's stores are globally visible when publish
+  // returns (a store fence right after the flag, before the next slot's lines are taken ahead),
+  // for a writer that leaves right after its post and should not start its next work with the
+  // post's line transfers still queued in its store buffer.
+  std::uint64_t publish(int reader, std::size_t bytes, bool fence = false);
   // Acquires, copies and publishes: bytes <= slotBytes().
   Completion post(int reader, std::span<const std::byte> bytes, std::uint64_t* number = nullptr);
   // Posts a descriptor of [data, data + bytes): readers copy from it with read()/stream(), or

@@ -278,7 +278,7 @@ struct ShmLink::Impl {
   }
 
   // Publishes the acquired slot of channel r: its payload's first `bytes` as post `number`.
-  std::uint64_t commit(std::size_t r, std::size_t bytes, shm::PostKind kind) {
+  std::uint64_t commit(std::size_t r, std::size_t bytes, shm::PostKind kind, bool fence = false) {
     auto& w = writing[r];
     const std::uint64_t number = ++w.published;
     auto& ctl = control(me, r, number);
@@ -286,6 +286,7 @@ struct ShmLink::Impl {
     ctl.kind = kind;
     ctl.revoked.store(0, std::memory_order_relaxed);
     ctl.seq.store(number, std::memory_order_release);
+    if (fence) std::atomic_thread_fence(std::memory_order_seq_cst);  // ShmLink::publish
     w.acquired = false;
     // Takes the next slot's line into this core's cache now, while no one waits: a reader last
     // read it K posts ago and still holds a copy, so the next post's store would first have to

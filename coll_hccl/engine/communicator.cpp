@@ -622,7 +622,7 @@ hccl_status_t Communicator::prepare(const hccl_coll_desc_t& in, Prepared& out, s
   const hccl_coll_desc_t& desc = keyed(in, prevBcastRoot_, barrier);  // before it is numbered
   // Taken before anything can fail, so that every rank's init takes one number whatever happens.
   const std::uint32_t seq = seq_++;
-  noteNumbered(desc.coll, desc.root);
+  noteNumbered(desc.coll, desc.root, desc.count * desc.elem_size);
   CallShape shape;
   if (const hccl_status_t st = describe(desc, shape, err); st != HCCL_SUCCESS) return st;
   std::shared_ptr<const Plan> plan = planFor(shape, err);
@@ -673,7 +673,7 @@ hccl_status_t Communicator::launch(const Prepared& call, std::unique_ptr<Request
   const std::uint32_t seq = call.seq ? *call.seq : seq_++;
   if (!call.seq)
     noteNumbered(s.info.coll == Collective::Broadcast ? HCCL_COLL_BCAST : HCCL_COLL_COUNT,
-                 static_cast<int>(s.problem.root));
+                 static_cast<int>(s.problem.root), s.info.bytes());
   if (!req->start(call.plan, call.send, call.recv, s.info.elemSize, std::move(reduction), seq,
                   s.info.coll, s.info.bytes())) {
     err = req->error();

@@ -265,8 +265,11 @@ class Communicator {
   // it (algo::CallInfo::afterBroadcastFrom, through keyed()): the gathered Barrier's sequence
   // rule (algorithms/registry.cpp).
   int prevBcastRoot_ = -1;
-  void noteNumbered(hccl_coll_t coll, int root) {
+  // ... and its bytes (0 after any other call), equal on every rank too.
+  std::uint64_t prevBcastBytes_ = 0;
+  void noteNumbered(hccl_coll_t coll, int root, std::uint64_t bytes) {
     prevBcastRoot_ = coll == HCCL_COLL_BCAST ? root : -1;
+    prevBcastBytes_ = coll == HCCL_COLL_BCAST ? bytes : 0;
   }
   // d as the engine keys and describes it: d itself, or for a Barrier a copy whose root is the
   // previous call's Bcast root (-1: the previous call was no Bcast). describe() reads that root

@@ -132,6 +132,8 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
                    e.elemSize;
   if (fastScratch_.size() < e.scratchBytes + e.stageBytes)
     fastScratch_.resize(e.scratchBytes + e.stageBytes);
+  // A Barrier this rank leaves as soon as it posted (SlotProgram::fenceLastPost).
+  e.program.fenceLastPost = d.coll == HCCL_COLL_BARRIER && e.program.endsWithPost();
   e.slots = true;
 }
 
@@ -199,9 +201,17 @@ hccl_status_t Communicator::fastStart(const hccl_coll_desc_t& desc, unsigned spi
   fastSeq_ = seq_++;
   fastAfter_ = prevBcastRoot_;
   fastRan_ = true;
-  noteNumbered(d.coll, d.root);
+  // The fence of a Barrier this rank leaves first (SlotProgram::fenceLastPost) only after a
+  // Bcast whose data shares the flag's lines (below SlotProgram::kAlignFrom): measured in
+  // osu_bcast's loop at np=2, it made the root's next Bcast of 8-256 B 0.19-0.21 -> 0.07-0.11 us
+  // with the loop's period (Bcast + Barrier) within 3% of before, but after Bcasts of 512-1024 B
+  // the reader's next Bcast waited longer for the root's post (period 1.06 -> 1.18 us,
+  // /work/notes/s12-bcast2).
+  const bool fence =
+      e->program.fenceLastPost && prevBcastBytes_ != 0 && prevBcastBytes_ < SlotProgram::kAlignFrom;
+  noteNumbered(d.coll, d.root, d.count * d.elem_size);
   fastRun_.begin(e->program, *fastLink_, bufs, e->elemSize, e->reduction ? &*e->reduction : nullptr,
-                 (std::uint64_t{commTag_} << 32) | fastSeq_);
+                 (std::uint64_t{commTag_} << 32) | fastSeq_, fence);
   fastIdle_ = 0;
   return fastPoll(spins, err);
 }

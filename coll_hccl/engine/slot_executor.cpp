@@ -188,8 +188,10 @@ bool SlotProgram::compile(std::span<const algo::RankSchedule* const> schedules, 
 }
 
 void SlotRun::begin(const SlotProgram& program, tl::ShmLink& link, std::byte* const bufs[3],
-                    std::size_t elemSize, Reduction* reduction, std::uint64_t tag) {
+                    std::size_t elemSize, Reduction* reduction, std::uint64_t tag,
+                    bool fenceLastPost) {
   program_ = &program;
+  fence_ = fenceLastPost && program.fenceLastPost;
   link_ = &link;
   for (int b = 0; b < 3; ++b) bufs_[b] = bufs[b];
   elemSize_ = elemSize;
@@ -335,7 +337,8 @@ void SlotRun::postChunk(const SlotProgram::Step& st, std::span<std::byte> slot) 
   const std::size_t off = SlotProgram::dataOffset(slot.data(), n);
   std::memcpy(slot.data(), &tag_, SlotProgram::kHeaderBytes);
   if (n) std::memcpy(slot.data() + off, at(st.send) + first * elemSize_, n);
-  link_->publish(tl::ShmLink::kEveryPeer, off + n);
+  const bool last = fence_ && step_ + 1 == program_->steps.size() && posted_ + 1 == st.postChunks;
+  link_->publish(tl::ShmLink::kEveryPeer, off + n, last);
   ++posted_;
 }
 

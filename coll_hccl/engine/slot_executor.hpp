@@ -96,6 +96,24 @@ struct SlotProgram {
   // How many ReduceScatter chunks a merged stream posts before the first AllGather chunk.
   static constexpr std::uint32_t kMergeLag = 2;
   std::vector<Step> steps;
+  // The run's last post is published with a store fence (ShmLink::publish): it is visible to
+  // every reader when the run returns. For a Barrier whose last step is this rank's post with
+  // nothing received after it (the gathered Barrier's root, which leaves first): without the
+  // fence the post's line transfer (the release's line, which the waiting readers poll) is still
+  // in the store buffer when the caller's next call starts, and that call's first hundred-odd
+  // stores (its pushes and spills) queue behind it. In osu_bcast (Bcast timed, then Barrier, at
+  // np=2) the root's next Bcast paid it. The fence comes before the commit takes the next slot's
+  // lines ahead, whose transfers (up to kOwnedLines, after a Bcast of 512 B or more) still drain
+  // behind the caller's next work: a fence at the end of the run waited for them too and made
+  // osu_bcast's loop slower at 512-1024 B (/work/notes/s12-bcast2). Set by the communicator
+  // (fastBuild), which knows the collective; a run fences only when its caller asks (begin:
+  // Communicator::fastStart, after a Bcast below kAlignFrom).
+  bool fenceLastPost = false;
+  // Whether the last step posts and receives nothing: this rank leaves as soon as it posted.
+  bool endsWithPost() const {
+    return !steps.empty() && steps.back().postChunks > 0 && steps.back().recvs.empty() &&
+           !steps.back().stream && !steps.back().merged;
+  }
   // Elements of a slot's payload: a post of c elements spans max(1, ceil(c / chunkElems)) slots
   // of its writer's broadcast channel, chunk i holding elements [i * chunkElems, ...).
   std::uint64_t chunkElems = 1;
@@ -169,8 +187,11 @@ class SlotRun {
   // Starts running `program` (valid until the run is over). bufs: Input, Output, Scratch base
   // pointers (null where absent); `tag` names the call in every header and must be equal on
   // every rank for the same call.
+  // fenceLastPost: publish the program's last post with a fence (only where the program allows
+  // it: SlotProgram::fenceLastPost).
   void begin(const SlotProgram& program, tl::ShmLink& link, std::byte* const bufs[3],
-             std::size_t elemSize, Reduction* reduction, std::uint64_t tag);
+             std::size_t elemSize, Reduction* reduction, std::uint64_t tag,
+             bool fenceLastPost = false);
   // Advances without waiting.
   Result poll();
   // The run ends here (failed): a block post of this rank its readers may still read is
@@ -219,6 +240,7 @@ class SlotRun {
   std::size_t elemSize_ = 1;
   Reduction* reduction_ = nullptr;
   std::uint64_t tag_ = 0;
+  bool fence_ = false;  // begin's fenceLastPost, where the program allows it
   std::size_t step_ = 0;
   std::size_t recv_ = 0;
   std::uint32_t chunk_ = 0;         // chunks of recv_ taken
