@@ -45,7 +45,9 @@ class PipelineCost {
         elem_(elem),
         params_(params),
         send0_(L),
-        recv0_(L) {}
+        recv0_(L),
+        lastSend0_(L),
+        lastRecv0_(L) {}
 
   // Stage k (0..S-1) of the gather pass of segment `seg`.
   void gatherStage(std::uint32_t seg, std::uint64_t own, std::int64_t k) {
@@ -77,10 +79,11 @@ class PipelineCost {
     if (sum) reduced_ += sum * elem_;
   }
 
-  // Steps of `stages` stages per segment, segment k's stage j in step k + j.
+  // Steps of `stages` stages per segment, segment k's stage j in step k + j; once the path's
+  // time reaches `stopAt`, no more.
   template <typename StageOf>
-  void run(std::uint32_t stages, StageOf stageOf) {
-    for (std::uint32_t t = 0; t + 1 < stages + m_; ++t) {
+  void run(std::uint32_t stages, double stopAt, StageOf stageOf) {
+    for (std::uint32_t t = 0; t + 1 < stages + m_ && !(path_.time >= stopAt); ++t) {
       for (std::uint32_t k = 0; k < m_; ++k)
         if (k <= t && t - k < stages) stageOf(k, t - k);
       finish();
@@ -91,12 +94,16 @@ class PipelineCost {
   const Metrics& path() const { return path_; }
 
  private:
-  // The first rank of server t (mod S).
+  // The first rank of server t (mod S). The stages ask for servers within S of [0, S): a
+  // subtraction or two instead of two 64-bit divisions, a few of which each step made.
   std::uint64_t first(std::int64_t t) const {
-    return static_cast<std::uint64_t>(((t % S_) + S_) % S_) * L_;
+    while (t < 0) t += S_;
+    while (t >= S_) t -= S_;
+    return static_cast<std::uint64_t>(t) * L_;
   }
   // Segment `seg`'s part of a block of `n` elements.
   std::uint64_t part(std::uint32_t seg, std::uint64_t n) const {
+    if (m_ == 1) return n;
     return n * (seg + 1) / m_ - n * seg / m_;
   }
   std::uint64_t w(std::uint32_t seg, std::int64_t t, std::uint32_t j) const {
@@ -119,24 +126,38 @@ class PipelineCost {
   }
   // The step's load, per peer, then its cost. A step that loads the links as the one before
   // (every step of a ring of servers on equal blocks) reuses its addition: the same additions,
-  // so the same bits, without addStepLoad().
+  // so the same bits, without addStepLoad(). The load is a function of the step's counts, so
+  // counts equal to the last step's (compared first: a few words, where building the StepLoad
+  // was most of a step's cost at 4096 servers) give its load too.
   void finish() {
-    StepLoad ld;
-    add(ld, 1, Dir::Send, send1_);
-    add(ld, 1, Dir::Recv, recv1_);
-    for (std::uint32_t j = 0; j < L_; ++j) {
-      add(ld, 0, Dir::Send, send0_[j]);
-      add(ld, 0, Dir::Recv, recv0_[j]);
-      send0_[j] = recv0_[j] = 0;
+    // Word by word: L is a few ranks, where memcmp's call cost more than the compare.
+    bool sameCounts =
+        known_ && send1_ == lastSend1_ && recv1_ == lastRecv1_ && reduced_ == lastReduced_;
+    for (std::uint32_t j = 0; sameCounts && j < L_; ++j)
+      sameCounts = send0_[j] == lastSend0_[j] && recv0_[j] == lastRecv0_[j];
+    if (!sameCounts) {
+      StepLoad ld;
+      add(ld, 1, Dir::Send, send1_);
+      add(ld, 1, Dir::Recv, recv1_);
+      for (std::uint32_t j = 0; j < L_; ++j) {
+        add(ld, 0, Dir::Send, send0_[j]);
+        add(ld, 0, Dir::Recv, recv0_[j]);
+      }
+      ld.reduced = reduced_;
+      if (!known_ || !(ld == last_)) {
+        delta_ = Metrics{};
+        delta_.time = addStepLoad(ld, params_, delta_);
+        last_ = ld;
+        known_ = true;
+      }
+      lastSend1_ = send1_;
+      lastRecv1_ = recv1_;
+      lastReduced_ = reduced_;
+      lastSend0_.swap(send0_);
+      lastRecv0_.swap(recv0_);
     }
-    ld.reduced = reduced_;
+    for (std::uint32_t j = 0; j < L_; ++j) send0_[j] = recv0_[j] = 0;
     send1_ = recv1_ = reduced_ = 0;
-    if (!known_ || !(ld == last_)) {
-      delta_ = Metrics{};
-      delta_.time = addStepLoad(ld, params_, delta_);
-      last_ = ld;
-      known_ = true;
-    }
     for (std::size_t l = 0; l < path_.level.size(); ++l) {
       path_.level[l].steps += delta_.level[l].steps;
       path_.level[l].bytes += delta_.level[l].bytes;
@@ -156,6 +177,9 @@ class PipelineCost {
   std::vector<std::uint64_t> send0_, recv0_;
   Metrics path_;
   bool known_ = false;
+  // The last step whose load was built: its counts and load.
+  std::uint64_t lastSend1_ = 0, lastRecv1_ = 0, lastReduced_ = 0;
+  std::vector<std::uint64_t> lastSend0_, lastRecv0_;
   StepLoad last_;
   Metrics delta_;
 };
@@ -164,7 +188,7 @@ class PipelineCost {
 
 Metrics pipelineRankPath(std::uint32_t servers, std::uint32_t perServer, const Problem& pb,
                          std::uint32_t rank, std::size_t elemSize, const CostParams& params,
-                         std::uint32_t segments) {
+                         std::uint32_t segments, double stopAt) {
   if (pb.coll != Collective::AllGather && pb.coll != Collective::ReduceScatter &&
       pb.coll != Collective::AllReduce)
     throw std::invalid_argument(fmt::format("pipeline has no {}", name(pb.coll)));
@@ -177,13 +201,13 @@ Metrics pipelineRankPath(std::uint32_t servers, std::uint32_t perServer, const P
   const std::uint64_t mine = pb.blocks.count(rank);
   switch (pb.coll) {
     case Collective::AllGather:
-      c.run(servers, [&](std::uint32_t k, std::uint32_t j) { c.gatherStage(k, mine, j); });
+      c.run(servers, stopAt, [&](std::uint32_t k, std::uint32_t j) { c.gatherStage(k, mine, j); });
       break;
     case Collective::ReduceScatter:
-      c.run(servers, [&](std::uint32_t k, std::uint32_t j) { c.reduceStage(k, mine, j); });
+      c.run(servers, stopAt, [&](std::uint32_t k, std::uint32_t j) { c.reduceStage(k, mine, j); });
       break;
     default:
-      c.run(2 * servers, [&](std::uint32_t k, std::uint32_t j) {
+      c.run(2 * servers, stopAt, [&](std::uint32_t k, std::uint32_t j) {
         if (j < servers)
           c.reduceStage(k, mine, j);
         else

@@ -141,10 +141,11 @@ Decision select(const Selection& s, const CallInfo& asked) {
     return first;
   }
   // The model: the lowest prediction; ties keep the earlier entry.
-  const Choice weighed = Choice::weighedAgainst(first, table[able.front()]->describe(s));
+  Choice weighed = Choice::weighedAgainst(first, table[able.front()]->describe(s));
   Decision best = first;
   std::string beaten;
   for (std::size_t k = 1; k < able.size(); ++k) {
+    weighed.toBeat = best.predicted;
     Decision d = decide(able[k], weighed);
     if (!d.ok()) continue;
     if (d.predicted < best.predicted)

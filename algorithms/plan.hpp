@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -49,6 +50,11 @@ struct Choice {
   // For the model: the decision it is weighed against, and that decision's plan in words.
   const Decision* against = nullptr;
   std::string againstName;
+  // For the model: the time the plan must predict less than to be taken (the best so far). A
+  // plan may stop costing once it is sure to predict no less and return a decision whose
+  // prediction is only that sure (>= toBeat), as it is then dropped unread; so only a plan whose
+  // beaten() prints nothing may (the pipeline's, pipeline_cost.cpp).
+  double toBeat = std::numeric_limits<double>::infinity();
 
   Choice() = default;
   Choice(Reason r, std::string d, std::optional<Algorithm> n)

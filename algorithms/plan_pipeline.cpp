@@ -51,6 +51,9 @@ class PipelinePlan final : public Plan {
     const std::vector<std::uint32_t> reps = planRepresentatives(servers, perServer);
     double predicted = 0;
     std::uint32_t segments = 1;
+    // Each path stops once it reaches why.toBeat (the model drops a pipeline predicting no less,
+    // and its beaten() prints nothing): a segment count whose paths stopped predicts a time no
+    // less than that, so it is never the fastest of those that did not.
     // Every segment of every block holds an element (segments of nothing only add steps, and
     // ranks whose segments are empty leave the lockstep the representatives are costed by).
     const std::uint64_t perBlock =
@@ -60,7 +63,7 @@ class PipelinePlan final : public Plan {
       const double t = s.predictFromPaths(
           call, servers * perServer,
           [&](const Problem& pb, std::uint32_t r, std::size_t elem, const CostParams& cp) {
-            return pipelineRankPath(servers, perServer, pb, r, elem, cp, m);
+            return pipelineRankPath(servers, perServer, pb, r, elem, cp, m, why.toBeat);
           },
           reps);
       if (m == 1 || t < predicted) {

@@ -48,12 +48,15 @@ struct Moves {
   }
 };
 
-// P[x] = sum over j < terms of w[x - o*stride*j], every x.
-std::vector<std::uint64_t> strided(const Moves& mv, const std::vector<std::uint64_t>& w,
-                                   std::uint64_t stride, std::uint64_t terms) {
+// P[x] = sum over j < terms of w[x - o*stride*j], every x, into `out` (p entries).
+void strided(const Moves& mv, const std::vector<std::uint64_t>& w, std::uint64_t stride,
+             std::uint64_t terms, std::vector<std::uint64_t>& out) {
   const std::uint32_t p = mv.p;
-  std::vector<std::uint64_t> out(p);
-  if (terms == 0) return out;
+  if (terms == 0) {
+    out.assign(p, 0);
+    return;
+  }
+  out.resize(p);  // the cycles below write every entry
   const std::uint64_t s = stride % p;
   const std::uint64_t cycles = s == 0 ? p : std::gcd(s, std::uint64_t{p});
   const std::uint32_t in = mv.inwardBy(stride), fwd = mv.outwardBy(stride);
@@ -72,13 +75,12 @@ std::vector<std::uint64_t> strided(const Moves& mv, const std::vector<std::uint6
       tail = mv.add(tail, fwd);
     }
   }
-  return out;
 }
 
-// W[x] = w[x] + w[x-1] + .. + w[x-m+1] (mod p), every x.
-std::vector<std::uint64_t> window(const std::vector<std::uint64_t>& w, std::uint64_t m) {
+// W[x] = w[x] + w[x-1] + .. + w[x-m+1] (mod p), every x, into `out`.
+void window(const std::vector<std::uint64_t>& w, std::uint64_t m, std::vector<std::uint64_t>& out) {
   const std::size_t p = w.size();
-  std::vector<std::uint64_t> out(p);
+  out.resize(p);
   std::uint64_t sum = 0;
   for (std::uint64_t i = 0; i < m; ++i) sum += w[(p - i % p) % p];
   std::size_t head = p == 1 ? 0 : 1, tail = (1 + p - m % p) % p;
@@ -88,18 +90,27 @@ std::vector<std::uint64_t> window(const std::vector<std::uint64_t>& w, std::uint
     head = head + 1 == p ? 0 : head + 1;
     tail = tail + 1 == p ? 0 : tail + 1;
   }
-  return out;
 }
 
-// S[e - h] = S_k(e) for the receiving positions e in [h, min(2h, p)) of scatter step k.
-std::vector<std::uint64_t> subtrees(const SliceTree& t, const std::vector<std::uint64_t>& w,
-                                    std::uint32_t root, std::uint64_t h) {
+// S[e - h] = S_k(e) for the receiving positions e in [h, min(2h, p)) of scatter step k, into
+// `out`.
+void subtrees(const SliceTree& t, const std::vector<std::uint64_t>& w, std::uint32_t root,
+              std::uint64_t h, std::vector<std::uint64_t>& out) {
   const std::uint32_t p = t.ranks();
-  std::vector<std::uint64_t> out(std::min<std::uint64_t>(h, p - h));
+  out.assign(std::min<std::uint64_t>(h, p - h), 0);
   for (std::uint64_t e = h; e < p && e < 2 * h; ++e)
     for (std::uint64_t f = e; f < p; f += 2 * h) out[e - h] += w[t.inward(root, f)];
-  return out;
 }
+
+// phasesPath's arrays: one set for the whole costing, where a new per-step array of p counts
+// (allocated and zeroed each step) was a tenth of its instructions at 4096 ranks. Every use
+// overwrites what it reads. (Kept per thread from one costing to the next, they faulted more
+// pages in a first decision, 101 -> 116: the heap no longer reused the pages freed before.)
+struct Workspace {
+  std::vector<std::uint64_t> w, wBlock, sums;
+  std::vector<std::uint32_t> position;
+  std::vector<Clock> clock, next;
+};
 
 }  // namespace
 
@@ -158,20 +169,28 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
     if ((ph == CostPhase::Scatter || ph == CostPhase::Gather) && root >= p)
       throw std::invalid_argument(fmt::format(
           "phasesPath: a Scatter or Gather phase needs a root in [0, {}), not {}", p, root));
-  std::vector<std::uint64_t> w(p);  // per logical slice
+  Workspace ws;
+  std::vector<std::uint64_t>& w = ws.w;  // per logical slice
+  w.resize(p);
   for (std::uint32_t s = 0; s < p; ++s) w[s] = bl.count(t.block(s));
-  std::vector<std::uint64_t> wBlock(p);  // per block (Bruck: identity order)
-  for (std::uint32_t b = 0; b < p; ++b) wBlock[b] = bl.count(b);
+  std::vector<std::uint64_t>& wBlock = ws.wBlock;  // per block (Bruck: identity order)
+  if (std::find(phases.begin(), phases.end(), CostPhase::BruckAllGather) != phases.end()) {
+    wBlock.resize(p);
+    for (std::uint32_t b = 0; b < p; ++b) wBlock[b] = bl.count(b);
+  }
 
   const Moves mv{p, t.orient()};
   // Scatter positions (rank root - o*e), for the Scatter and Gather phases.
-  std::vector<std::uint32_t> position;
+  std::vector<std::uint32_t>& position = ws.position;
   if (root < p) {
     position.resize(p);
     for (std::uint32_t r = 0; r < p; ++r) position[r] = t.span(r, root);
   }
 
-  std::vector<Clock> clock(p), next(p);
+  std::vector<Clock>&clock = ws.clock, &next = ws.next;
+  clock.assign(p, Clock{});
+  next.resize(p);
+  std::vector<std::uint64_t>& sums = ws.sums;  // a step's S, W or P
   // One step of every rank: r sends sent[r] elements to `to(r)` and receives got[r] from
   // `from(r)`; reduced: whether it reduces what it receives; skipRoot: nothing goes to `root`
   // (an AllGather's, when it already holds every slice).
@@ -207,7 +226,8 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
       if (ph == CostPhase::Scatter || ph == CostPhase::Gather) {
         const std::uint32_t k = ph == CostPhase::Scatter ? i : steps - 1 - i;
         const std::uint64_t h = std::uint64_t{1} << k;
-        const std::vector<std::uint64_t> S = subtrees(t, w, root, h);
+        subtrees(t, w, root, h, sums);
+        const std::vector<std::uint64_t>& S = sums;
         // What position e's rank hands on (e < h) and takes in (h <= e < 2h) in the Scatter.
         const auto handsOn = [&](std::uint32_t r) -> std::uint64_t {
           const std::uint64_t e = position[r];
@@ -228,7 +248,8 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
       }
       if (ph == CostPhase::BruckAllGather) {
         const std::uint64_t h = std::uint64_t{1} << i, m = std::min<std::uint64_t>(h, p - h);
-        const std::vector<std::uint64_t> W = window(wBlock, m);
+        window(wBlock, m, sums);
+        const std::vector<std::uint64_t>& W = sums;
         const auto up = static_cast<std::uint32_t>(h % p), down = (p - up) % p;
         const auto plus = [&](std::uint32_t r) { return mv.add(r, up); };
         const auto minus = [&](std::uint32_t r) { return mv.add(r, down); };
@@ -238,7 +259,8 @@ Metrics phasesPath(const SliceTree& t, const Blocks& bl, std::span<const CostPha
       }
       const std::uint32_t k = ph == CostPhase::ReduceScatter ? i : steps - 1 - i;
       const std::uint64_t h = std::uint64_t{1} << k;
-      const std::vector<std::uint64_t> P = strided(mv, w, 2 * h, sharesAt(p, k));
+      strided(mv, w, 2 * h, sharesAt(p, k), sums);
+      const std::vector<std::uint64_t>& P = sums;
       const std::uint32_t inBy = mv.inwardBy(h), outBy = mv.outwardBy(h);
       const auto in = [&](std::uint32_t r) { return mv.add(r, inBy); };
       const auto out = [&](std::uint32_t r) { return mv.add(r, outBy); };

@@ -10,6 +10,9 @@
 //     spread, see EqualsTheReplay), with level1 the slower level; the
 //     tolerance is rank_cost_test's (two elements' beta and gamma per step: lockstep cannot see
 //     which rank carries the larger block when).
+//   - StopsOnlyOnceItCannotWin: with the model's bound (Choice::toBeat) a path stops at a time
+//     between the bound and the whole path's, and above the whole time it is the whole path, bit
+//     for bit.
 //   - Segments: the segmented pipeline (m = 2, 3, 4, 8 segments whose stages overlap) on 2 to 6
 //     servers of up to 4 ranks, every kind of block as above: every schedule passes the symbolic
 //     verifier (results, races, scratch), has stages + m - 1 steps where no block is empty, and
@@ -104,6 +107,31 @@ TEST(PipelineCost, PathEqualsItsSchedule) {
               }
             }
     }
+}
+
+// The bound the model passes (Choice::toBeat): below the whole path's time the path stops at a
+// time no less than the bound and no more than the whole one; above it the path is the whole one,
+// bit for bit (so a pipeline that wins is costed exactly).
+TEST(PipelineCost, StopsOnlyOnceItCannotWin) {
+  const CostParams cp = paramSets().front();
+  for (const auto& [servers, per] : {std::pair{64u, 1u}, {16u, 2u}, {5u, 3u}, {2u, 2u}})
+    for (Collective c : kColls)
+      for (const Problem& pb : problems(c, servers * per, false))
+        for (std::uint32_t m : {1u, 2u})
+          for (std::uint32_t r : {0u, servers * per - 1}) {
+            const Metrics whole = pipelineRankPath(servers, per, pb, r, kElem, cp, m);
+            const std::string what = fmt::format("{}x{} {} rank {} total {} m {}", servers, per,
+                                                 name(c), r, pb.blocks.total(), m);
+            for (double f : {0.0, 0.25, 0.5, 1.0}) {
+              const double bound = whole.time * f;
+              const Metrics part = pipelineRankPath(servers, per, pb, r, kElem, cp, m, bound);
+              EXPECT_GE(part.time, bound) << what << " bound " << f;
+              EXPECT_LE(part.time, whole.time) << what << " bound " << f;
+            }
+            expectSame(pipelineRankPath(servers, per, pb, r, kElem, cp, m, whole.time * 1.5 + 1),
+                       whole, what + " above");
+            if (HasFailure()) return;
+          }
 }
 
 TEST(PipelineCost, RefusesWhatThePipelineRefuses) {
