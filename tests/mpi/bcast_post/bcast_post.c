@@ -56,10 +56,10 @@ int main(int argc, char** argv) {
   int tag = 0;
   for (size_t s = 0; s < nsizes; ++s)
     for (int mode = 0; mode < NUM_MODES; ++mode)
-      for (int root = 0; root < nranks; ++root) bcast_case(ints[s], root, mode, (int)s + root, ++tag);
+      for (int root = 0; root < nranks; ++root)
+        bcast_case(ints[s], root, mode, (int)s + root, ++tag);
   /* Back to back, no barrier between: sizes and roots changing from call to call. */
-  for (int k = 0; k < 64; ++k)
-    bcast_case(ints[(size_t)k % nsizes], k % nranks, ALL_INT, 0, ++tag);
+  for (int k = 0; k < 64; ++k) bcast_case(ints[(size_t)k % nsizes], k % nranks, ALL_INT, 0, ++tag);
   layouts_free();
   return check_finish("bcast_post");
 }
