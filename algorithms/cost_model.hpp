@@ -134,8 +134,8 @@ struct LinkParams {
   // the post does not run). posts: postStep is given (post_step_us; absent: posts are priced as
   // sends to every peer). Measured with OSU 5.7 osu_bcast at np=4 on 2 cores (s12-bcast4, one-shot
   // forced by a tuning rule, 8 rounds): the one-shot's time above a slot less its alpha and its
-  // bytes at the link's bandwidth, 32 KiB-256 KiB: 7.5, 6.7, 2.3, 1.0 us (4.0: below
-  // 5.5, where Mesh's Scatter + AllGather on the general executor, 1.7-2x slower there, would win).
+  // bytes at the link's bandwidth, 32-256 KiB: 7.5, 6.7, 2.3, 1.0 us; 2.5 is the low end as the
+  // model prices Mesh (general executor) at 5-10 us for 16-32 KiB where OSU measured 19-20 (README).
   bool posts = false;
   double postStep = 0;
 };
