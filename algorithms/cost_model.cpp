@@ -62,6 +62,10 @@ std::optional<ConfigError> readLinkParams(const json& val, const std::string& wh
         return rd.error(where + ".step_from_bytes",
                         fmt::format("expected a byte count (an integer >= 0), found {}", v.dump()));
       lp.stepFrom = v.get<std::uint64_t>();
+    } else if (field == "post_step_us") {
+      if (auto e = rd.positive(v, where + ".post_step_us", x, true)) return e;
+      lp.posts = true;
+      lp.postStep = x * 1e-6;
     } else if (field == "half_duplex") {
       if (!v.is_boolean())
         return rd.error(where + ".half_duplex",
@@ -103,7 +107,7 @@ std::optional<ConfigError> readLinkParams(const json& val, const std::string& wh
     } else {
       rd.unknown(where, field,
                  "alpha_us, bandwidth_GBps, links, step_us, step_from_bytes, half_duplex, "
-                 "memory_GBps, stream_from_bytes, single_copy");
+                 "memory_GBps, stream_from_bytes, single_copy, post_step_us");
     }
   }
   return std::nullopt;
@@ -119,6 +123,7 @@ json linkJson(const LinkParams& lp) {
     j["step_from_bytes"] = lp.stepFrom;
   }
   if (lp.halfDuplex) j["half_duplex"] = true;
+  if (lp.posts) j["post_step_us"] = lp.postStep * 1e6;
   if (lp.memory > 0) j["memory_GBps"] = 1.0 / lp.memory / 1e9;
   if (lp.streamFrom > 0) j["stream_from_bytes"] = lp.streamFrom;
   for (int c = 0; c < kNumCollectives; ++c) {
@@ -261,6 +266,8 @@ CostParams CostModel::params(std::optional<DataType> type, std::optional<ReduceO
     p.stepFrom[l] = level[l].stepFrom;
     p.halfDuplex[l] = level[l].halfDuplex;
     p.memory[l] = level[l].memory;
+    p.posts[l] = level[l].posts;
+    p.postStep[l] = level[l].postStep;
   }
   p.gamma = type && op ? gamma(*type, *op) : 0;
   return p;

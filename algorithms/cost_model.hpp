@@ -22,6 +22,7 @@
 //               "half_duplex": true,               //   message exceeds step_from_bytes (any
 //               "memory_GBps": 8.0,                //   level or class may carry both);
 //               "stream_from_bytes": 65536,        //   stream_from_bytes: LinkParams::streamFrom
+//               "post_step_us": 4.0,               //   post_step_us: LinkParams::postStep
 //               "single_copy": {                   //   single_copy: per collective, the posts
 //                 "allgather": [524288, 4194304]}} //   [from, below) bytes: see LinkParams
 //     },                                           //   half_duplex: sends and receives share
@@ -125,6 +126,18 @@ struct LinkParams {
     bool empty() const { return below <= from; }
   };
   std::array<ByteRange, kNumCollectives> singleCopy{};
+  // The shared-memory link only: its broadcast slots write a post (Transfer::post: one slice to
+  // several peers, Mesh one-shot Broadcast at more than two ranks) once, every reader copying it
+  // from the writer's slot or, above a slot, from the writer's memory (a descriptor, one CMA
+  // read each, no request): priced as one write of the slice and each reader's copy, and a post
+  // above stepFrom adds postStep instead of `step` (the general executor's block round, which
+  // the post does not run). posts: postStep is given (post_step_us; absent: posts are priced as
+  // sends to every peer). Measured with OSU 5.7 osu_bcast at np=4 on 2 cores (s12-bcast4, one-shot
+  // forced by a tuning rule, 8 rounds): the one-shot's time above a slot less its alpha and its
+  // bytes at the link's bandwidth, 32-256 KiB: 7.5, 6.7, 2.3, 1.0 us; 2.5 is the low end as the
+  // model prices Mesh (general executor) at 5-10 us for 16-32 KiB where OSU measured 19-20 (README).
+  bool posts = false;
+  double postStep = 0;
 };
 
 struct SizeRule {

@@ -24,16 +24,19 @@ RankSchedule meshOneShotAllReduce(const Problem& pb, std::uint32_t r) {
 // Broadcast in one step: the root sends its whole vector to every peer. On the shared-memory
 // slots that is one post every reader copies (engine/slot_executor.hpp), where Mesh's Broadcast
 // (Scatter, then AllGather) sends each peer another block first and so leaves the slots for the
-// general executor at more than two ranks.
+// general executor at more than two ranks. Its transfers are one post (Transfer::post): the model
+// prices the root's one write and each reader's copy, not p-1 sends. At two ranks it is the ring's
+// one message, and stays a plain one: the same schedule, priced (and so chosen) as the ring's.
 RankSchedule meshOneShotBroadcast(const Problem& pb, std::uint32_t r) {
   RankSchedule out;
   const std::uint32_t p = pb.ranks;
   const Slice whole{Buf::Output, 0, pb.total()};
   Step& s = out.newStep();
+  const bool post = p > 2;
   if (r == pb.root) {
-    for (std::uint32_t i = 1; i < p; ++i) send(s, (r + i) % p, whole);
+    for (std::uint32_t i = 1; i < p; ++i) (post ? sendPost : send)(s, (r + i) % p, whole);
   } else {
-    recv(s, pb.root, whole);
+    (post ? recvPost : recv)(s, pb.root, whole);
   }
   prune(out);
   return out;

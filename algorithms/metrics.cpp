@@ -68,6 +68,26 @@ double addStep(const Step& step, std::size_t elem, const CostParams& params, Met
   }
   StepLoad sl;
   for (const Load& ld : load) sl.add(ld.level, ld.dir, ld.bytes);
+  // Posts on a link with broadcast slots: a slice the step already posted to another peer is not
+  // written again, and the step's round is the post's if all its transfers on the level are posts.
+  std::array<bool, kNumLevels> plain{};
+  for (std::size_t i = 0; i < step.xfers.size(); ++i) {
+    const Transfer& t = step.xfers[i];
+    const std::uint8_t l = std::min<std::uint8_t>(t.level, kNumLevels - 1);
+    if (!t.post || !params.posts[l]) {
+      plain[l] = true;
+      continue;
+    }
+    if (t.dir != Dir::Send) continue;
+    for (std::size_t j = 0; j < i; ++j) {
+      const Transfer& u = step.xfers[j];
+      if (u.post && u.dir == Dir::Send && u.level == t.level && u.slice == t.slice) {
+        sl.total[l][0] -= t.slice.count * elem;
+        break;
+      }
+    }
+  }
+  for (std::size_t l = 0; l < kNumLevels; ++l) sl.postsOnly[l] = sl.used[l] && !plain[l];
   for (const Transfer& t : step.xfers)
     if (t.push && t.dir == Dir::Send) sl.addPushed(t.level, t.slice.count * elem);
   for (const LocalOp& op : step.ops)
@@ -101,7 +121,10 @@ double addStepLoad(const StepLoad& sl, const CostParams& params, Metrics& path) 
   for (int l = 0; l < kNumLevels; ++l) {
     if (!sl.used[static_cast<std::size_t>(l)]) continue;
     const auto i = static_cast<std::size_t>(l);
-    double c = params.linkTime(i, sl.busiest[i], busiest[i]);
+    double c = sl.postsOnly[i]
+                   ? params.alpha[i] + params.beta[i] * static_cast<double>(busiest[i]) +
+                         (sl.busiest[i] > params.stepFrom[i] ? params.postStep[i] : 0.0)
+                   : params.linkTime(i, sl.busiest[i], busiest[i]);
     // The memory term: the pushed send streamed from the cache is not read from memory.
     const std::uint64_t inlineUpTo =
         params.stepFrom[i] == CostParams::kNever ? 0 : params.stepFrom[i];

@@ -14,6 +14,12 @@
 //    memory_l per streamed byte, at most beta_l: only one pushed send per step is streamed (one
 //    per reducing op, and a Mesh rank reduces one block), the largest one above stepFrom_l
 //    (smaller messages travel inline and are not pushed);
+//  - on a level whose link has broadcast slots (CostParams::posts, the shared-memory link's
+//    post_step_us), a post (Transfer::post: one slice to several peers, written once into the
+//    writer's slot and copied out by every reader) counts once in the sender's load, not once per
+//    reader; and a step whose transfers on the level are all posts adds postStep_l instead of
+//    step_l when its largest message exceeds stepFrom_l (the slots' round for a post larger than
+//    a slot: a descriptor every reader copies from once, no request);
 //  - the step's reductions then cost gamma per byte reduced; copies are free.
 // The critical path is the chain of steps that determines the last rank's finish time.
 #pragma once
@@ -48,6 +54,10 @@ struct CostParams {
   // Per level, seconds per byte of memory traffic a pushed send streamed from the cache saves
   // (cost_model.hpp's memory_GBps, LinkParams::memory; 0: no such term).
   std::array<double, kNumLevels> memory{};
+  // Per level, whether its link writes a post (Transfer::post) once for all readers, and the
+  // seconds a step of posts adds above stepFrom instead of `step` (cost_model.hpp's post_step_us).
+  std::array<bool, kNumLevels> posts{};
+  std::array<double, kNumLevels> postStep{};
 
   // One step's time on `level` for a rank whose largest peer-direction carries `largest` bytes
   // and whose link moves `busiest` (largest, or more when the rank's links are shared).
@@ -94,6 +104,9 @@ struct StepLoad {
   std::uint64_t reduced = 0;  // bytes
   // Per level, the largest pushed send (bytes to one peer): what the memory term credits.
   std::array<std::uint64_t, kNumLevels> pushed{};
+  // Per level, every transfer is one of a post (Transfer::post) and the link has posts: the
+  // step's round above stepFrom is postStep (total[l][0] already counts each posted slice once).
+  std::array<bool, kNumLevels> postsOnly{};
 
   // All a step's transfers to one peer in one direction on `level`: `bytes` in all.
   void add(std::uint8_t level, Dir dir, std::uint64_t bytes);

@@ -473,7 +473,8 @@ std::string toString(const Slice& s) {
 std::string toString(const Transfer& t) {
   return fmt::format("{} {} {}{}", t.dir == Dir::Send ? "send" : "recv", toString(t.slice),
                      t.dir == Dir::Send ? "-> " : "<- ", t.peer) +
-         (t.level ? fmt::format(" L{}", t.level) : std::string()) + (t.push ? " push" : "");
+         (t.level ? fmt::format(" L{}", t.level) : std::string()) + (t.push ? " push" : "") +
+         (t.post ? " post" : "");
 }
 
 std::string toString(const LocalOp& op) {

@@ -83,7 +83,13 @@ struct Transfer {
   // produces it (a reduction's result goes to the peer from the cache instead of being read back
   // from memory by the peer). Both ends of a message carry the same flag, so the link's two ends
   // agree on who copies; the verifier checks both rules.
-  bool push = false;
+  // (push and post share one byte: the slice's tail padding holds dir, level, them and peer.)
+  bool push : 1 = false;
+  // One of a post: the sender's one slice to several peers of the step, which a link with
+  // broadcast slots (the shared-memory link: engine/slot_executor.hpp) writes once for all its
+  // readers. Only the cost model reads it (metrics.hpp: the post counts once in the sender's
+  // load, and its round is the link's post_step_us); both ends carry it.
+  bool post : 1 = false;
   std::uint32_t peer = 0;  // rank in the schedule's own group
 
   Transfer() = default;
@@ -152,6 +158,13 @@ inline void sendPush(Step& s, std::uint32_t peer, Slice sl) {
 }
 inline void recvPush(Step& s, std::uint32_t peer, Slice sl) {
   if (sl.count) s.xfers.push_back({Dir::Recv, peer, sl, 0, true});
+}
+// One of a post (Transfer::post) on both ends: the sender calls it for every reader of the slice.
+inline void sendPost(Step& s, std::uint32_t peer, Slice sl) {
+  if (sl.count) s.xfers.push_back({Dir::Send, peer, sl, 0}), s.xfers.back().post = true;
+}
+inline void recvPost(Step& s, std::uint32_t peer, Slice sl) {
+  if (sl.count) s.xfers.push_back({Dir::Recv, peer, sl, 0}), s.xfers.back().post = true;
 }
 // A zero-byte message, kept even though it carries nothing: Barrier's synchronisation. Its
 // slice is an empty Scratch slice, so it touches no memory.

@@ -377,6 +377,13 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
         "peer), posts from {} (stream_from_bytes) stream through them instead of the executor's "
         "single copy\n",
         bytesText(shm->streamFrom));
+  // Why the one-shot Broadcast wins at more than two ranks: its post is not p-1 sends.
+  if (!to.json && shm && shm->posts && shape.levels.size() == 1)
+    fmt::print(
+        "a post (one slice to several peers, written once into the slots: fullmesh_oneshot's "
+        "broadcast at more than two ranks) is priced as one write and each reader's copy, its "
+        "round above {} {:.1f} us (post_step_us) instead of the executor's {:.1f} us (step_us)\n",
+        bytesText(shm->stepFrom), shm->postStep * 1e6, shm->step * 1e6);
   if (to.timing) {
     const double n = double(std::max<std::size_t>(1, calls.size()));
     fmt::print(stderr,

@@ -117,6 +117,38 @@ TEST(Metrics, Mesh) {
   }
 }
 
+// One-shot Broadcast is one post at more than two ranks (Transfer::post on both ends, every
+// root), priced on a link with posts as one write plus the round (metrics.hpp), and at two ranks
+// the ring's one message, priced alike.
+TEST(Metrics, OneShotBroadcastIsOnePost) {
+  CostParams cp = CostParams::uniform(1e-6, 1e-9, 0);
+  cp.links[0] = 1;
+  cp.halfDuplex[0] = true;
+  cp.stepFrom[0] = 100;
+  cp.step[0] = 50e-6;
+  cp.posts[0] = true;
+  cp.postStep[0] = 4e-6;
+  const GeneratorSpec* one = findGenerator(Algorithm::MeshOneShot, Collective::Broadcast);
+  const GeneratorSpec* ring = findGenerator(Algorithm::Ring, Collective::Broadcast);
+  ASSERT_TRUE(one && ring);
+  for (std::uint32_t p = 2; p <= 6; ++p)
+    for (std::uint32_t root = 0; root < p; ++root) {
+      SCOPED_TRACE(::testing::Message() << "p=" << p << " root=" << root);
+      const Problem pb = test::problemFor(Collective::Broadcast, p, 1000, false, root);
+      const Schedule s = buildSchedule(one->generate, pb);
+      for (std::uint32_t r = 0; r < p; ++r)
+        for (const Step& st : s.ranks[r].steps)
+          for (const Transfer& t : st.xfers) EXPECT_EQ(t.post, p > 2);
+      const Metrics m = criticalPath(s, 4, cp);
+      if (p > 2) {
+        EXPECT_NEAR(m.time, 1e-6 + 4000e-9 + 4e-6, 1e-15);
+        EXPECT_EQ(m.bytes(), 4000u);
+      } else {
+        EXPECT_NEAR(m.time, criticalPath(buildSchedule(ring->generate, pb), 4, cp).time, 1e-15);
+      }
+    }
+}
+
 TEST(Metrics, OneRankCostsNothing) {
   for (const GeneratorSpec& s : generatorSpecs()) {
     const Metrics m = measure(s.algorithm, s.coll, 1);

@@ -283,6 +283,66 @@ TEST(CostModel, MemoryTermCreditsTheLargestStreamedPush) {
       << bad.error().message;
 }
 
+// A post (post_step_us, Transfer::post): read, round-tripped, and priced as one write of the slice
+// and each reader's copy, its round above step_from_bytes post_step_us instead of step_us,
+// against sums computed here: alpha 1 us, 1 ns/B, step_from 100 B, step 50 us, post step 4 us,
+// one link, half duplex. The shipped defaults have it on the shared-memory class only.
+TEST(CostModel, PostIsOneWriteWithItsOwnRound) {
+  const CostModel& d = defaultCostModel();
+  ASSERT_TRUE(d.sharedMemory.has_value());
+  EXPECT_TRUE(d.sharedMemory->posts) << "the defaults ship link_classes.shm.post_step_us";
+  EXPECT_FALSE(d.level[0].posts);  // tagged level0: sends to every peer
+
+  const auto t =
+      tuneCleanly(R"({"link_classes": {"shm": {"alpha_us": 1, "bandwidth_GBps": 1, "links": 1,
+                                              "step_us": 50, "step_from_bytes": 100,
+                                              "half_duplex": true, "post_step_us": 4}}})");
+  ASSERT_TRUE(t);
+  EXPECT_NEAR(t->model.sharedMemory->postStep, 4e-6, 1e-18);
+  EXPECT_TRUE(t->back.sharedMemory->posts);
+  EXPECT_NEAR(t->back.sharedMemory->postStep, 4e-6, 1e-18);
+
+  // The writer's step: `bytes` to ranks 1, 2 and 3, as a post or as three sends; a reader's: the
+  // post's copy.
+  const auto writer = [](const CostParams& p, std::uint64_t bytes, bool post) {
+    Step st;
+    for (std::uint32_t peer = 1; peer <= 3; ++peer)
+      (post ? sendPost : send)(st, peer, Slice{Buf::Output, 0, bytes});
+    Metrics path;
+    return addStep(st, 1, p, path);
+  };
+  const auto reader = [](const CostParams& p, std::uint64_t bytes) {
+    Step st;
+    recvPost(st, 0, Slice{Buf::Output, 0, bytes});
+    Metrics path;
+    return addStep(st, 1, p, path);
+  };
+  const CostParams p = t->model.withLevel0OnSharedMemory().params(std::nullopt, std::nullopt);
+  EXPECT_NEAR(writer(p, 1000, true), 1e-6 + 1000e-9 + 4e-6, 1e-15);
+  EXPECT_NEAR(reader(p, 1000), 1e-6 + 1000e-9 + 4e-6, 1e-15);
+  EXPECT_NEAR(writer(p, 80, true), 1e-6 + 80e-9, 1e-15);  // inline: no round
+  EXPECT_NEAR(writer(p, 1000, false), 1e-6 + 3000e-9 + 50e-6, 1e-15);
+  // A post mixed with a plain send on the level: the plain send's round, the post written once.
+  Step mixed;
+  for (std::uint32_t peer = 1; peer <= 2; ++peer)
+    sendPost(mixed, peer, Slice{Buf::Output, 0, 1000});
+  send(mixed, 3, Slice{Buf::Output, 1000, 500});
+  Metrics path;
+  EXPECT_NEAR(addStep(mixed, 1, p, path), 1e-6 + 1500e-9 + 50e-6, 1e-15);
+  // Without post_step_us (level0 on UCX tagged messages): three sends.
+  CostModel tagged = t->model;
+  tagged.level[0] = *t->model.sharedMemory;
+  tagged.level[0].posts = false;
+  EXPECT_NEAR(writer(tagged.params(std::nullopt, std::nullopt), 1000, true), 1e-6 + 3000e-9 + 50e-6,
+              1e-15);
+
+  std::vector<std::string> warnings;
+  auto bad = tune(R"({"link_classes": {"shm": {"post_step_us": -1}}})", warnings);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("link_classes.shm.post_step_us"), std::string::npos)
+      << bad.error().message;
+}
+
 TEST(CostModel, UnknownNamesAreWarningsNotErrors) {
   std::vector<std::string> warnings;
   auto r = tune(R"({"levels": {"level7": {}}, "gamma": {"fp8": {"sum": 1}, "fp32": {"avg": 1}},
