@@ -8,6 +8,11 @@
 
 namespace hccl::algo {
 
+void Slice::tooLarge(std::uint64_t n) {
+  throw std::length_error(
+      fmt::format("a slice of {} elements: a schedule's slices hold at most 2^48", n));
+}
+
 std::string_view name(Buf b) {
   switch (b) {
     case Buf::Input:

@@ -39,24 +39,37 @@ std::string_view name(Buf b);
 // A schedule of a 4096-rank communicator holds tens of thousands of slices (16380 transfers and
 // 4095 local ops in a 512x8 pipeline AllReduce), and the first touch of its pages was most of
 // the time a first call took to build it (~12 us a page fault on the VM of the notes). So the
-// three types below are laid out to waste no bytes: Slice keeps `buf` last, so that Transfer and
-// LocalOp put their own small fields into its tail padding (Transfer 24 bytes instead of 40,
-// LocalOp 72 instead of 80). For that Slice has a constructor (a class with one is not "POD for
-// layout", and only such a class's tail padding may be reused), taking (buf, offset, count) as
-// the aggregate did. The one thing this forbids: copying bytes (memcpy, std::copy through a
-// Slice*) onto the `slice` of a Transfer or the `b` of a LocalOp; assignment is fine.
+// three types below are laid out to waste no bytes: Slice is 16 bytes (its count, at most 2^48
+// elements, shares a word with `buf` and leaves that word's last byte as tail padding), so that
+// Transfer and LocalOp put their own small fields into its tail padding (Transfer 24 bytes
+// instead of 40, LocalOp 48 instead of 80). For that Slice has a constructor (a class with one is
+// not "POD for layout", and only such a class's tail padding may be reused), taking (buf,
+// offset, count) as the aggregate did. The one thing this forbids: copying bytes (memcpy,
+// std::copy through a Slice*) onto the `slice` of a Transfer or the `b` of a LocalOp; assignment
+// is fine. `count` being a bit-field, code changes it through the constructor (a count past 2^48
+// throws std::length_error there) rather than by assigning the field, which would cut it.
 struct Slice {
+  // A count that does not fit is refused where the Slice is made, never cut.
+  static constexpr std::uint64_t kMaxCount = (std::uint64_t{1} << 48) - 1;
   std::uint64_t offset = 0;
-  std::uint64_t count = 0;
-  Buf buf = Buf::Output;
+  std::uint64_t count : 48 = 0;
+  Buf buf : 8 = Buf::Output;
 
   Slice() = default;
-  Slice(Buf b, std::uint64_t off, std::uint64_t n) : offset(off), count(n), buf(b) {}
+  Slice(Buf b, std::uint64_t off, std::uint64_t n)
+      : offset(off), count(checked(n) & kMaxCount), buf(b) {}
   std::uint64_t end() const { return offset + count; }
   bool overlaps(const Slice& o) const {
     return buf == o.buf && count > 0 && o.count > 0 && offset < o.end() && o.offset < end();
   }
   bool operator==(const Slice&) const = default;
+
+ private:
+  static std::uint64_t checked(std::uint64_t n) {
+    if (n > kMaxCount) tooLarge(n);
+    return n;
+  }
+  [[noreturn]] static void tooLarge(std::uint64_t n);
 };
 
 inline Slice in(std::uint64_t off, std::uint64_t n) {
@@ -114,7 +127,8 @@ struct LocalOp {
   LocalOp(OpKind k, Slice d, Slice x, Slice y) : dst(d), a(x), b(y), kind(k) {}
   bool operator==(const LocalOp&) const = default;
 };
-static_assert(sizeof(LocalOp) == 72, "LocalOp's kind fits in its b's tail padding");
+static_assert(sizeof(Slice) == 16, "count and buf share a word");
+static_assert(sizeof(LocalOp) == 48, "LocalOp's kind fits in its b's tail padding");
 
 struct Step {
   std::vector<Transfer> xfers;
