@@ -245,6 +245,21 @@ Value IntervalMap::block(const Seg& s, std::uint64_t k) {
   return v;
 }
 
+Value IntervalMap::tail(const Seg& s, std::uint64_t k) {
+  if (s.tailFlags & Value::kUninit) return Value{};
+  Value v = block(s, k);
+  v.set += s.tailSet;
+  v.delta += s.tailDelta;
+  v.flags = s.tailFlags;
+  return v;
+}
+
+void IntervalMap::setTail(Seg& s, const Value& t) {
+  s.tailFlags = t.flags;
+  s.tailSet = t.uninit() ? 0 : t.set - s.v.set;
+  s.tailDelta = t.uninit() ? 0 : t.delta - s.v.delta;
+}
+
 // Splits the run containing pos so that a run starts at pos. A ramp is cut into the blocks
 // before pos's block, that block (plain, and its gap as a plain never-written run), and the
 // blocks after it, before the plain cut.
@@ -259,12 +274,15 @@ void IntervalMap::split(std::uint64_t pos) {
     const auto put = [&](std::uint64_t from, std::uint64_t to) {  // blocks [from, to)
       const std::uint64_t b = start + from * c, e = std::min(start + to * c, ramp.end);
       if (to - from > 1) {
-        segs_.emplace(b, Seg{e, block(ramp, from), c, ramp.setStep, ramp.deltaStep, ramp.gap});
+        Seg part = ramp;
+        part.end = e;
+        part.v = block(ramp, from);  // tail offsets from the head stay the same
+        segs_.emplace(b, part);
         return;
       }
       const std::uint64_t w = std::min(b + written, e);
       segs_.emplace(b, Seg{w, block(ramp, from)});
-      if (w < e) segs_.emplace(w, Seg{e, Value{}});
+      if (w < e) segs_.emplace(w, Seg{e, tail(ramp, from)});
     };
     segs_.erase(it);
     if (k > 0) put(0, k);
@@ -284,13 +302,21 @@ void IntervalMap::markSets(std::vector<bool>& live) const {
     const std::uint64_t blocks = s.period ? (s.end - start + s.period - 1) / s.period : 1;
     // Ids move evenly along a ramp: when the first and the last are past live (range ids) and
     // the ids between do not wrap around, so are they all.
-    const auto first = static_cast<std::int64_t>(s.v.set);
-    const std::int64_t last = first + static_cast<std::int64_t>(blocks - 1) * s.setStep;
-    const auto n = static_cast<std::int64_t>(live.size());
-    if (first >= n && last >= n && last <= std::int64_t{0xffffffff}) continue;
-    for (std::uint64_t k = 0; k < blocks; ++k) {
-      const std::uint32_t id = block(s, k).set;
-      if (id < live.size()) live[id] = true;
+    // A compound ramp's tails step the same way from their own first id.
+    for (const bool tails : {false, true}) {
+      if (tails && (s.gap == 0 || (s.tailFlags & Value::kUninit))) break;
+      // Blocks whose tail the run reaches (it may end after the last block's head).
+      const std::uint64_t written = s.period - s.gap;
+      const std::uint64_t held =
+          tails ? (s.end - start - written + s.period - 1) / s.period : blocks;
+      const auto first = static_cast<std::int64_t>(tails ? tail(s, 0).set : s.v.set);
+      const std::int64_t last = first + static_cast<std::int64_t>(held - 1) * s.setStep;
+      const auto n = static_cast<std::int64_t>(live.size());
+      if (first >= n && last >= n && last <= std::int64_t{0xffffffff}) continue;
+      for (std::uint64_t k = 0; k < held; ++k) {
+        const std::uint32_t id = tails ? tail(s, k).set : block(s, k).set;
+        if (id < live.size()) live[id] = true;
+      }
     }
   }
 }
@@ -324,7 +350,7 @@ std::vector<Piece> IntervalMap::read(std::uint64_t off, std::uint64_t count) con
       const std::uint64_t bs = it->first + k * s.period;
       if (bs >= s.end || bs >= end) break;
       piece(bs, std::min(bs + written, s.end), block(s, k));
-      if (s.gap > 0) piece(bs + written, std::min(bs + s.period, s.end), Value{});
+      if (s.gap > 0) piece(bs + written, std::min(bs + s.period, s.end), tail(s, k));
     }
   }
   return out;
@@ -337,7 +363,8 @@ std::pair<std::uint64_t, std::uint64_t> IntervalMap::unwrittenFrom(Segs::const_i
   x = std::max(x, start);
   if (x >= s.end) return {s.end, s.end};
   if (s.period == 0) return s.v.uninit() ? std::pair{x, s.end} : std::pair{s.end, s.end};
-  if (s.gap == 0) return {s.end, s.end};  // ramps without gaps are written (coalesce)
+  // Ramps without gaps, and compound ones, are written (coalesce).
+  if (s.gap == 0 || !(s.tailFlags & Value::kUninit)) return {s.end, s.end};
   const std::uint64_t bs = start + (x - start) / s.period * s.period;
   const std::uint64_t g = bs + s.period - s.gap;  // block's gap, else the next block's
   const std::uint64_t b = x >= g ? x : g;
@@ -463,20 +490,22 @@ bool IntervalMap::mergeNext(Segs::iterator it) {
       l.deltaStep = ds;
       return take(1);
     }
-    return false;
+    if (l.period != 0 || r.period != 0) return false;  // two plain runs may begin a compound one
   }
-  if (l.gap > 0) {  // a gapped ramp: next comes its last block's gap, or a block
+  if (l.gap > 0) {  // a gapped or compound ramp: next comes its last block's tail, or a block
     const std::uint64_t written = l.period - l.gap;
     if (lenL % l.period == written)
-      return r.period == 0 && r.v == Value{} && lenR == l.gap && take(1);
+      return r.period == 0 && r.v == tail(l, lenL / l.period) && lenR == l.gap && take(1);
     const Value want = block(l, lenL / l.period);
     if (r.period == 0 && lenR == written && r.v == want) return take(1);
     return r.period == l.period && r.gap == l.gap && r.setStep == l.setStep &&
-           r.deltaStep == l.deltaStep && r.v == want && take(1);
+           r.deltaStep == l.deltaStep && r.v == want && r.tailFlags == l.tailFlags &&
+           r.tailSet == l.tailSet && r.tailDelta == l.tailDelta && take(1);
   }
-  // A written run, a gap, then a block of the first's length or a gapped ramp that continues
-  // them.
-  if (l.period != 0 || l.v.uninit() || r.period != 0 || !(r.v == Value{})) return false;
+  // A written run, a gap or another written run (the tail), then a block of the first's length
+  // or a gapped or compound ramp that continues them.
+  if (l.period != 0 || l.v.uninit() || r.period != 0 || (r.v.uninit() && !(r.v == Value{})))
+    return false;
   const auto third = std::next(next);
   if (third == segs_.end()) return false;
   const Seg& x = third->second;
@@ -486,10 +515,14 @@ bool IntervalMap::mergeNext(Segs::iterator it) {
     l.gap = lenR;
     l.setStep = setStep(l.v, x.v);
     l.deltaStep = x.v.delta - l.v.delta;
+    setTail(l, r.v);
     return take(2);
   }
-  const Seg first{l.end, l.v, period, x.setStep, x.deltaStep, lenR};
-  if (x.period == period && x.gap == lenR && block(first, 1) == x.v) {
+  Seg first{l.end, l.v, period, x.setStep, x.deltaStep, lenR};
+  setTail(first, r.v);
+  if (x.period == period && x.gap == lenR && block(first, 1) == x.v &&
+      x.tailFlags == first.tailFlags && x.tailSet == first.tailSet &&
+      x.tailDelta == first.tailDelta) {
     l = first;
     return take(2);
   }

@@ -135,6 +135,12 @@ struct Piece {
 // order): after its step i a rank holds every h-th block, h = p / 2^(i+1), the blocks between
 // not yet written. As plain runs that is p runs in each of p ranks (1.5 GB at 4096 ranks);
 // as a gapped ramp, one.
+//
+// Or the last gap elements of each block may hold a second value that steps with the first (a
+// compound block): gathered blocks of uneven sizes that repeat with a period of two non-empty
+// blocks (the sweep's r % 3 elements: 0, 1, 2, 0, 1, 2, ...), where each block holds another
+// rank's elements. As plain runs that was 2p/3 runs in each rank (H-D_R's AllGather at 4096
+// ranks: 413 MB at its last step); as compound ramps, a few a rank.
 class IntervalMap {
  public:
   explicit IntervalMap(std::uint64_t size = 0, Value init = {});
@@ -165,9 +171,17 @@ class IntervalMap {
     std::uint64_t period = 0;  // a ramp's block length, 0 for a plain run
     // What a ramp's set id and delta add from one block to the next.
     std::int64_t setStep = 0, deltaStep = 0;
-    // A ramp's never-written elements at the end of each block (0: all written).
+    // A ramp's last `gap` elements of each block (0: none): never written while tailFlags is
+    // kUninit, else block k's tail holds {v.set + tailSet + setStep * k, v.delta + tailDelta +
+    // deltaStep * k, tailFlags}. Offsets from the head, not a Value: a run takes 80 bytes.
     std::uint64_t gap = 0;
+    std::int64_t tailDelta = 0;
+    std::uint32_t tailSet = 0;
+    std::uint8_t tailFlags = Value::kUninit;
   };
+  // Block k's tail (what its last gap elements hold), and a ramp's tail set from block 0's.
+  static Value tail(const Seg& s, std::uint64_t k);
+  static void setTail(Seg& s, const Value& t);
   using Segs = std::map<std::uint64_t, Seg>;
   // Block k of a ramp starting at `start`, as a plain value.
   static Value block(const Seg& s, std::uint64_t k);
