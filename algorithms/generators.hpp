@@ -33,6 +33,11 @@ RankSchedule ringBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule ringReduce(const Problem& pb, std::uint32_t rank);
 RankSchedule ringScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule ringGather(const Problem& pb, std::uint32_t rank);
+// Scratch (ScratchFn): ReduceScatter's two partial-sum slots (out of place) or its landing slot
+// (in place); Scatter's two slots of blocks in transit, and Gather's (its Scatter reversed keeps
+// the Scratch slices).
+std::uint64_t ringReduceScatterScratch(const Problem& pb, std::uint32_t rank);
+std::uint64_t ringScatterScratch(const Problem& pb, std::uint32_t rank);
 // AllReduce's cost: lockstep, or with empty blocks (fewer elements than ranks) the chain of one
 // element through every rank twice.
 Metrics ringAllReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,

@@ -32,6 +32,7 @@
 //
 // Rank order: no for the reductions (block b is accumulated starting from rank b+1); the
 // copies-only collectives trivially keep it.
+#include <algorithm>
 #include <utility>
 
 #include "algorithms/generators.hpp"
@@ -226,6 +227,45 @@ RankSchedule ringScatter(const Problem& pb, std::uint32_t r) {
 
 RankSchedule ringGather(const Problem& pb, std::uint32_t r) {
   return gatherByReversing(pb, r, ringScatter);
+}
+
+// scratchCount(ringReduceScatter(pb, r)), walking the same steps without building them.
+std::uint64_t ringReduceScatterScratch(const Problem& pb, std::uint32_t r) {
+  const Blocks& bl = pb.blocks;
+  const std::uint32_t p = pb.ranks;
+  const auto received = [&](std::uint32_t k) {  // the block step k receives
+    return wrap(static_cast<std::int64_t>(r) - 2 - k, p);
+  };
+  std::uint64_t top = 0;
+  if (!pb.inPlace) {
+    // Step k < p-2 receives into slot k%2; its send re-reads the previous step's slot, already
+    // counted. The last step lands in the output.
+    const std::uint64_t maxBlock = bl.largest();
+    for (std::uint32_t k = 0; k + 2 < p; ++k)
+      if (const std::uint64_t c = bl.count(received(k)); c > 0)
+        top = std::max(top, (k % 2) * maxBlock + c);
+    return top;
+  }
+  // In place every step's receive lands at Scratch[0, count). The overlapping final move of
+  // block r through Scratch[0, count(r)) adds nothing: the last step received block r there.
+  for (std::uint32_t k = 0; k + 1 < p; ++k) top = std::max(top, bl.count(received(k)));
+  return top;
+}
+
+// scratchCount(ringScatter(pb, r)), and of ringGather's (reversing keeps the Scratch slices): a
+// non-root's step k receives the block of position p-2+e-k into slot k%2 (its own, at the last
+// step, into the output); its sends re-read the previous step's slot. The root uses none.
+std::uint64_t ringScatterScratch(const Problem& pb, std::uint32_t r) {
+  const Blocks& bl = pb.blocks;
+  const std::uint32_t p = pb.ranks;
+  const std::uint32_t e = wrap(static_cast<std::int64_t>(r) - pb.root, p);
+  if (e == 0) return 0;
+  const std::uint64_t slotSize = bl.largest();
+  std::uint64_t top = 0;
+  for (std::uint32_t k = e - 1; k + 2 < p; ++k)
+    if (const std::uint64_t c = bl.count((pb.root + p - 2 + e - k) % p); c > 0)
+      top = std::max(top, (k % 2) * slotSize + c);
+  return top;
 }
 
 namespace {

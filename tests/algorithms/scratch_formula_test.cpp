@@ -220,6 +220,11 @@ TEST(LevelsScratch, EqualsTheComposedScheduleOfEveryRank) {
       {Collective::Scatter, {A::Mesh, A::NB, A::NHR}},
       {Collective::Gather, {A::Mesh, A::NHR, A::NHR}},
       {Collective::Gather, {A::NHR, A::Mesh, A::NB}},
+      // Ring's ReduceScatter and Gather formulas as phases (issue 14: 2048x2 chunk sizing).
+      {Collective::AllReduce, {A::Ring, A::NB, A::NB}},
+      {Collective::Reduce, {A::Ring, A::NB, A::NB}},
+      {Collective::Gather, {A::Ring, A::Ring, A::Ring}},
+      {Collective::Scatter, {A::Ring, A::NHR, A::Ring}},
   };
   std::vector<std::pair<std::uint32_t, std::uint32_t>> layouts = gridLayouts();
   for (std::uint32_t p : {1u, 2u, 5u, 8u, 13u, 64u}) {
