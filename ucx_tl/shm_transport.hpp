@@ -83,6 +83,9 @@ class ShmTransport final : public Transport {
   }
   void setSideHandler(SideHandler handler) override { base_->setSideHandler(std::move(handler)); }
   std::size_t sidePending() const override { return base_->sidePending(); }
+  // The slots and pushed writes hold nothing after a cancel (a withdrawn block fails its late
+  // reader); what UCX holds is the base's.
+  std::size_t heldOrphans() const override { return base_->heldOrphans(); }
 
   // Whether a message of `bytes` to or from `peer` goes over the link (else over base).
   bool onLink(int peer, std::size_t bytes) const;

@@ -76,6 +76,10 @@ bool Transport::sideSend(int, std::span<const std::byte>) {
 
 void Transport::setSideHandler(SideHandler) {}
 
+std::size_t Transport::heldOrphans() const {
+  return 0;
+}
+
 std::size_t Transport::sidePending() const {
   return 0;
 }

@@ -83,8 +83,15 @@ class Transport {
 
   // Give up on a pending transfer (after a failure elsewhere): the transport stops touching its
   // memory and marks it Failed. Safe to call on a completed record (no effect; a direct receive
-  // that is Done is finished as by finishDirect).
+  // that is Done is finished as by finishDirect). One exception, counted by heldOrphans().
   virtual void cancel(Completion* done) = 0;
+
+  // Transfers given up (cancelled or timed out) whose memory the link below may still touch:
+  // UCX can neither finish nor withdraw a receive it had begun to assemble from a peer that then
+  // stopped, and writes the rest of the message into its buffer if that peer resumes. Memory of
+  // such a transfer that the caller owns must outlive this transport while this is not zero.
+  // Default: none.
+  virtual std::size_t heldOrphans() const;
 
   // ---- receiving in place (optional) ------------------------------------------------------------
   // A link that reaches a peer's data directly (the shared-memory link) can leave a received

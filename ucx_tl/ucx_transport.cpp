@@ -192,6 +192,10 @@ void UcxTransport::setSideHandler(SideHandler handler) {
   impl_->sideHandler = std::move(handler);
 }
 
+std::size_t UcxTransport::heldOrphans() const {
+  return impl_->orphans();
+}
+
 std::size_t UcxTransport::sidePending() const {
   return impl_->sideSends.size();
 }

@@ -151,6 +151,7 @@ class UcxTransport final : public Transport {
   // A transfer UCX still holds 500 ms after being asked to give it up (a receive it had begun to
   // assemble from a peer that stopped) fails anyway and is left to UCX (see ucx_transfers.cpp).
   void cancel(Completion* done) override;
+  std::size_t heldOrphans() const override;
   // Side messages are probed for every 64th progress call (with the coarse clock), and on every
   // call for a second after this rank sent one (its answer may be due).
   bool sideSend(int peer, std::span<const std::byte> message) override;

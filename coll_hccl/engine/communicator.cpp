@@ -253,7 +253,14 @@ setup::Failure Communicator::joinMembers(const hccl_comm_params_t& params,
   return {};
 }
 
-Communicator::~Communicator() = default;
+Communicator::~Communicator() {
+  // A failed call's receive that UCX could not withdraw still points into this scratch: freeing
+  // it would let a resumed peer's message land in freed (or unmapped) memory.
+  const auto holds = [](const std::shared_ptr<tl::Transport>& t) { return t && t->heldOrphans(); };
+  if (engine_ == nullptr || !(holds(transport_) || holds(linkLayer_))) return;
+  for (Scratch& s : scratch_)
+    if (s.data) engine_->orphanedScratch.push_back(std::move(s.data));
+}
 
 std::span<const PeerProcess> Communicator::worldProcesses() const {
   if (!engine_->world) return {};

@@ -164,6 +164,7 @@ void hccl_engine_finalize(void) {
       e.trace.reset();
     }
     e.world.reset();
+    e.orphanedScratch.clear();
     return HCCL_SUCCESS;
   });
 }

@@ -36,6 +36,11 @@ class EngineState {
   // This process's topology record (hwloc discovery runs once).
   const std::vector<std::byte>& localRecord();
 
+  // Scratch of freed communicators that a transfer UCX still holds may write into (see
+  // tl::Transport::heldOrphans): freed only once the transports are gone, hence declared before
+  // `world` (members go in reverse order) and cleared after it at finalize.
+  std::vector<std::unique_ptr<std::byte[]>> orphanedScratch;
+
   // What MPI_COMM_WORLD's set-up learnt, so that every other communicator is built locally: the
   // world's hierarchy and its transport (world rank i = transport rank i).
   struct World {

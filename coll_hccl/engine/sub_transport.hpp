@@ -22,6 +22,7 @@ class SubTransport final : public tl::Transport {
   void recv(int peer, std::span<const tl::IoVec> iov, tl::Tag tag, tl::Completion* done) override;
   int progress() override { return base_->progress(); }
   void cancel(tl::Completion* done) override { base_->cancel(done); }
+  std::size_t heldOrphans() const override { return base_->heldOrphans(); }
   bool direct(int peer, std::size_t bytes) const override;
   void recvDirect(int peer, std::size_t bytes, tl::Tag tag, tl::Completion* done) override;
   tl::Completion readDirect(const tl::Completion* done, std::size_t offset,
