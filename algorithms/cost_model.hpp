@@ -77,7 +77,7 @@ struct LinkParams {
   // The shared-memory link's are both copies through the server's one memory system: at 1x2,
   // Mesh Reduce's ReduceScatter (both ranks copy half the vector at once) took as long as a ring
   // Reduce's whole-vector copy, so its Gather made it 1.1-2.4x slower at every size from 64 KiB
-  // to 64 MiB (OSU osu_reduce, s7-reduce), where full-duplex costing chose it from 1 MiB.
+  // to 64 MiB (OSU osu_reduce, np=2), where full-duplex costing chose it from 1 MiB.
   bool halfDuplex = false;
   // Seconds per byte of memory traffic a step's copies no longer make (0: no such term). On the
   // half-duplex shared-memory link beta prices every byte a rank moves as traffic through memory:
@@ -88,9 +88,9 @@ struct LinkParams {
   // write n. metrics.hpp credits such a step this much per streamed byte (at most the byte's
   // beta). hccl_calibrate measures it as Mesh's AllReduce minus fullmesh_push's over the bytes
   // streamed. The default, 8 GB/s (the link's bandwidth: a streamed byte costs its send no memory
-  // time), is what the measurements say: s7's OSU run at 16 MiB (fullmesh_push 0.78 of the
-  // ring's time: ~1.1 ms saved for 8 MiB streamed, 7.8 GB/s) and s8's hccl_calibrate (11.1 GB/s
-  // against a measured bandwidth of 12.5 GB/s: 4 MiB 0.75, 16 MiB 0.81 of Mesh's time).
+  // time), is what the measurements say: OSU at 16 MiB (fullmesh_push 0.78 of the ring's time:
+  // ~1.1 ms saved for 8 MiB streamed, 7.8 GB/s) and hccl_calibrate (11.1 GB/s against a
+  // measured bandwidth of 12.5 GB/s: 4 MiB 0.75, 16 MiB 0.81 of Mesh's time).
   double memory = 0;
   // The shared-memory link only: a blocking call the slots run (a group that is its server's
   // whole set of ranks, every step sending one slice to every peer: any two-rank schedule, Mesh
@@ -132,10 +132,10 @@ struct LinkParams {
   // read each, no request): priced as one write of the slice and each reader's copy, and a post
   // above stepFrom adds postStep instead of `step` (the general executor's block round, which
   // the post does not run). posts: postStep is given (post_step_us; absent: posts are priced as
-  // sends to every peer). Measured with OSU 5.7 osu_bcast at np=4 on 2 cores (s12-bcast4, one-shot
-  // forced by a tuning rule, 8 rounds): the one-shot's time above a slot less its alpha and its
-  // bytes at the link's bandwidth, 32-256 KiB: 7.5, 6.7, 2.3, 1.0 us; 2.5 is the low end as the
-  // model prices Mesh (general executor) at 5-10 us for 16-32 KiB where OSU measured 19-20 (README).
+  // sends to every peer). Measured with OSU 5.7 osu_bcast at np=4 on 2 cores (one-shot forced by
+  // a tuning rule, 8 rounds): the one-shot's time above a slot less its alpha and its bytes at
+  // the link's bandwidth, 32-256 KiB: 7.5, 6.7, 2.3, 1.0 us; 2.5 is the low end as the model
+  // prices Mesh (general executor) at 5-10 us for 16-32 KiB where OSU measured 19-20 (README).
   bool posts = false;
   double postStep = 0;
 };

@@ -146,6 +146,12 @@ double addStepLoad(const StepLoad& sl, const CostParams& params, Metrics& path) 
   return t + params.gamma * static_cast<double>(sl.reduced);
 }
 
+Metrics stepDelta(const StepLoad& load, const CostParams& params) {
+  Metrics delta;
+  delta.time = addStepLoad(load, params, delta);
+  return delta;
+}
+
 Metrics rankPath(const RankSchedule& rs, std::size_t elemSize, const CostParams& params) {
   Metrics m;
   for (const Step& st : rs.steps) m.time += addStep(st, elemSize, params, m);

@@ -115,6 +115,18 @@ struct StepLoad {
   bool operator==(const StepLoad&) const = default;
 };
 double addStepLoad(const StepLoad& load, const CostParams& params, Metrics& path);
+// A step's addition alone: what addStepLoad() adds to a path, its seconds in time. Closed forms
+// whose steps repeat (PairPath, pipeline_cost.cpp) build it once and add it per step by
+// addStepDelta(): the same additions, so the same bits as addStepLoad() on the path.
+Metrics stepDelta(const StepLoad& load, const CostParams& params);
+inline void addStepDelta(const Metrics& delta, Metrics& path) {
+  for (std::size_t l = 0; l < path.level.size(); ++l) {
+    path.level[l].steps += delta.level[l].steps;
+    path.level[l].bytes += delta.level[l].bytes;
+  }
+  path.reducedBytes += delta.reducedBytes;
+  path.time += delta.time;
+}
 // One rank's steps one after the other, as if every partner were always ready: the critical path
 // of a schedule whose ranks all run in lockstep, from that rank's schedule alone (rank_cost.hpp).
 Metrics rankPath(const RankSchedule& rs, std::size_t elemSize, const CostParams& params);

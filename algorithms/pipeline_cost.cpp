@@ -145,8 +145,7 @@ class PipelineCost {
       }
       ld.reduced = reduced_;
       if (!known_ || !(ld == last_)) {
-        delta_ = Metrics{};
-        delta_.time = addStepLoad(ld, params_, delta_);
+        delta_ = stepDelta(ld, params_);
         last_ = ld;
         known_ = true;
       }
@@ -158,12 +157,7 @@ class PipelineCost {
     }
     for (std::uint32_t j = 0; j < L_; ++j) send0_[j] = recv0_[j] = 0;
     send1_ = recv1_ = reduced_ = 0;
-    for (std::size_t l = 0; l < path_.level.size(); ++l) {
-      path_.level[l].steps += delta_.level[l].steps;
-      path_.level[l].bytes += delta_.level[l].bytes;
-    }
-    path_.reducedBytes += delta_.reducedBytes;
-    path_.time += delta_.time;
+    addStepDelta(delta_, path_);
   }
 
   const Blocks& bl_;

@@ -84,19 +84,13 @@ void PairPath::step(std::uint64_t sent, std::uint64_t got, std::uint64_t reduced
     if (sent) ld.add(0, Dir::Send, sent * elem_);
     if (got) ld.add(0, Dir::Recv, got * elem_);
     ld.reduced = reduced * elem_;
-    delta_ = Metrics{};
-    delta_.time = addStepLoad(ld, params_, delta_);
+    delta_ = stepDelta(ld, params_);
     known_ = true;
     sent_ = sent;
     got_ = got;
     reduced_ = reduced;
   }
-  for (std::size_t l = 0; l < path_.level.size(); ++l) {
-    path_.level[l].steps += delta_.level[l].steps;
-    path_.level[l].bytes += delta_.level[l].bytes;
-  }
-  path_.reducedBytes += delta_.reducedBytes;
-  path_.time += delta_.time;
+  addStepDelta(delta_, path_);
 }
 
 Problem withoutEmptyBlocks(const Problem& pb) {

@@ -43,7 +43,7 @@ using C = Collective;
 // Broadcast, gathered at its root, which then leaves first, so that its next call (osu_bcast's
 // next Broadcast) starts moving while the other rank leaves and the reader finds the data already
 // there, as behind Open MPI's basic (linear) Barrier; the loop's period is two crossings either
-// way. Measured (OSU osu_bcast, s10) only at two ranks on the shared-memory slots, hence the
+// way. Measured (OSU osu_bcast) only at two ranks on the shared-memory slots, hence the
 // bounds; the model never weighs it (catalog.cpp), as it costs two crossings in a row where
 // fullmesh's Barrier costs one.
 constexpr SequenceRule kAfterBroadcast{

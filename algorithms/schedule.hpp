@@ -38,7 +38,7 @@ std::string_view name(Buf b);
 
 // A schedule of a 4096-rank communicator holds tens of thousands of slices (16380 transfers and
 // 4095 local ops in a 512x8 pipeline AllReduce), and the first touch of its pages was most of
-// the time a first call took to build it (~12 us a page fault on the VM of the notes). So the
+// the time a first call took to build it (~12 us a page fault on the 2-core development VM). So the
 // three types below are laid out to waste no bytes: Slice is 16 bytes (its count, at most 2^48
 // elements, shares a word with `buf` and leaves that word's last byte as tail padding), so that
 // Transfer and LocalOp put their own small fields into its tail padding (Transfer 24 bytes

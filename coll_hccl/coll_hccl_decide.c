@@ -103,12 +103,6 @@ static void log_line(const mca_coll_hccl_module_t* m, const char* mpi_name, cons
               ompi_comm_size(m->comm), what, in_place ? ", in place" : "", path, why, note);
 }
 
-/* Rank 0 speaks at level 1; every rank at level 2. */
-static bool wants_line(const mca_coll_hccl_module_t* m) {
-  int level = 0 == ompi_comm_rank(m->comm) ? 1 : 2;
-  return opal_output_get_verbosity(mca_coll_hccl_component.output) >= level;
-}
-
 /* `note` ends the verbose line ("" for none). */
 static bool decide_noted(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call,
                          const char* adapter_why, const char* note) {
@@ -130,7 +124,7 @@ static bool decide_noted(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* 
     }
     take = 1 == rc;
   }
-  if (wants_line(m)) {
+  if (mca_coll_hccl_wants_log(m->comm)) {
     char what[256];
     describe(call, what, sizeof what);
     log_line(m, call->mpi_name, what, 0 != call->desc.in_place, take,
@@ -196,5 +190,6 @@ void mca_coll_hccl_root_mismatch(mca_coll_hccl_call_t* call, size_t send_bytes, 
 }
 
 void mca_coll_hccl_log_fast(mca_coll_hccl_module_t* m, const mca_coll_hccl_call_t* call) {
-  if (wants_line(m)) (void)decide_noted(m, call, NULL, "; on the shared-memory slots");
+  if (mca_coll_hccl_wants_log(m->comm))
+    (void)decide_noted(m, call, NULL, "; on the shared-memory slots");
 }

@@ -45,14 +45,6 @@ void mca_coll_hccl_form_name(char* buf, size_t len, const char* base, ompi_reque
   }
 }
 
-static int log_level(ompi_communicator_t* comm) {
-  return 0 == ompi_comm_rank(comm) ? 1 : 2;
-}
-
-bool mca_coll_hccl_wants_log(ompi_communicator_t* comm) {
-  return opal_output_get_verbosity(mca_coll_hccl_component.output) >= log_level(comm);
-}
-
 void mca_coll_hccl_inter_log(ompi_communicator_t* comm, const char* base, ompi_request_t** req,
                              bool persistent, const char* how, const char* what_fmt, ...) {
   if (!mca_coll_hccl_wants_log(comm)) return;

@@ -24,8 +24,6 @@ void mca_coll_hccl_form_name(char* buf, size_t len, const char* base, ompi_reque
 void mca_coll_hccl_inter_log(ompi_communicator_t* comm, const char* base, ompi_request_t** req,
                              bool persistent, const char* how, const char* what_fmt, ...)
     __attribute__((format(printf, 6, 7)));
-/* Whether that line would be printed (skip formatting when not). */
-bool mca_coll_hccl_wants_log(ompi_communicator_t* comm);
 
 /* The prologue of an intercommunicator builder: the per-call line (as mca_coll_hccl_inter_log),
  * then a new schedule `s` on comm and `int rc`; returns OMPI_ERR_OUT_OF_RESOURCE from the

@@ -205,8 +205,7 @@ hccl_status_t Communicator::fastStart(const hccl_coll_desc_t& desc, unsigned spi
   // Bcast whose data shares the flag's lines (below SlotProgram::kAlignFrom): measured in
   // osu_bcast's loop at np=2, it made the root's next Bcast of 8-256 B 0.19-0.21 -> 0.07-0.11 us
   // with the loop's period (Bcast + Barrier) within 3% of before, but after Bcasts of 512-1024 B
-  // the reader's next Bcast waited longer for the root's post (period 1.06 -> 1.18 us,
-  // /work/notes/s12-bcast2).
+  // the reader's next Bcast waited longer for the root's post (period 1.06 -> 1.18 us).
   const bool fence =
       e->program.fenceLastPost && prevBcastBytes_ != 0 && prevBcastBytes_ < SlotProgram::kAlignFrom;
   noteNumbered(d.coll, d.root, d.count * d.elem_size);

@@ -201,7 +201,6 @@ tl::ShmOptions shmOptions(std::size_t largestServer, const tl::UcxOptions& ucx, 
   // binary, 4 alternating rounds at load ~22 (autogroup -20), medians: 256 KiB-8 MiB 1.20-1.53x
   // faster, 16-64 MiB 1.01-1.06x; 1-16 KiB AllReduce and Bcast within 5% (1000 calls after 100).
   // 256 KiB slots, 4 a channel, were slower; 32 or 128 KiB, or 32-64 slots, no better.
-  // /work/notes/s10-bw.
   struct Slots {
     std::size_t perChannel, maxBytes;
   };

@@ -407,7 +407,7 @@ SlotRun::Result SlotRun::pollStream(const SlotProgram::Step& st) {
 // 0.99), prefetching the next slot 0.93-1.08x, user buffers collapsed into 2 MiB pages 0.87-1.09x.
 // Timed per call as the emulation is (median of the slower rank), the engine takes 1.04x its
 // time (0.97-1.16, 6 rounds): the stream is bound by the memory and core-to-core traffic, not
-// by the code around it (notes: s12-bw).
+// by the code around it.
 SlotRun::Result SlotRun::pollMerged(const SlotProgram::Step& st, const SlotProgram::Step& next) {
   if (posted_ == 0 && recv_ == 0) {
     got_.assign(2, 0);

@@ -235,7 +235,7 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
     return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
   };
   // Minor page faults of this thread: first touches of fresh memory, which cost ~12 us each on the
-  // VM the notes measure on and were most of a 4096-rank schedule's CPU time.
+  // 2-core development VM and were most of a 4096-rank schedule's CPU time.
   const auto faults = [] {
     rusage u{};
     getrusage(RUSAGE_THREAD, &u);

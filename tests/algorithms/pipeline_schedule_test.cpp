@@ -30,7 +30,7 @@ namespace hccl::algo {
 namespace reference {
 namespace {
 
-// ---- pipeline.cpp before s10-pipe, verbatim (the scratch walk left out) ----------------------
+// ---- pipeline.cpp before fb5e0d6, verbatim (the scratch walk left out) ----------------------
 
 struct Grid {
   const Layout& lay;

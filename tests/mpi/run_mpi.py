@@ -84,6 +84,8 @@ def parse_args():
                     help="at least one call must have been run by the engine")
     ap.add_argument("--expect-line", action="append", default=[], metavar="REGEX",
                     help="a line of the job's output must match")
+    ap.add_argument("--expect-no-line", action="append", default=[], metavar="REGEX",
+                    help="no line of the job's output may match")
     ap.add_argument("--expect-all-taken", action="store_true",
                     help="every intercepted call must have been run by the engine")
     ap.add_argument("--fallback-allowed", metavar="REGEX",
@@ -252,6 +254,10 @@ def run_job(args):
     for regex in args.expect_line + mode_lines:
         if not any(re.search(regex, l) for l in lines):
             failures.append(f"no output line matches {regex!r}")
+    for regex in args.expect_no_line:
+        hit = next((l for l in lines if re.search(regex, l)), None)
+        if hit is not None:
+            failures.append(f"an output line matches {regex!r}: {hit}")
     summary = (f"{len(hccl)} coll_hccl lines, {len(taken)} calls run by the engine, "
                f"{sum(' -> fallback: ' in l for l in hccl)} fallbacks, {len(floor)} on the floor")
     print(summary)

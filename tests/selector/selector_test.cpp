@@ -77,7 +77,7 @@ TEST(Selector, NothingCapableDeclinesWithAReason) {
 }
 
 // One server of two ranks, level0 on the shared-memory link: MPI_Reduce of fp32 sums. Measured
-// with OSU (issue 13, np=2, s7-reduce: 4 alternating rounds, medians): the ring's one round beats
+// with OSU (issue 13, np=2: 4 alternating rounds, medians): the ring's one round beats
 // Mesh's ReduceScatter + Gather at 16 KiB (1.9 against 4.3 us) and at every size from 64 KiB to
 // 64 MiB (64 KiB: 14.6 against 33.4; 1 MiB: 239 against 345; 16 MiB: 8230 against 10066), and
 // loses at 32 KiB only (8.5 against 3.5 us), where Mesh's halves travel inline in the slots and
@@ -116,7 +116,7 @@ TEST(Selector, TwoRankReduceOnTheSharedMemoryLinkTakesTheRingButWhereMeshIsInlin
 
 // AllReduce at two ranks on the shared-memory link: above the slots' inline size fullmesh_push
 // (Mesh whose reducing rank streams its block into the peer from the cache), which the memory
-// term prices one pushed block's memory read below the ring's RS+AG (s7-fused, OSU at 16 MiB: 0.78
+// term prices one pushed block's memory read below the ring's RS+AG (OSU at 16 MiB: 0.78
 // of the ring's time); with the term off the ring again, at the same two rounds plus that read.
 TEST(Selector, TwoRankAllReduceOnTheSharedMemoryLinkPushesAboveTheSlots) {
   const CostModel m = defaultCostModel().withLevel0OnSharedMemory();
