@@ -92,6 +92,10 @@ RankSchedule meshScan(const Problem& pb, std::uint32_t rank);
 RankSchedule meshExscan(const Problem& pb, std::uint32_t rank);
 RankSchedule meshAllToAll(const Problem& pb, std::uint32_t rank);
 RankSchedule meshAllToAllV(const Problem& pb, std::uint32_t rank);
+// meshBroadcast's critical path from its blocks' counts, O(p) with no schedule built (the
+// replay's rules: the Scatter's ends, then every AllGather step from the latest post).
+Metrics meshBroadcastCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                          const CostParams& params);
 // Scratch (ScratchFn): none out of place; in place every peer's block lands in a slot first.
 std::uint64_t meshAllToAllScratch(const Problem& pb, std::uint32_t rank);
 // ReduceScatter's scratch (ScratchFn): the p-1 peers' contributions to the rank's block, and in
@@ -111,6 +115,9 @@ Metrics meshReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t el
 // mesh_oneshot.cpp
 RankSchedule meshOneShotAllReduce(const Problem& pb, std::uint32_t rank);
 RankSchedule meshOneShotBroadcast(const Problem& pb, std::uint32_t rank);
+// meshOneShotBroadcast's critical path: the root's one post or the readers' copy, O(1).
+Metrics meshOneShotBroadcastCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
+                                 const CostParams& params);
 
 // mesh_push.cpp
 RankSchedule meshPushAllReduce(const Problem& pb, std::uint32_t rank);

@@ -39,9 +39,11 @@
 // Memory: ReduceScatter needs scratch for the p-1 contributions of the rank's block.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "algorithms/generators.hpp"
+#include "algorithms/rank_cost.hpp"
 #include "algorithms/reverse.hpp"
 
 namespace hccl::algo {
@@ -286,6 +288,131 @@ RankSchedule meshBroadcast(const Problem& pb, std::uint32_t r) {
   }
   prune(out);
   return out;
+}
+
+namespace {
+
+// A path followed by one more step (`step`: that step alone, its time in step.time), summed as
+// the replay sums it: the start's time plus the step's.
+Metrics then(const Metrics& start, const Metrics& step) {
+  Metrics m = start;
+  for (std::size_t l = 0; l < m.level.size(); ++l) {
+    m.level[l].steps += step.level[l].steps;
+    m.level[l].bytes += step.level[l].bytes;
+  }
+  m.reducedBytes += step.reducedBytes;
+  m.time = start.time + step.time;
+  return m;
+}
+
+Metrics priced(const StepLoad& sl, const CostParams& params) {
+  Metrics m;
+  m.time = addStepLoad(sl, params, m);
+  return m;
+}
+
+}  // namespace
+
+// The replay of meshBroadcast's schedule without building it (p ranks of up to 2p-3 transfers:
+// p^2, 1.7 s a decision at 2048 ranks). Every rank posts its first step at time 0 and a step
+// starts once the rank and every partner have posted theirs. The Scatter: the root sends every
+// non-root its block and finishes at A (its p-1 blocks on its port); non-root r receives its c_r
+// (if any) and finishes at B_r, its own load from 0. The AllGather: every non-root exchanges with
+// every non-root (each that holds a block sends it to all the others) and receives the root's
+// block if there is one, which the root sends to all; so every rank's AllGather step has, among
+// itself and its partners, every non-root that posted late (B_r) and the root when its block is
+// not empty, and starts at the same S = max(max_r B_r, A if c_root > 0); it ends at S plus its
+// own step's cost. A rank without an AllGather step (every other block empty) ends at its
+// Scatter's end. The critical path is the latest end, the lowest rank of equal ones, as the
+// replay's. Every step is costed by addStepLoad() from its loads as addStep() sums them, so the
+// times are the replay's to the last bit (tests/algorithms/closed_cost_test.cpp); where paths tie
+// in time the replay keeps the partner matched first, which this does not model (only the steps
+// and bytes of equal times may differ). O(p) time with O(1) memory: a rank's steps are priced
+// again only when its counts differ from the rank before (an even split has two kinds of block).
+Metrics meshBroadcastCost(const GeneratorSpec&, const Problem& pb, std::size_t elemSize,
+                          const CostParams& params) {
+  const std::uint32_t p = pb.ranks, root = pb.root;
+  const std::uint64_t n = pb.total();
+  if (p <= 1 || n == 0) return {};
+  const Blocks& bl = pb.blocks;
+  // The two largest blocks, for the largest block other than r's.
+  std::uint32_t top = 0;
+  std::uint64_t second = 0;
+  for (std::uint32_t j = 1; j < p; ++j) {
+    const std::uint64_t c = bl.count(j);
+    if (c > bl.count(top)) {
+      second = bl.count(top);
+      top = j;
+    } else {
+      second = std::max(second, c);
+    }
+  }
+  const auto largestBut = [&](std::uint32_t r) { return r == top ? second : bl.count(top); };
+  const std::uint64_t e = elemSize, cRoot = bl.count(root);
+  // A rank's AllGather step: its c elements to `to` peers, and `got` elements (the largest block
+  // `largest`) from their holders.
+  const auto gatherStep = [&](std::uint64_t c, std::uint32_t to, std::uint64_t got,
+                              std::uint64_t largest) {
+    StepLoad sl;
+    if (c > 0 && to > 0) {
+      sl.add(0, Dir::Send, c * e);
+      sl.total[0][0] = to * c * e;
+    }
+    if (got > 0) {
+      sl.add(0, Dir::Recv, largest * e);
+      sl.total[0][1] = got * e;
+    }
+    return priced(sl, params);
+  };
+  // The Scatter: the root's step (A; none when every other block is empty), the latest non-root.
+  Metrics rootScatter;
+  if (n > cRoot) {
+    StepLoad sl;
+    sl.add(0, Dir::Send, largestBut(root) * e);
+    sl.total[0][0] = (n - cRoot) * e;
+    rootScatter = priced(sl, params);
+  }
+  const auto receive = [&](std::uint64_t c) {
+    StepLoad sl;
+    sl.add(0, Dir::Recv, c * e);
+    return priced(sl, params);
+  };
+  Metrics latest;  // the latest non-root Scatter end, the first of equal ones
+  std::uint64_t pricedCount = 0;
+  Metrics b;
+  for (std::uint32_t r = 0; r < p; ++r) {
+    const std::uint64_t c = bl.count(r);
+    if (r == root || c == 0) continue;
+    if (c != pricedCount) b = receive(pricedCount = c);
+    if (b.time > latest.time) latest = b;
+  }
+  const Metrics start = cRoot > 0 && rootScatter.time > latest.time ? rootScatter : latest;
+  // Rank r's end: its AllGather step after `start`, or without one its Scatter's end.
+  const auto endOf = [&](std::uint32_t r) -> Metrics {
+    const std::uint64_t c = bl.count(r);
+    // The root sends its block to all and receives nothing (its buffer is not the output).
+    if (r == root) return cRoot > 0 ? then(start, gatherStep(cRoot, p - 1, 0, 0)) : rootScatter;
+    if ((p > 2 && c > 0) || n > c) return then(start, gatherStep(c, p - 2, n - c, largestBut(r)));
+    return c > 0 ? receive(c) : Metrics{};
+  };
+  // The latest end, the lowest rank of equal ones. A rank's end is a function of whether it is
+  // the root, its count and the largest other block: priced again only when these differ from
+  // the rank's before, and the path built for the slowest rank alone.
+  std::uint32_t slowest = 0;
+  double latestEnd = 0, end = 0;
+  std::uint64_t lastCount = 0, lastOther = 0;
+  for (std::uint32_t r = 0; r < p; ++r) {
+    const std::uint64_t c = bl.count(r), other = r == root ? 0 : largestBut(r);
+    if (r == 0 || r == root || r == root + 1 || c != lastCount || other != lastOther)
+      end = endOf(r).time;
+    lastCount = c;
+    lastOther = other;
+    if (r == 0 || end > latestEnd) {
+      latestEnd = end;
+      slowest = r;
+    }
+  }
+  return endOf(slowest);
 }
 
 }  // namespace hccl::algo

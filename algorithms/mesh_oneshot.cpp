@@ -8,6 +8,7 @@
 // the startups and pays p/2 times the volume and p times the reduction: the small-message choice.
 // Rank order: yes. Memory: (p-1)n elements of scratch.
 #include "algorithms/generators.hpp"
+#include "algorithms/rank_cost.hpp"
 
 namespace hccl::algo {
 
@@ -40,6 +41,35 @@ RankSchedule meshOneShotBroadcast(const Problem& pb, std::uint32_t r) {
   }
   prune(out);
   return out;
+}
+
+// The replay of meshOneShotBroadcast's schedule without building it (the root's p-1 transfers
+// and one a reader: 2p ends to match and walk a decision). Every rank has one step, posted at
+// time 0, which starts at once: the root's send of the whole vector to each of p-1 peers and each
+// reader's receive of it, each costed by addStepLoad() from the loads addStep() sums (the root
+// writes a post once where the link has posts, else p-1 times), so the times are the replay's to
+// the last bit. The critical path is the later of the two, the lowest rank of equal ones as the
+// replay's: the root's if it is rank 0, else rank 0's, a reader. O(1).
+Metrics meshOneShotBroadcastCost(const GeneratorSpec&, const Problem& pb, std::size_t elemSize,
+                                 const CostParams& params) {
+  const std::uint32_t p = pb.ranks;
+  const std::uint64_t bytes = pb.total() * elemSize;
+  if (p <= 1 || bytes == 0) return {};
+  // meshOneShotBroadcast posts at more than two ranks; a post counts as one only where the link
+  // has broadcast slots (metrics.hpp), and its step is then posts only.
+  const bool post = p > 2 && params.posts[0];
+  StepLoad write, read;
+  write.add(0, Dir::Send, bytes);
+  write.total[0][0] = post ? bytes : (p - 1) * bytes;
+  write.postsOnly[0] = post;
+  read.add(0, Dir::Recv, bytes);
+  read.postsOnly[0] = post;
+  Metrics rootPath, readerPath;
+  rootPath.time = addStepLoad(write, params, rootPath);
+  readerPath.time = addStepLoad(read, params, readerPath);
+  if (readerPath.time > rootPath.time) return readerPath;
+  if (rootPath.time > readerPath.time) return rootPath;
+  return pb.root == 0 ? rootPath : readerPath;
 }
 
 }  // namespace hccl::algo

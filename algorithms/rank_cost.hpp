@@ -16,11 +16,15 @@
 //                 one step (alpha + n beta [+ n gamma]).
 //   replayCost    the whole-group replay, for schedules whose ranks wait on each other in ways
 //                 one rank cannot show (trees over ranks that are not a power of two); these are
-//                 O(log p) steps per rank, so the replay is p log p.
+//                 O(log p) steps per rank, so the replay is p log p. No entry uses it now: the
+//                 last ones, Mesh's Broadcast (p^2 to replay, 1.7 s a decision at 2048 ranks)
+//                 and its one-shot, apply the replay's rules to their block counts
+//                 (meshBroadcastCost, meshOneShotBroadcastCost); a new schedule whose ranks wait
+//                 on each other starts here until it has its own.
 // A generator's own closed form is a function of the same type in its file (ringAllReduceCost;
 // the NHR and NB AllReduce, Broadcast and Reduce costs: lockstep, or with empty blocks
 // tree::phasesPath, the replay's rules applied to every rank's per-step element counts without
-// building a schedule).
+// building a schedule; Mesh's Reduce and Broadcast, the same rules on every rank's block count).
 // tests/algorithms/rank_cost_test.cpp checks every entry against the replayed critical path for
 // every p <= 256 and a spread to 1024, every collective, root and several counts, so the fast
 // path cannot drift from the schedules.

@@ -27,8 +27,11 @@ using C = Collective;
 // no data. Costs (rank_cost.hpp): lockstep unless named. Ring Broadcast and Reduce are chains; the
 // trees of RHD's Broadcast, Reduce and Exscan make ranks wait on partners whose schedules differ
 // from theirs (ranks outside the power of two): Broadcast is one chain of equal steps, the tree's
-// rounds then the unfold (rhdBroadcastCost, O(log p)); Mesh's Broadcast is replayed (its root's
-// p-1 uneven blocks add up on a one-link port); Exscan (rhdExscanCost,
+// rounds then the unfold (rhdBroadcastCost, O(log p)); Mesh's Broadcast (its root's p-1
+// uneven blocks add up on a one-link port and every AllGather waits for the latest post) applies
+// the replay's rules to every rank's block count (meshBroadcastCost, O(p) where the replay is
+// p^2), and its one-shot Broadcast is the root's one post or a reader's copy
+// (meshOneShotBroadcastCost, O(1)); Exscan (rhdExscanCost,
 // O(p log p)) and RHD's Reduce, whose schedule lists O(p) blocks a rank (rhdReduceCost,
 // O(p log p)), apply the replay's rules to every rank's per-step counts, and Mesh's Reduce (with
 // uneven blocks the ReduceScatter ends at different times, and the root's Gather waits for the
@@ -79,8 +82,8 @@ constexpr std::array kSpecs = {
                   true, meshReduceScatterScratch},
     GeneratorSpec{A::Mesh, C::AllGather, meshAllGather, true, true, false, nullptr, nullptr, true,
                   noScratch},
-    GeneratorSpec{A::Mesh, C::Broadcast, meshBroadcast, true, true, false, replayCost, nullptr,
-                  true, noScratch},
+    GeneratorSpec{A::Mesh, C::Broadcast, meshBroadcast, true, true, false, meshBroadcastCost,
+                  nullptr, true, noScratch},
     GeneratorSpec{A::Mesh, C::Reduce, meshReduce, true, true, false, meshReduceCost, nullptr, true,
                   meshReduceScratch},
     GeneratorSpec{A::Mesh, C::Scatter, meshScatter, true, true, true, nullptr, nullptr, true,
@@ -97,7 +100,7 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::Mesh, C::AllToAllV, meshAllToAllV, true, true, true},
     GeneratorSpec{A::MeshOneShot, C::AllReduce, meshOneShotAllReduce, true, true, false},
     GeneratorSpec{A::MeshOneShot, C::Broadcast, meshOneShotBroadcast, true, true, false,
-                  replayCost},
+                  meshOneShotBroadcastCost},
     GeneratorSpec{A::MeshPush, C::AllReduce, meshPushAllReduce, true, true, false},
     GeneratorSpec{A::NHR, C::AllReduce, nhrAllReduce, false, true, false, nhrAllReduceCost,
                   nhrAllReducePath, false},

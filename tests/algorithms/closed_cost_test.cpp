@@ -38,10 +38,11 @@ const GeneratorSpec& spec(Algorithm a, Collective c) {
 
 // The entry's costing against the replay of every rank's schedule, under every parameter set;
 // returns the cases checked.
-std::size_t expectExact(const GeneratorSpec& g, const Problem& pb, const char* what) {
+std::size_t expectExact(const GeneratorSpec& g, const Problem& pb, const char* what,
+                        const std::vector<CostParams>& params = paramSets()) {
   const Schedule whole = buildSchedule(g.generate, pb);
   std::size_t k = 0;
-  for (const CostParams& cp : paramSets()) {
+  for (const CostParams& cp : params) {
     const Metrics exact = criticalPath(whole, kElem, cp);
     const Metrics fast = predictedPath(g, pb, kElem, cp);
     EXPECT_EQ(fast.time, exact.time)
@@ -167,6 +168,115 @@ TEST(ClosedCost, RhdBroadcastEqualsTheReplay) {
       }
   }
   EXPECT_GT(cases, 2000u);
+}
+
+// Mesh's Broadcast (meshBroadcastCost) and its one-shot Broadcast (meshOneShotBroadcastCost),
+// which replaced the replay (replayCost) in the registry: the parameter sets above and the
+// shared-memory link's (one link, a block round, half duplex, and broadcast slots whose posts
+// count once and add their own round above 256 bytes, 4.3 us: no multiple of the others).
+std::vector<CostParams> broadcastParams() {
+  std::vector<CostParams> out = paramSets();
+  CostParams slots = test::steppedParams();
+  slots.posts.fill(true);
+  slots.postStep.fill(4.3e-6);
+  out.push_back(slots);
+  return out;
+}
+
+// Counts: countsFor()'s, none at all, and blocks of 100 elements and more (the block round above
+// 256 bytes on the Scatter's and AllGather's steps, which 16 elements a block never reach).
+std::vector<std::uint64_t> broadcastCounts(std::uint32_t p, bool big) {
+  std::vector<std::uint64_t> counts = countsFor(p, big);
+  counts.push_back(0);
+  if (!big) counts.push_back(100 * std::uint64_t{p} + 3);
+  return counts;
+}
+
+// rootsFor()'s, and at an uneven count the last rank of the larger blocks and the first of the
+// smaller ones (the root's own block is what the root's steps carry).
+std::vector<std::uint32_t> broadcastRoots(std::uint32_t p, std::uint64_t count, bool big) {
+  std::vector<std::uint32_t> roots = rootsFor(p, big);
+  const auto larger = static_cast<std::uint32_t>(count % p);
+  if (larger > 0) roots.insert(roots.end(), {larger - 1, larger});
+  std::sort(roots.begin(), roots.end());
+  roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+  return roots;
+}
+
+TEST(BroadcastCost, MeshEqualsTheReplay) {
+  const GeneratorSpec& g = spec(Algorithm::Mesh, Collective::Broadcast);
+  ASSERT_EQ(g.cost, meshBroadcastCost);
+  const std::vector<CostParams> params = broadcastParams();
+  std::size_t cases = 0;
+  for (std::uint32_t p : rankCounts()) {
+    const bool big = p > 256;
+    // The replay is p^2 a case: beyond 64 ranks fewer counts.
+    for (std::uint64_t count : broadcastCounts(p, big || p > 64))
+      for (std::uint32_t root : broadcastRoots(p, count, big)) {
+        cases += expectExact(g, test::problemFor(Collective::Broadcast, p, count, false, root),
+                             "mesh_broadcast",
+                             big ? std::vector<CostParams>{params.front(), params.back()} : params);
+        if (HasFailure()) return;
+      }
+  }
+  EXPECT_GT(cases, 3000u);
+}
+
+// Blocks of any size, many empty, sometimes one far larger than the rest, every root: the
+// costing reads the counts block by block (the root's, the largest other, each rank's own).
+TEST(BroadcastCost, MeshWithArbitraryBlocksEqualsTheReplay) {
+  const GeneratorSpec& g = spec(Algorithm::Mesh, Collective::Broadcast);
+  const std::vector<CostParams> params = broadcastParams();
+  std::mt19937 rng(1414);
+  std::size_t cases = 0;
+  for (std::uint32_t p : {2u, 3u, 4u, 5u, 8u, 13u, 31u, 64u, 100u})
+    for (int trial = 0; trial < 10; ++trial) {
+      std::vector<std::uint64_t> counts(p);
+      for (std::uint64_t& c : counts) c = rng() % 3 == 0 ? 0 : rng() % 10;
+      if (trial % 3 == 0) counts[rng() % p] = 100;
+      if (trial == 1) std::fill(counts.begin(), counts.end(), 0);
+      if (trial == 2) {
+        std::fill(counts.begin(), counts.end(), 0);
+        counts[rng() % p] = 5;
+      }
+      std::vector<std::uint32_t> roots;
+      for (std::uint32_t root = 0; root < p; ++root)
+        if (p <= 16 || root % 7 == static_cast<std::uint32_t>(trial) % 7 || counts[root] == 100)
+          roots.push_back(root);
+      for (std::uint32_t root : roots) {
+        Problem pb = test::problemFor(Collective::Broadcast, p, 1, false, root);
+        pb.blocks = Blocks::of(counts);
+        cases += expectExact(g, pb, "mesh_broadcast (arbitrary blocks)", params);
+        if (HasFailure()) return;
+      }
+    }
+  EXPECT_GT(cases, 1500u);
+}
+
+// The one-shot's replay is 2p transfer ends a case: every root of every p <= 64 (full tier every
+// p <= 256), then 0, p/3 and p-1.
+TEST(BroadcastCost, MeshOneShotEqualsTheReplay) {
+  const GeneratorSpec& g = spec(Algorithm::MeshOneShot, Collective::Broadcast);
+  ASSERT_EQ(g.cost, meshOneShotBroadcastCost);
+  const bool full = std::getenv("COLL_HCCL_COST_FULL") != nullptr;
+  const std::vector<CostParams> params = broadcastParams();
+  std::size_t cases = 0;
+  for (std::uint32_t p : rankCounts()) {
+    const bool big = p > 256;
+    for (std::uint64_t count : broadcastCounts(p, big)) {
+      std::vector<std::uint32_t> roots = broadcastRoots(p, count, big);
+      if (p <= (full ? 256u : 64u)) {
+        roots.resize(p);
+        for (std::uint32_t root = 0; root < p; ++root) roots[root] = root;
+      }
+      for (std::uint32_t root : roots) {
+        cases += expectExact(g, test::problemFor(Collective::Broadcast, p, count, false, root),
+                             "mesh_oneshot_broadcast", params);
+        if (HasFailure()) return;
+      }
+    }
+  }
+  EXPECT_GT(cases, 50000u);
 }
 
 }  // namespace

@@ -65,8 +65,8 @@ TEST_P(RankCost, EqualsTheReplayedCriticalPath) {
   const GeneratorSpec& g = GetParam();
   const std::vector<CostParams> params = paramSets();
   for (std::uint32_t p : rankCounts()) {
-    // An entry costed by the replay (replayCost) is the replay whatever p: the quick tier checks
-    // it up to 128 ranks, where its p^2 replays (a full mesh's Broadcast and Reduce) stay cheap.
+    // An entry costed by the replay (replayCost; none now) is the replay whatever p: the quick
+    // tier checks it up to 128 ranks, where p^2 replays (a full mesh's) stay cheap.
     if (g.cost == replayCost && !fullTier() && p > 128) continue;
     // Beyond 256 ranks: one count and one parameter set (the replay is p^2 for the rings).
     const bool big = p > 256;
