@@ -91,6 +91,9 @@ RankSchedule gatheredBarrier(const Problem& pb, std::uint32_t rank);
 RankSchedule meshScan(const Problem& pb, std::uint32_t rank);
 RankSchedule meshExscan(const Problem& pb, std::uint32_t rank);
 RankSchedule meshAllToAll(const Problem& pb, std::uint32_t rank);
+// Rank path (PathFn): its one step of p-1 blocks each way, no schedule built.
+Metrics meshAllToAllPath(const Problem& pb, std::uint32_t rank, std::size_t elemSize,
+                         const CostParams& params);
 RankSchedule meshAllToAllV(const Problem& pb, std::uint32_t rank);
 // Scratch (ScratchFn): none out of place; in place every peer's block lands in a slot first.
 std::uint64_t meshAllToAllScratch(const Problem& pb, std::uint32_t rank);
