@@ -91,6 +91,9 @@ RankSchedule gatheredBarrier(const Problem& pb, std::uint32_t rank);
 RankSchedule meshScan(const Problem& pb, std::uint32_t rank);
 RankSchedule meshExscan(const Problem& pb, std::uint32_t rank);
 RankSchedule meshAllToAll(const Problem& pb, std::uint32_t rank);
+// Rank path (PathFn): its one step of p-1 blocks each way, no schedule built.
+Metrics meshAllToAllPath(const Problem& pb, std::uint32_t rank, std::size_t elemSize,
+                         const CostParams& params);
 RankSchedule meshAllToAllV(const Problem& pb, std::uint32_t rank);
 // meshBroadcast's critical path from its blocks' counts, O(p) with no schedule built (the
 // replay's rules: the Scatter's ends, then every AllGather step from the latest post).

@@ -203,17 +203,40 @@ void meshExchange(RankSchedule& out, std::uint32_t p, std::uint32_t r, const Blo
   prune(out);
 }
 
-}  // namespace
-
-RankSchedule meshAllToAll(const Problem& pb, std::uint32_t r) {
-  RankSchedule out;
+void requireEqualBlocks(const Problem& pb) {
   for (std::uint32_t j = 1; j < pb.ranks; ++j)
     if (pb.blocks.count(j) != pb.blocks.count(0))
       throw std::invalid_argument(fmt::format(
           "fullmesh AllToAll needs equal blocks: block {} holds {} elements, block 0 holds {}", j,
           pb.blocks.count(j), pb.blocks.count(0)));
+}
+
+}  // namespace
+
+RankSchedule meshAllToAll(const Problem& pb, std::uint32_t r) {
+  RankSchedule out;
+  requireEqualBlocks(pb);
   meshExchange(out, pb.ranks, r, pb.blocks, pb.blocks, pb.inPlace);
   return out;
+}
+
+Metrics meshAllToAllPath(const Problem& pb, std::uint32_t, std::size_t elemSize,
+                         const CostParams& params) {
+  // meshExchange()'s one step: a block to each of the p-1 peers and one from each, in place too
+  // (its landing copies move no bytes between ranks); equal blocks, so every rank alike. The
+  // step's load is what addStep() adds up from those 2(p-1) transfers (one per peer and
+  // direction, so the busiest is one block), without listing and sorting 2(p-1) of them (4095
+  // peers at 4096 ranks, five representative ranks, each time the flat plan is costed).
+  requireEqualBlocks(pb);
+  Metrics m;
+  const std::uint64_t bytes = pb.ranks > 1 ? pb.blocks.count(0) * elemSize : 0;
+  if (bytes == 0) return m;  // pruned: no transfer, no step
+  StepLoad sl;
+  sl.used[0] = true;
+  sl.busiest[0] = bytes;
+  sl.total[0] = {bytes * (pb.ranks - 1), bytes * (pb.ranks - 1)};
+  m.time += addStepLoad(sl, params, m);
+  return m;
 }
 
 std::uint64_t meshAllToAllScratch(const Problem& pb, std::uint32_t r) {

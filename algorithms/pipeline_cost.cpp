@@ -44,10 +44,12 @@ class PipelineCost {
         m_(m),
         elem_(elem),
         params_(params),
-        send0_(L),
-        recv0_(L),
-        lastSend0_(L),
-        lastRecv0_(L) {}
+        uniform_(bl.isUniform()),
+        slots_(uniform_ ? std::min<std::uint32_t>(L - 1, 1) : L),
+        send0_(slots_),
+        recv0_(slots_),
+        lastSend0_(slots_),
+        lastRecv0_(slots_) {}
 
   // Stage k (0..S-1) of the gather pass of segment `seg`.
   void gatherStage(std::uint32_t seg, std::uint64_t own, std::int64_t k) {
@@ -57,11 +59,10 @@ class PipelineCost {
       recv1_ += w(seg, s_ - 1 - k, l_);
     }
     const std::uint64_t from = first(s_ - k);
-    for (std::uint32_t j = 0; j < L_; ++j)
-      if (j != l_) {
-        send0_[j] += fwd;
-        recv0_[j] += part(seg, bl_.count(static_cast<std::uint32_t>(from + j)));
-      }
+    eachPeer([&](std::uint32_t slot, std::uint32_t j) {
+      send0_[slot] += fwd;
+      recv0_[slot] += part(seg, bl_.count(static_cast<std::uint32_t>(from + j)));
+    });
   }
 
   // Stage `stage` (0..S-1) of the reduce pass of segment `seg`.
@@ -113,16 +114,34 @@ class PipelineCost {
   void serverPartial(std::uint32_t seg, std::int64_t t, std::uint64_t dst) {
     const std::uint64_t target = first(t);
     const std::uint64_t n = part(seg, bl_.count(static_cast<std::uint32_t>(target + l_)));
-    for (std::uint32_t j = 0; j < L_; ++j)
-      if (j != l_) {
-        send0_[j] += part(seg, bl_.count(static_cast<std::uint32_t>(target + j)));
-        recv0_[j] += n;
-      }
+    eachPeer([&](std::uint32_t slot, std::uint32_t j) {
+      send0_[slot] += part(seg, bl_.count(static_cast<std::uint32_t>(target + j)));
+      recv0_[slot] += n;
+    });
     // A reduction of no element is no op (the schedule's builders drop it).
     if (L_ > 1 && dst) reduced_ += std::uint64_t{L_ - 1} * dst * elem_;
   }
-  void add(StepLoad& ld, std::uint8_t level, Dir d, std::uint64_t count) const {
-    if (count) ld.add(level, d, count * elem_);
+  // Level0's per-peer counts of a step, slot by slot: one slot per local rank (the rank's own
+  // stays empty); with uniform blocks every stage adds the same count to each of the L-1 local
+  // peers, so their counts are equal all along and one slot, of peer (l+1) mod L, stands for all
+  // of them: O(1) a stage instead of O(L), which at 512-2048 ranks a server was most of the
+  // selector's first decision (the pipeline is costed for every segment count it tries).
+  template <typename F>
+  void eachPeer(F f) const {
+    if (uniform_) {
+      if (slots_ == 1) f(0, (l_ + 1) % L_);
+      return;
+    }
+    for (std::uint32_t j = 0; j < L_; ++j)
+      if (j != l_) f(j, j);
+  }
+  // `peers` transfers of `count` elements each, to distinct peers on `level` in direction d: as
+  // many add()s of the same bytes (the busiest is one of them, the total all).
+  void add(StepLoad& ld, std::uint8_t level, Dir d, std::uint64_t count,
+           std::uint64_t peers = 1) const {
+    if (!count) return;
+    ld.add(level, d, count * elem_);
+    ld.total[level][d == Dir::Send ? 0 : 1] += (peers - 1) * count * elem_;
   }
   // The step's load, per peer, then its cost. A step that loads the links as the one before
   // (every step of a ring of servers on equal blocks) reuses its addition: the same additions,
@@ -133,15 +152,16 @@ class PipelineCost {
     // Word by word: L is a few ranks, where memcmp's call cost more than the compare.
     bool sameCounts =
         known_ && send1_ == lastSend1_ && recv1_ == lastRecv1_ && reduced_ == lastReduced_;
-    for (std::uint32_t j = 0; sameCounts && j < L_; ++j)
+    for (std::uint32_t j = 0; sameCounts && j < slots_; ++j)
       sameCounts = send0_[j] == lastSend0_[j] && recv0_[j] == lastRecv0_[j];
     if (!sameCounts) {
       StepLoad ld;
       add(ld, 1, Dir::Send, send1_);
       add(ld, 1, Dir::Recv, recv1_);
-      for (std::uint32_t j = 0; j < L_; ++j) {
-        add(ld, 0, Dir::Send, send0_[j]);
-        add(ld, 0, Dir::Recv, recv0_[j]);
+      const std::uint64_t peersPerSlot = uniform_ ? L_ - 1 : 1;
+      for (std::uint32_t j = 0; j < slots_; ++j) {
+        add(ld, 0, Dir::Send, send0_[j], peersPerSlot);
+        add(ld, 0, Dir::Recv, recv0_[j], peersPerSlot);
       }
       ld.reduced = reduced_;
       if (!known_ || !(ld == last_)) {
@@ -155,7 +175,7 @@ class PipelineCost {
       lastSend0_.swap(send0_);
       lastRecv0_.swap(recv0_);
     }
-    for (std::uint32_t j = 0; j < L_; ++j) send0_[j] = recv0_[j] = 0;
+    for (std::uint32_t j = 0; j < slots_; ++j) send0_[j] = recv0_[j] = 0;
     send1_ = recv1_ = reduced_ = 0;
     addStepDelta(delta_, path_);
   }
@@ -165,7 +185,10 @@ class PipelineCost {
   std::uint32_t L_, l_, m_;
   std::size_t elem_;
   const CostParams& params_;
-  // The step being gathered: level1 to (s+1, l) and from (s-1, l), level0 per local peer,
+  // Every block of the same count: level0's L-1 peers share one slot (eachPeer()).
+  bool uniform_;
+  std::uint32_t slots_;
+  // The step being gathered: level1 to (s+1, l) and from (s-1, l), level0 per slot (eachPeer()),
   // bytes reduced.
   std::uint64_t send1_ = 0, recv1_ = 0, reduced_ = 0;
   std::vector<std::uint64_t> send0_, recv0_;

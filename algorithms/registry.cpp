@@ -39,8 +39,8 @@ using C = Collective;
 // NB's AllReduce, Broadcast and Reduce run in lockstep while every block holds an element; when
 // some block is empty the pruned transfers leave ranks waiting on partners (rank_cost_nhr/nb, p=9
 // count=7): they are then costed from every rank's per-step counts (tree::phasesPath, O(p log p)).
-// Ring's, NHR's and NB's lockstep ranks are costed from their per-step counts (`path`,
-// rank_cost.hpp's PathFn) without building a schedule.
+// Ring's, NHR's and NB's lockstep ranks, and pairwise's and fullmesh's AllToAll, are costed from
+// their per-step counts (`path`, rank_cost.hpp's PathFn) without building a schedule.
 //
 // The gathered Barrier (gathered_barrier.cpp) is chosen by its sequence rule alone: right after a
 // Broadcast, gathered at its root, which then leaves first, so that its next call (osu_bcast's
@@ -95,8 +95,8 @@ constexpr std::array kSpecs = {
                   true, nullptr, &kAfterBroadcast},
     GeneratorSpec{A::Mesh, C::Scan, meshScan, true, true, false},
     GeneratorSpec{A::Mesh, C::Exscan, meshExscan, true, true, false},
-    GeneratorSpec{A::Mesh, C::AllToAll, meshAllToAll, true, false, false, nullptr, nullptr, true,
-                  meshAllToAllScratch},
+    GeneratorSpec{A::Mesh, C::AllToAll, meshAllToAll, true, false, false, nullptr, meshAllToAllPath,
+                  true, meshAllToAllScratch},
     GeneratorSpec{A::Mesh, C::AllToAllV, meshAllToAllV, true, true, true},
     GeneratorSpec{A::MeshOneShot, C::AllReduce, meshOneShotAllReduce, true, true, false},
     GeneratorSpec{A::MeshOneShot, C::Broadcast, meshOneShotBroadcast, true, true, false,

@@ -61,11 +61,13 @@ std::vector<CostParams> paramSets() {
 }
 
 // Problems of every kind of block on p ranks: even, uneven, fewer elements than ranks, and for
-// ReduceScatter and AllGather ragged counts with empty blocks among them.
+// ReduceScatter and AllGather ragged counts with empty blocks among them. Every block of the same
+// count (AllReduce's 4p; ReduceScatter's and AllGather's but the ragged ones) is the path's
+// one-slot case (pipeline_cost.cpp, eachPeer()), the others its per-peer one.
 std::vector<Problem> problems(Collective c, std::uint32_t p, bool inPlace) {
   std::vector<Problem> out;
-  for (std::uint64_t count :
-       {std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{p} * 5 + 3, std::uint64_t{p} / 3 + 1})
+  for (std::uint64_t count : {std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{p} * 5 + 3,
+                              std::uint64_t{p} / 3 + 1, std::uint64_t{p} * 4})
     out.push_back(Problem::fromMpiCount(c, p, count, inPlace));
   if (c != Collective::AllReduce) {
     std::vector<std::uint64_t> ragged(p);

@@ -225,6 +225,12 @@ TEST(LevelsScratch, EqualsTheComposedScheduleOfEveryRank) {
       {Collective::Reduce, {A::Ring, A::NB, A::NB}},
       {Collective::Gather, {A::Ring, A::Ring, A::Ring}},
       {Collective::Scatter, {A::Ring, A::NHR, A::Ring}},
+      // ReduceScatter and AllGather over levels (issue 14: three-level chunk sizing).
+      {Collective::ReduceScatter, {A::Mesh, A::Mesh, A::Mesh}},
+      {Collective::ReduceScatter, {A::Ring, A::NB, A::NHR}},
+      {Collective::ReduceScatter, {A::NHR, A::Ring, A::NB}},
+      {Collective::AllGather, {A::Mesh, A::NB, A::NHR}},
+      {Collective::AllGather, {A::Ring, A::Rhd, A::Mesh}},
   };
   std::vector<std::pair<std::uint32_t, std::uint32_t>> layouts = gridLayouts();
   for (std::uint32_t p : {1u, 2u, 5u, 8u, 13u, 64u}) {
