@@ -147,10 +147,11 @@ Settings settingsWith(std::map<std::string, std::string, std::less<>> env) {
   return r.value();
 }
 
-CallInfo barrierAfter(std::optional<std::uint32_t> root) {
+CallInfo barrierAfter(std::optional<std::uint32_t> root, std::uint64_t bcastBytes = 0) {
   CallInfo c;
   c.coll = Collective::Barrier;
   c.afterBroadcastFrom = root;
+  c.afterBroadcastBytes = bcastBytes;
   return c;
 }
 
@@ -205,11 +206,32 @@ TEST(GatheredBarrierRule, NotChosenWhereAConditionFails) {
   expectNot(CommShape::servers(1, 2), none, defaultCostModel(), barrierAfter(0), "tagged link");
   expectNot(CommShape::servers(1, 9), none, kShm, barrierAfter(0), "nine ranks");
   expectNot(CommShape::servers(2, 2), none, kShm, barrierAfter(0), "two servers of two");
+  expectNot(CommShape::servers(1, 4), none, kShm, barrierAfter(0, 16385),
+            "four ranks after a Bcast above 16 KiB");
   expectNot(CommShape::servers(2, 1), none, kShm, barrierAfter(0), "two servers");
   const std::string forced =
       expectNot(CommShape::servers(1, 2), settingsWith({{"HCCL_ALGO", "barrier=level0:NHR"}}), kShm,
                 barrierAfter(1), "forced");
   EXPECT_NE(forced.find("level0 NHR (forced"), std::string::npos) << forced;
+}
+
+// The Bcast's size bounds it above two ranks only: at 16 KiB and below at 3-8 ranks, at any size
+// at two.
+TEST(GatheredBarrierRule, TheBroadcastsSizeBoundsItAboveTwoRanks) {
+  for (const auto& [p, bytes] : std::vector<std::pair<std::uint32_t, std::uint64_t>>{
+           {2, 1u << 20}, {2, 16385}, {3, 16384}, {4, 1}, {4, 16384}, {8, 16384}}) {
+    Selector sel(CommShape::servers(1, p), settingsWith({}), kShm);
+    const Decision& d = sel.decide(barrierAfter(0, bytes));
+    ASSERT_TRUE(d.ok()) << d.error;
+    EXPECT_EQ(d.levels[0].algorithm, Algorithm::Gathered)
+        << "p " << p << " after " << bytes << " B: " << d.summary();
+  }
+  for (std::uint32_t p : {3u, 4u, 8u}) {
+    Selector sel(CommShape::servers(1, p), settingsWith({}), kShm);
+    const Decision& d = sel.decide(barrierAfter(0, 16385));
+    ASSERT_TRUE(d.ok()) << d.error;
+    EXPECT_EQ(d.levels[0].algorithm, Algorithm::Mesh) << "p " << p << ": " << d.summary();
+  }
 }
 
 // The model alone never takes it: forced at two ranks it serves (any root) and prices two
