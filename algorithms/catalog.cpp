@@ -42,7 +42,7 @@ constexpr std::array<AlgorithmInfo, kNumAlgorithms> kCatalog = {{
      {true, false, false}},
     // Not HCCL's, and at no level of HCCL's: the model never weighs it (it costs two crossings
     // in a row where fullmesh's Barrier costs one). Only its sequence rule chooses it
-    // (registry.cpp: a Barrier right after a Broadcast at two ranks on the shared-memory link).
+    // (registry.cpp: a Barrier right after a Broadcast at 2-8 ranks on the shared-memory link).
     {A::Gathered,
      "gathered: Barrier where every rank signals a root, which leaves first and releases the "
      "others (after a Broadcast, at its root)",

@@ -37,6 +37,8 @@ struct CallInfo {
   // other call keeps one cache key per shape. Every rank numbers its calls in the same order, so
   // every rank knows it alike.
   std::optional<std::uint32_t> afterBroadcastFrom;
+  // ... and its bytes (0: not known, e.g. hccl_info without --after-bcast-bytes).
+  std::uint64_t afterBroadcastBytes = 0;
 
   std::uint64_t bytes() const;  // the size that selection and tables are keyed by
   // Counts that only each rank knows (rankLocal, and every AllToAllV): decided without them,

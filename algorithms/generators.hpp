@@ -231,6 +231,10 @@ struct SequenceRule {
   bool afterBroadcast = false;
   // At most this many ranks in the whole communicator, which is then the level's one group.
   std::uint32_t maxRanks = 0;
+  // Above anySizeRanks ranks, only after a Broadcast of at most maxBroadcastBytes
+  // (CallInfo::afterBroadcastBytes).
+  std::uint32_t anySizeRanks = 0;
+  std::uint64_t maxBroadcastBytes = 0;
   // Only at level0 on the shared-memory link (CostModel::level0SharedMemory: where the engine
   // runs blocking calls on its slots).
   bool sharedMemory = false;

@@ -44,15 +44,26 @@ using C = Collective;
 //
 // The gathered Barrier (gathered_barrier.cpp) is chosen by its sequence rule alone: right after a
 // Broadcast, gathered at its root, which then leaves first, so that its next call (osu_bcast's
-// next Broadcast) starts moving while the other rank leaves and the reader finds the data already
+// next Broadcast) starts moving while the other ranks leave and the readers find the data already
 // there, as behind Open MPI's basic (linear) Barrier; the loop's period is two crossings either
-// way. Measured (OSU osu_bcast) only at two ranks on the shared-memory slots, hence the
-// bounds; the model never weighs it (catalog.cpp), as it costs two crossings in a row where
-// fullmesh's Barrier costs one.
-constexpr SequenceRule kAfterBroadcast{
-    true, 2, true,
-    "gathered at the broadcast's root, which leaves first: its next call starts "
-    "while the other rank leaves"};
+// way. Measured (OSU osu_bcast) on the shared-memory slots at two ranks at every size and, once
+// every rank's signal became a post the slots take, at 3, 4, 5 and 8 ranks on 2 cores (8 B-16 KiB
+// 0.2-1.3 us against 3.5-12 us with fullmesh's Barrier, whose
+// last comer leaves first while the root, there first, waits for a core to notice it; the
+// Bcast + Barrier period within the noise), hence the bounds. Above 16 KiB at 4 ranks (the
+// one-shot's block, which its root waits for every reader to copy, so the root's Bcast then
+// waits for the readers to leave the Barrier) it gained nothing at 32-256 KiB and lost 8-11% at
+// 512 KiB-1 MiB, hence the Bcast size bound above two ranks. The model never weighs it
+// (catalog.cpp), as it costs two crossings in a row where fullmesh's Barrier costs one.
+constexpr SequenceRule kAfterBroadcast{.afterBroadcast = true,
+                                       .maxRanks = 8,
+                                       .anySizeRanks = 2,
+                                       .maxBroadcastBytes = 16384,
+                                       .sharedMemory = true,
+                                       .why =
+                                           "gathered at the broadcast's root, which leaves "
+                                           "first: its next call starts while the other ranks "
+                                           "leave"};
 
 constexpr std::array kSpecs = {
     GeneratorSpec{A::Ring, C::AllReduce, ringAllReduce, false, true, false, ringAllReduceCost,

@@ -217,6 +217,7 @@ const GeneratorSpec* Selection::sequenceRule(const CallInfo& call, std::size_t l
     if (!r || spec.coll != call.coll) continue;
     if (r->afterBroadcast && !call.afterBroadcastFrom) continue;
     if (shape_.ranks > r->maxRanks || g.size != shape_.ranks) continue;
+    if (shape_.ranks > r->anySizeRanks && call.afterBroadcastBytes > r->maxBroadcastBytes) continue;
     if (r->sharedMemory && (g.level != 0 || !model_.level0SharedMemory)) continue;
     if (incapable(spec.algorithm, call, phases).empty()) return &spec;
   }

@@ -441,6 +441,7 @@ hccl_status_t Communicator::describe(const hccl_coll_desc_t& d, CallShape& s,
       if (d.root >= 0) {
         if (!rootInside(d.root, p, why)) return HCCL_ERR_ARG;
         ci.afterBroadcastFrom = static_cast<std::uint32_t>(d.root);
+        ci.afterBroadcastBytes = d.count;
         s.problem.root = static_cast<std::uint32_t>(d.root);
       }
       break;
@@ -507,7 +508,8 @@ int Communicator::supported(const hccl_coll_desc_t& in, std::string& explain) {
   // started, before it took its number. Any other call is asked before it starts.
   const bool ranOnSlots = fastRan_ && fastSeq_ + 1 == seq_ && !in.nonblocking;
   hccl_coll_desc_t barrier;
-  const hccl_coll_desc_t& desc = keyed(in, ranOnSlots ? fastAfter_ : prevBcastRoot_, barrier);
+  const hccl_coll_desc_t& desc = keyed(in, ranOnSlots ? fastAfter_ : prevBcastRoot_,
+                                       ranOnSlots ? fastAfterBytes_ : prevBcastBytes_, barrier);
   if (!sameAsLast(desc)) {
     CallShape s;
     std::string why;
@@ -598,7 +600,7 @@ hccl_status_t Communicator::start(const hccl_coll_desc_t& in, std::unique_ptr<Re
                                   std::string& err) {
   if (broken_) return brokenError(err);
   hccl_coll_desc_t barrier;
-  const hccl_coll_desc_t& desc = keyed(in, prevBcastRoot_, barrier);
+  const hccl_coll_desc_t& desc = keyed(in, prevBcastRoot_, prevBcastBytes_, barrier);
   if (!sameAsLast(desc)) {
     CallShape fresh;
     if (const hccl_status_t st = describe(desc, fresh, err); st != HCCL_SUCCESS) return st;
@@ -626,7 +628,8 @@ hccl_status_t Communicator::start(const hccl_coll_desc_t& in, std::unique_ptr<Re
 
 hccl_status_t Communicator::prepare(const hccl_coll_desc_t& in, Prepared& out, std::string& err) {
   hccl_coll_desc_t barrier;
-  const hccl_coll_desc_t& desc = keyed(in, prevBcastRoot_, barrier);  // before it is numbered
+  const hccl_coll_desc_t& desc =
+      keyed(in, prevBcastRoot_, prevBcastBytes_, barrier);  // before it is numbered
   // Taken before anything can fail, so that every rank's init takes one number whatever happens.
   const std::uint32_t seq = seq_++;
   noteNumbered(desc.coll, desc.root, desc.count * desc.elem_size);

@@ -272,19 +272,24 @@ class Communicator {
     prevBcastBytes_ = coll == HCCL_COLL_BCAST ? bytes : 0;
   }
   // d as the engine keys and describes it: d itself, or for a Barrier a copy whose root is the
-  // previous call's Bcast root (-1: the previous call was no Bcast). describe() reads that root
-  // as CallInfo::afterBroadcastFrom, and the caches (sameAsLast, fastMatches) compare it like any
-  // root: a Barrier after a Bcast and one after anything else are two shapes.
+  // previous call's Bcast root (-1: the previous call was no Bcast) and whose count is that
+  // Bcast's bytes (a Barrier has no count of its own). describe() reads them as
+  // CallInfo::afterBroadcastFrom and afterBroadcastBytes, and the caches (sameAsLast,
+  // fastMatches) compare them like any root and count: a Barrier after a Bcast and one after
+  // anything else, or after Bcasts of other sizes, are different shapes.
   static const hccl_coll_desc_t& keyed(const hccl_coll_desc_t& d, int after,
-                                       hccl_coll_desc_t& copy) {
+                                       std::uint64_t afterBytes, hccl_coll_desc_t& copy) {
     if (d.coll != HCCL_COLL_BARRIER) return d;
     copy = d;
     copy.root = after;
+    copy.count = after >= 0 ? afterBytes : 0;
     return copy;
   }
-  // What the last call on the slots was keyed with (prevBcastRoot_ before it was numbered): its
-  // verbose line is asked for after it ran (supported()). fastRan_: some call ran there.
+  // What the last call on the slots was keyed with (prevBcastRoot_ and prevBcastBytes_ before it
+  // was numbered): its verbose line is asked for after it ran (supported()). fastRan_: some call
+  // ran there.
   int fastAfter_ = -1;
+  std::uint64_t fastAfterBytes_ = 0;
   bool fastRan_ = false;
   std::uint64_t fastIdle_ = 0;  // fastPoll calls without movement
   std::chrono::steady_clock::time_point fastSince_{}, fastLiveness_{};

@@ -178,7 +178,7 @@ Communicator::FastEntry& Communicator::fastFind(const hccl_coll_desc_t& d) {
 bool Communicator::fastAccepts(const hccl_coll_desc_t& desc) {
   if (!fastLink_) return false;
   hccl_coll_desc_t barrier;
-  const hccl_coll_desc_t& d = keyed(desc, prevBcastRoot_, barrier);
+  const hccl_coll_desc_t& d = keyed(desc, prevBcastRoot_, prevBcastBytes_, barrier);
   const FastEntry& last = fastLastOf(d);
   return fastMatches(last, d) ? last.slots : fastFind(d).slots;
 }
@@ -187,7 +187,7 @@ hccl_status_t Communicator::fastStart(const hccl_coll_desc_t& desc, unsigned spi
                                       std::string& err) {
   if (!fastLink_) return HCCL_ERR_UNSUPPORTED;
   hccl_coll_desc_t barrier;
-  const hccl_coll_desc_t& d = keyed(desc, prevBcastRoot_, barrier);
+  const hccl_coll_desc_t& d = keyed(desc, prevBcastRoot_, prevBcastBytes_, barrier);
   FastEntry* e = &fastLastOf(d);
   if (!fastMatches(*e, d)) e = &fastFind(d);  // this collective's last shape again: no call
   if (!e->slots) return HCCL_ERR_UNSUPPORTED;
@@ -200,6 +200,7 @@ hccl_status_t Communicator::fastStart(const hccl_coll_desc_t& desc, unsigned spi
   // took, and the header tells this call from its neighbours.
   fastSeq_ = seq_++;
   fastAfter_ = prevBcastRoot_;
+  fastAfterBytes_ = prevBcastBytes_;
   fastRan_ = true;
   // The fence of a Barrier this rank leaves first (SlotProgram::fenceLastPost) only after a
   // Bcast whose data shares the flag's lines (below SlotProgram::kAlignFrom): measured in

@@ -114,7 +114,10 @@ TEST(GatheredBarrier, MeshLetsTheLastComerLeaveFirst) {
   EXPECT_EQ(gathered[1], 5);
 }
 
-// A root that releases before it heard every rank is not a Barrier, and the verifier says so.
+// A root that releases before it heard every rank, to ranks that do not hear each other, is not
+// a Barrier, and the verifier says so. (The non-roots' signals to each other, which the slots
+// need, would by themselves make an early release a Barrier still: a non-root hears every rank
+// directly then; so they are taken out too.)
 TEST(GatheredBarrier, ARootReleasingEarlyIsCaught) {
   Schedule s = buildSchedule(gatheredBarrier, rootedAt(3, 1));
   ASSERT_EQ(s.ranks[1].steps.size(), 2u);
@@ -123,6 +126,13 @@ TEST(GatheredBarrier, ARootReleasingEarlyIsCaught) {
   std::vector<Transfer>& first = s.ranks[1].steps[0].xfers;
   first.insert(first.begin(), release.begin(), release.end());
   s.ranks[1].steps.pop_back();
+  // Ranks 0 and 2 no longer signal each other.
+  for (std::uint32_t r : {0u, 2u}) {
+    auto& x = s.ranks[r].steps[0].xfers;
+    const auto before = x.size();
+    std::erase_if(x, [&](const Transfer& t) { return t.peer == 2 - r; });
+    ASSERT_EQ(before - x.size(), 2u) << "rank " << r;
+  }
   const auto issues = verify(s);
   ASSERT_FALSE(issues.empty());
   EXPECT_NE(describe(issues).find("leaves the barrier having heard only of"), std::string::npos)
@@ -137,43 +147,47 @@ Settings settingsWith(std::map<std::string, std::string, std::less<>> env) {
   return r.value();
 }
 
-CallInfo barrierAfter(std::optional<std::uint32_t> root) {
+CallInfo barrierAfter(std::optional<std::uint32_t> root, std::uint64_t bcastBytes = 0) {
   CallInfo c;
   c.coll = Collective::Barrier;
   c.afterBroadcastFrom = root;
+  c.afterBroadcastBytes = bcastBytes;
   return c;
 }
 
 const CostModel kShm = defaultCostModel().withLevel0OnSharedMemory();
 
-// Right after a Broadcast, at two ranks on the shared-memory link: gathered at the Broadcast's
-// root, said so by the decision; the composed schedule is the generator's at that root.
-TEST(GatheredBarrierRule, ChosenRightAfterABroadcastAtTwoRanksOnTheSharedMemoryLink) {
-  const Layout lay = Layout::servers(1, 2);
-  for (const char* mode : {"model", "hccl_rules"}) {
-    Selector sel(lay.shape(), settingsWith({{"COLL_HCCL_SELECTION", mode}}), kShm);
-    for (std::uint32_t root : {0u, 1u}) {
-      const Decision& d = sel.decide(barrierAfter(root));
-      ASSERT_TRUE(d.ok()) << d.error;
-      ASSERT_EQ(d.levels.size(), 1u) << d.summary();
-      EXPECT_EQ(d.levels[0].algorithm, Algorithm::Gathered) << mode << ": " << d.summary();
-      EXPECT_EQ(d.levels[0].reason, Reason::Sequence) << d.summary();
-      EXPECT_NE(d.summary().find(fmt::format(
-                    "level0 gathered (sequence rule: after a broadcast from rank {}, gathered at "
-                    "the broadcast's root, which leaves first",
-                    root)),
-                std::string::npos)
-          << d.summary();
-      const Problem pb = rootedAt(2, root);
-      for (std::uint32_t r = 0; r < 2; ++r)
-        EXPECT_EQ(compose(lay, d, pb, r), withPrivateInput(pb, r, gatheredBarrier))
-            << "rank " << r << " root " << root;
+// Right after a Broadcast, at 2-8 ranks of one server on the shared-memory link: gathered at the
+// Broadcast's root, said so by the decision; the composed schedule is the generator's at that
+// root.
+TEST(GatheredBarrierRule, ChosenRightAfterABroadcastAtTwoToEightRanksOnTheSharedMemoryLink) {
+  for (std::uint32_t p : {2u, 3u, 4u, 8u}) {
+    const Layout lay = Layout::servers(1, p);
+    for (const char* mode : {"model", "hccl_rules"}) {
+      Selector sel(lay.shape(), settingsWith({{"COLL_HCCL_SELECTION", mode}}), kShm);
+      for (std::uint32_t root : {0u, 1u, p - 1}) {
+        const Decision& d = sel.decide(barrierAfter(root));
+        ASSERT_TRUE(d.ok()) << d.error;
+        ASSERT_EQ(d.levels.size(), 1u) << d.summary();
+        EXPECT_EQ(d.levels[0].algorithm, Algorithm::Gathered) << mode << ": " << d.summary();
+        EXPECT_EQ(d.levels[0].reason, Reason::Sequence) << d.summary();
+        EXPECT_NE(d.summary().find(fmt::format(
+                      "level0 gathered (sequence rule: after a broadcast from rank {}, gathered at "
+                      "the broadcast's root, which leaves first",
+                      root)),
+                  std::string::npos)
+            << d.summary();
+        const Problem pb = rootedAt(p, root);
+        for (std::uint32_t r = 0; r < p; ++r)
+          EXPECT_EQ(compose(lay, d, pb, r), withPrivateInput(pb, r, gatheredBarrier))
+              << "p " << p << " rank " << r << " root " << root;
+      }
     }
   }
 }
 
 // Anywhere one condition fails, the Barrier is chosen as before, never gathered: after anything
-// but a Broadcast, on UCX's tagged messages, at three ranks, between servers, and where
+// but a Broadcast, on UCX's tagged messages, at nine ranks, between servers, and where
 // HCCL_ALGO forces the Barrier's algorithm (configuration first).
 TEST(GatheredBarrierRule, NotChosenWhereAConditionFails) {
   const auto expectNot = [](const CommShape& shape, const Settings& settings, const CostModel& m,
@@ -190,12 +204,34 @@ TEST(GatheredBarrierRule, NotChosenWhereAConditionFails) {
   const Settings none = settingsWith({});
   expectNot(CommShape::servers(1, 2), none, kShm, barrierAfter(std::nullopt), "no broadcast");
   expectNot(CommShape::servers(1, 2), none, defaultCostModel(), barrierAfter(0), "tagged link");
-  expectNot(CommShape::servers(1, 3), none, kShm, barrierAfter(0), "three ranks");
+  expectNot(CommShape::servers(1, 9), none, kShm, barrierAfter(0), "nine ranks");
+  expectNot(CommShape::servers(2, 2), none, kShm, barrierAfter(0), "two servers of two");
+  expectNot(CommShape::servers(1, 4), none, kShm, barrierAfter(0, 16385),
+            "four ranks after a Bcast above 16 KiB");
   expectNot(CommShape::servers(2, 1), none, kShm, barrierAfter(0), "two servers");
   const std::string forced =
       expectNot(CommShape::servers(1, 2), settingsWith({{"HCCL_ALGO", "barrier=level0:NHR"}}), kShm,
                 barrierAfter(1), "forced");
   EXPECT_NE(forced.find("level0 NHR (forced"), std::string::npos) << forced;
+}
+
+// The Bcast's size bounds it above two ranks only: at 16 KiB and below at 3-8 ranks, at any size
+// at two.
+TEST(GatheredBarrierRule, TheBroadcastsSizeBoundsItAboveTwoRanks) {
+  for (const auto& [p, bytes] : std::vector<std::pair<std::uint32_t, std::uint64_t>>{
+           {2, 1u << 20}, {2, 16385}, {3, 16384}, {4, 1}, {4, 16384}, {8, 16384}}) {
+    Selector sel(CommShape::servers(1, p), settingsWith({}), kShm);
+    const Decision& d = sel.decide(barrierAfter(0, bytes));
+    ASSERT_TRUE(d.ok()) << d.error;
+    EXPECT_EQ(d.levels[0].algorithm, Algorithm::Gathered)
+        << "p " << p << " after " << bytes << " B: " << d.summary();
+  }
+  for (std::uint32_t p : {3u, 4u, 8u}) {
+    Selector sel(CommShape::servers(1, p), settingsWith({}), kShm);
+    const Decision& d = sel.decide(barrierAfter(0, 16385));
+    ASSERT_TRUE(d.ok()) << d.error;
+    EXPECT_EQ(d.levels[0].algorithm, Algorithm::Mesh) << "p " << p << ": " << d.summary();
+  }
 }
 
 // The model alone never takes it: forced at two ranks it serves (any root) and prices two

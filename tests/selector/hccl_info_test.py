@@ -143,9 +143,9 @@ try:
               for r in rows), f"hccl_rules selection follows the file: {rows[0]}")
 finally:
     os.remove(rules_file)
-# The previous call as an input (--after-bcast): a Barrier right after a Bcast at two ranks on the
+# The previous call as an input (--after-bcast): a Barrier right after a Bcast at 2-8 ranks on the
 # shared-memory link is gathered at the Bcast's root by its sequence rule, and said so; after
-# anything else, on UCX's tagged messages or at three ranks it is not.
+# anything else, on UCX's tagged messages or at nine ranks it is not.
 def barrier_rows(shape, *more):
     return json.loads(run("table", "--shape", shape, "--coll", "barrier", "--min", "8", "--max",
                           "8", "--json", *more).stdout)
@@ -153,9 +153,12 @@ after = barrier_rows("1x2", "--level0-link", "shm", "--after-bcast", "1")[0]
 check(after["after_broadcast_from"] == 1 and after["levels"][0]["algorithm"] == "gathered" and
       after["levels"][0]["reason"] == "sequence rule" and
       "after a broadcast from rank 1" in after["summary"], f"gathered after a bcast: {after}")
+after = barrier_rows("1x4", "--level0-link", "shm", "--after-bcast", "3")[0]
+check(after["levels"][0]["algorithm"] == "gathered" and
+      "after a broadcast from rank 3" in after["summary"], f"gathered at 1x4: {after}")
 for shape, more in (("1x2", ["--level0-link", "shm"]),
                     ("1x2", ["--level0-link", "tagged", "--after-bcast", "0"]),
-                    ("1x3", ["--level0-link", "shm", "--after-bcast", "0"])):
+                    ("1x9", ["--level0-link", "shm", "--after-bcast", "0"])):
     r = barrier_rows(shape, *more)[0]
     check(r["levels"][0]["algorithm"] != "gathered", f"{shape} {more}: {r}")
 text = run("table", "--shape", "1x2", "--level0-link", "shm", "--coll", "barrier", "--min", "8",

@@ -423,30 +423,37 @@ TEST(SlotCalls, LargePostsStartTheirDataOnALine) {
 
 // SlotProgram::endsWithPost picks the programs whose rank leaves right after its post, the one
 // place the communicator fences a Barrier's last post (fastBuild): the gathered Barrier's root,
-// at either root; never its other rank, nor mesh Barrier's ranks (each reads after it posts). A
+// at any root; never another rank, nor mesh Barrier's ranks (each reads after it posts). A
 // Bcast's root ends with its post too, which is why the communicator asks for a Barrier as well.
+// At 3-5 ranks the gathered Barrier must compile for the slots at all (every rank's signal one
+// post that every other rank reads), else its sequence rule sends it to the general executor.
 TEST(SlotCalls, OnlyTheGatheredBarriersRootEndsWithItsPost) {
-  const std::vector<int> linkRank{0, 1};
-  const auto compiled = [&](const Generator& gen, const Problem& pb, std::uint32_t me) {
-    std::vector<RankSchedule> all;
-    std::vector<const RankSchedule*> ptrs;
-    for (std::uint32_t r = 0; r < 2; ++r) all.push_back(gen(pb, r));
-    for (const RankSchedule& r : all) ptrs.push_back(&r);
-    SlotProgram program;
-    std::string why;
-    EXPECT_TRUE(SlotProgram::compile(ptrs, me, linkRank, 1, 4096, program, why)) << why;
-    return program;
-  };
-  for (std::uint32_t root = 0; root < 2; ++root) {
-    Problem pb = Problem::barrier(2);
-    pb.root = root;
-    for (std::uint32_t me = 0; me < 2; ++me) {
-      EXPECT_EQ(compiled(algo::gatheredBarrier, pb, me).endsWithPost(), me == root)
-          << "root " << root << " rank " << me;
-      EXPECT_FALSE(compiled(algo::meshBarrier, Problem::barrier(2), me).endsWithPost()) << me;
-      EXPECT_EQ(compiled(algo::meshBroadcast, Problem::broadcast(2, 8, root), me).endsWithPost(),
-                me == root)
-          << "root " << root << " rank " << me;
+  for (std::uint32_t p = 2; p <= 5; ++p) {
+    std::vector<int> linkRank(p);
+    for (std::uint32_t r = 0; r < p; ++r) linkRank[r] = static_cast<int>(r);
+    const auto compiled = [&](const Generator& gen, const Problem& pb, std::uint32_t me) {
+      std::vector<RankSchedule> all;
+      std::vector<const RankSchedule*> ptrs;
+      for (std::uint32_t r = 0; r < p; ++r) all.push_back(gen(pb, r));
+      for (const RankSchedule& r : all) ptrs.push_back(&r);
+      SlotProgram program;
+      std::string why;
+      EXPECT_TRUE(SlotProgram::compile(ptrs, me, linkRank, 1, 4096, program, why))
+          << "p " << p << ": " << why;
+      return program;
+    };
+    for (std::uint32_t root = 0; root < p; ++root) {
+      Problem pb = Problem::barrier(p);
+      pb.root = root;
+      for (std::uint32_t me = 0; me < p; ++me) {
+        EXPECT_EQ(compiled(algo::gatheredBarrier, pb, me).endsWithPost(), me == root)
+            << "p " << p << " root " << root << " rank " << me;
+        EXPECT_FALSE(compiled(algo::meshBarrier, Problem::barrier(p), me).endsWithPost()) << me;
+        EXPECT_EQ(
+            compiled(algo::meshOneShotBroadcast, Problem::broadcast(p, 8, root), me).endsWithPost(),
+            me == root)
+            << "p " << p << " root " << root << " rank " << me;
+      }
     }
   }
 }

@@ -1,5 +1,5 @@
 /*
- * bcast_barrier.c - MPI_Barrier right after MPI_Bcast, where at two ranks the slots run the
+ * bcast_barrier.c - MPI_Barrier right after MPI_Bcast, where at 2-8 ranks the slots run the
  * Barrier gathered at the Bcast's root (algo::gatheredBarrier: the root leaves first), and in the
  * other places a Barrier follows: another Barrier, an Allreduce, an Ibcast, a large Bcast, a Bcast
  * from the other root. Back to back, with delays before either call on either rank (both arrival
