@@ -59,6 +59,20 @@ struct CostParams {
   std::array<bool, kNumLevels> posts{};
   std::array<double, kNumLevels> postStep{};
 
+  // Gives level 0 every link parameter of `level`: a flat schedule (its transfers all on level 0)
+  // costed as one level of a hierarchy. Every per-level field above is listed here.
+  void levelAsFirst(std::size_t level) {
+    alpha[0] = alpha[level];
+    beta[0] = beta[level];
+    links[0] = links[level];
+    step[0] = step[level];
+    stepFrom[0] = stepFrom[level];
+    halfDuplex[0] = halfDuplex[level];
+    memory[0] = memory[level];
+    posts[0] = posts[level];
+    postStep[0] = postStep[level];
+  }
+
   // One step's time on `level` for a rank whose largest peer-direction carries `largest` bytes
   // and whose link moves `busiest` (largest, or more when the rank's links are shared).
   double linkTime(std::size_t level, std::uint64_t largest, std::uint64_t busiest) const {

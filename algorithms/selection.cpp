@@ -129,14 +129,7 @@ double Selection::predictLevel(Algorithm a, const CallInfo& call, std::size_t le
   const LevelGroup& g = shape_.levels[levelIndex];
   // Flat schedules put their transfers on level 0: give slot 0 this level's link parameters.
   CostParams lvl = model_.params(call.type, call.op);
-  const auto l = static_cast<std::size_t>(g.level);
-  lvl.alpha[0] = lvl.alpha[l];
-  lvl.beta[0] = lvl.beta[l];
-  lvl.links[0] = lvl.links[l];
-  lvl.step[0] = lvl.step[l];
-  lvl.stepFrom[0] = lvl.stepFrom[l];
-  lvl.halfDuplex[0] = lvl.halfDuplex[l];
-  lvl.memory[0] = lvl.memory[l];
+  lvl.levelAsFirst(static_cast<std::size_t>(g.level));
   double t = 0;
   for (const Phase& ph : phases) {
     const GeneratorSpec* spec = findGenerator(a, ph.coll);
