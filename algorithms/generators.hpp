@@ -61,6 +61,11 @@ RankSchedule rhdReduceScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule rhdAllGather(const Problem& pb, std::uint32_t rank);
 RankSchedule rhdBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule rhdReduce(const Problem& pb, std::uint32_t rank);
+// Scratch (ScratchFn): the fold's landing and the first round's kept range (the rounds nest);
+// Reduce's non-roots keep their partial sums at Scratch[0, n), which the gather moves.
+std::uint64_t rhdAllReduceScratch(const Problem& pb, std::uint32_t rank);
+std::uint64_t rhdReduceScatterScratch(const Problem& pb, std::uint32_t rank);
+std::uint64_t rhdReduceScratch(const Problem& pb, std::uint32_t rank);
 // Reduce's cost: the replay's rules on every rank's per-step counts, O(p log p), no schedule.
 Metrics rhdReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                       const CostParams& params);

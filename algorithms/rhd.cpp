@@ -43,7 +43,9 @@
 // distance doubling on an order-preserving renumbering) with the lower group on the left, so they
 // reduce in rank order. ReduceScatter pairs ranks p/2 apart first: not in rank order.
 #include <algorithm>
+#include <array>
 #include <bit>
+#include <utility>
 #include <vector>
 
 #include "algorithms/generators.hpp"
@@ -258,6 +260,118 @@ RankSchedule rhdReduceScatter(const Problem& pb, std::uint32_t r) {
   }
   prune(out);
   return out;
+}
+
+namespace {
+
+// Elements of blocks [lo, hi) of Blocks::even(n, parts) (the first n % parts take one more),
+// without building the blocks: the scratch formulas below run per edge rank per tried chunk.
+std::uint64_t evenSpan(std::uint64_t n, std::uint32_t parts, std::uint64_t lo, std::uint64_t hi) {
+  const std::uint64_t base = n / parts, ext = n % parts;
+  return (hi - lo) * base + (std::min(hi, ext) - std::min(lo, ext));
+}
+
+// The core range halvingDoublingRS (round 0: bit 1) keeps first: every later round keeps a part
+// of it, so its count is the largest landing of the rounds.
+Range firstKeptByBit(const Fold& f, std::uint32_t me) {
+  const std::uint32_t mid = f.core / 2;
+  return (me & 1u) == 0 ? Range{0, mid} : Range{mid, f.core};
+}
+
+}  // namespace
+
+// scratchCount(rhdAllReduce(pb, r)): in place the fold's survivor lands its peer's vector at
+// Scratch[0, n); every round of the core's ReduceScatter lands the kept half at Scratch[0, kept),
+// the first round's half the largest. The AllGather and the unfold stay in Output.
+std::uint64_t rhdAllReduceScratch(const Problem& pb, std::uint32_t r) {
+  const std::uint64_t n = pb.total();
+  const Fold f(pb.ranks, 0);
+  std::uint64_t top = pb.inPlace && f.inPart1(r) && f.active(r) ? n : 0;
+  if (f.active(r) && f.core >= 2) {
+    const Range keep = firstKeptByBit(f, f.coreRank(r));
+    top = std::max(top, evenSpan(n, f.core, keep.lo, keep.hi));
+  }
+  return top;
+}
+
+// scratchCount(rhdReduceScatter(pb, r)): out of place the partial sums fill Scratch[0, n) (the
+// fold's survivor receives its peer's vector there) and each round lands the kept range past
+// them; in place the survivor lands at Scratch[0, n) and the rounds at Scratch[0, kept). The
+// rounds halve by distance core/2 first, so the first round's range is the largest; the final
+// move of the rank's block (through Scratch in place) fits in it, as the block is part of it.
+std::uint64_t rhdReduceScatterScratch(const Problem& pb, std::uint32_t r) {
+  const Blocks& bl = pb.blocks;
+  const std::uint64_t n = pb.total();
+  const Fold f(pb.ranks, 0);
+  std::uint64_t top = f.inPart1(r) && f.active(r) ? n : 0;
+  if (f.active(r) && f.core >= 2) {
+    const std::uint32_t d = f.core / 2;
+    const bool lower = (f.coreRank(r) & d) == 0;
+    const Range keep = lower ? Range{0, d} : Range{d, f.core};
+    const std::uint64_t kept = bl.offset(f.firstBlock(keep.hi)) - bl.offset(f.firstBlock(keep.lo));
+    if (kept > 0) top = std::max(top, (pb.inPlace ? 0 : n) + kept);
+  }
+  return top;
+}
+
+// scratchCount(rhdReduce(pb, r)), walking its steps without building them (O(log p)): a
+// non-root's partial sums fill Scratch[0, n) and its receives land past them, the root's
+// receives land at Scratch[0) (in place its fold too); the binomial gather moves the partial sums
+// only, so at a non-root it touches Scratch[0, n) where the rounds may not have (their kept
+// ranges empty, fewer elements than core ranks).
+std::uint64_t rhdReduceScratch(const Problem& pb, std::uint32_t r) {
+  const std::uint64_t n = pb.total();
+  const bool isRoot = r == pb.root;
+  const Fold f(pb.ranks, pb.root % 2);
+  const bool accInScratch = !isRoot;
+  const std::uint64_t landing = accInScratch ? n : 0;
+  bool moved = isRoot && pb.inPlace;  // the partial sums read from the accumulator
+  std::uint64_t top = 0;
+  const auto see = [&](std::uint64_t offset, std::uint64_t count) {
+    if (count > 0) top = std::max(top, offset + count);
+  };
+  if (f.inPart1(r) && f.active(r)) {
+    if (moved || accInScratch) see(0, n);
+    moved = true;
+  }
+  if (!f.active(r)) return top;
+  const auto span = [&](Range x) {
+    const std::uint64_t off = evenSpan(n, f.core, 0, x.lo);
+    return std::pair{off, evenSpan(n, f.core, x.lo, x.hi)};
+  };
+  std::array<Range, 32> before{};
+  const std::uint32_t me = f.coreRank(r);
+  Range cur{0, f.core};
+  for (std::uint32_t k = 0; k < f.rounds(); ++k) {
+    const std::uint32_t bit = 1u << k, mid = (cur.lo + cur.hi) / 2;
+    const bool lower = (me & bit) == 0;
+    const Range keep = lower ? Range{cur.lo, mid} : Range{mid, cur.hi};
+    const Range give = lower ? Range{mid, cur.hi} : Range{cur.lo, mid};
+    before[k] = cur;
+    const auto [gOff, gCount] = span(give);
+    const auto [kOff, kCount] = span(keep);
+    if (moved && accInScratch) see(gOff, gCount);  // the send
+    see(landing, kCount);
+    if (accInScratch) see(kOff, kCount);  // the reduction into the partial sums
+    moved = true;
+    cur = keep;
+  }
+  if (f.core == 1 && accInScratch) see(0, n);
+  const std::uint32_t rel = me ^ f.coreRank(pb.root);
+  for (std::uint32_t k = f.rounds(); k-- > 0 && accInScratch;) {
+    if (rel >= (2u << k)) break;
+    const Range parent = before[k];
+    if (rel & (1u << k)) {
+      const auto [off, count] = span(cur);
+      see(off, count);
+      break;
+    }
+    const Range theirs = cur.lo == parent.lo ? Range{cur.hi, parent.hi} : Range{parent.lo, cur.lo};
+    const auto [off, count] = span(theirs);
+    see(off, count);
+    cur = parent;
+  }
+  return top;
 }
 
 RankSchedule rhdAllGather(const Problem& pb, std::uint32_t r) {
