@@ -37,6 +37,10 @@ RankSchedule ringGather(const Problem& pb, std::uint32_t rank);
 // (in place); Scatter's two slots of blocks in transit, and Gather's (its Scatter reversed keeps
 // the Scratch slices).
 std::uint64_t ringReduceScatterScratch(const Problem& pb, std::uint32_t rank);
+// AllReduce's landing slot in place (none out of place); Reduce's accumulator past the chain's
+// first rank.
+std::uint64_t ringAllReduceScratch(const Problem& pb, std::uint32_t rank);
+std::uint64_t ringReduceScratch(const Problem& pb, std::uint32_t rank);
 std::uint64_t ringScatterScratch(const Problem& pb, std::uint32_t rank);
 // AllReduce's cost: lockstep, or with empty blocks (fewer elements than ranks) the chain of one
 // element through every rank twice.

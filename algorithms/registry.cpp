@@ -53,14 +53,15 @@ constexpr SequenceRule kAfterBroadcast{
 
 constexpr std::array kSpecs = {
     GeneratorSpec{A::Ring, C::AllReduce, ringAllReduce, false, true, false, ringAllReduceCost,
-                  ringAllReducePath},
+                  ringAllReducePath, true, ringAllReduceScratch},
     GeneratorSpec{A::Ring, C::ReduceScatter, ringReduceScatter, false, true, false, nullptr,
                   ringReduceScatterPath, true, ringReduceScatterScratch},
     GeneratorSpec{A::Ring, C::AllGather, ringAllGather, true, true, false, nullptr,
                   ringAllGatherPath, true, noScratch},
     GeneratorSpec{A::Ring, C::Broadcast, ringBroadcast, true, true, false, chainCost, nullptr, true,
                   noScratch},
-    GeneratorSpec{A::Ring, C::Reduce, ringReduce, false, true, false, chainCost},
+    GeneratorSpec{A::Ring, C::Reduce, ringReduce, false, true, false, chainCost, nullptr, true,
+                  ringReduceScratch},
     GeneratorSpec{A::Ring, C::Scatter, ringScatter, true, true, false, nullptr, ringScatterPath,
                   true, ringScatterScratch},
     GeneratorSpec{A::Ring, C::Gather, ringGather, true, true, false, nullptr, ringGatherPath, true,
