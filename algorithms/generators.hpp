@@ -65,8 +65,8 @@ RankSchedule rhdReduceScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule rhdAllGather(const Problem& pb, std::uint32_t rank);
 RankSchedule rhdBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule rhdReduce(const Problem& pb, std::uint32_t rank);
-// Scratch (ScratchFn): the fold's landing and the first round's kept range (the rounds nest);
-// Reduce's non-roots keep their partial sums at Scratch[0, n), which the gather moves.
+// Scratch (ScratchFn): the fold's landing and the first round's kept range (the rounds nest),
+// O(1); Reduce's non-roots land it past their partial sums at Scratch[0, n).
 std::uint64_t rhdAllReduceScratch(const Problem& pb, std::uint32_t rank);
 std::uint64_t rhdReduceScatterScratch(const Problem& pb, std::uint32_t rank);
 std::uint64_t rhdReduceScratch(const Problem& pb, std::uint32_t rank);

@@ -43,9 +43,7 @@
 // distance doubling on an order-preserving renumbering) with the lower group on the left, so they
 // reduce in rank order. ReduceScatter pairs ranks p/2 apart first: not in rank order.
 #include <algorithm>
-#include <array>
 #include <bit>
-#include <utility>
 #include <vector>
 
 #include "algorithms/generators.hpp"
@@ -314,62 +312,21 @@ std::uint64_t rhdReduceScatterScratch(const Problem& pb, std::uint32_t r) {
   return top;
 }
 
-// scratchCount(rhdReduce(pb, r)), walking its steps without building them (O(log p)): a
-// non-root's partial sums fill Scratch[0, n) and its receives land past them, the root's
-// receives land at Scratch[0) (in place its fold too); the binomial gather moves the partial sums
-// only, so at a non-root it touches Scratch[0, n) where the rounds may not have (their kept
-// ranges empty, fewer elements than core ranks).
+// scratchCount(rhdReduce(pb, r)): a non-root keeps its partial sums at Scratch[0, n) (the fold's
+// survivor receives its peer's vector there) and lands each round's kept range past them; the
+// root lands them at Scratch[0) (in place its fold too, the whole vector). The first round's kept
+// range is the largest landing, and the binomial gather adds nothing: a rank receives the ranges
+// it gave away after its first round and sends the range it kept last, all inside that first one,
+// inside the partial sums (scratch_formula_test holds the formula without a gather term).
 std::uint64_t rhdReduceScratch(const Problem& pb, std::uint32_t r) {
   const std::uint64_t n = pb.total();
   const bool isRoot = r == pb.root;
   const Fold f(pb.ranks, pb.root % 2);
-  const bool accInScratch = !isRoot;
-  const std::uint64_t landing = accInScratch ? n : 0;
-  bool moved = isRoot && pb.inPlace;  // the partial sums read from the accumulator
-  std::uint64_t top = 0;
-  const auto see = [&](std::uint64_t offset, std::uint64_t count) {
-    if (count > 0) top = std::max(top, offset + count);
-  };
-  if (f.inPart1(r) && f.active(r)) {
-    if (moved || accInScratch) see(0, n);
-    moved = true;
-  }
-  if (!f.active(r)) return top;
-  const auto span = [&](Range x) {
-    const std::uint64_t off = evenSpan(n, f.core, 0, x.lo);
-    return std::pair{off, evenSpan(n, f.core, x.lo, x.hi)};
-  };
-  std::array<Range, 32> before{};
-  const std::uint32_t me = f.coreRank(r);
-  Range cur{0, f.core};
-  for (std::uint32_t k = 0; k < f.rounds(); ++k) {
-    const std::uint32_t bit = 1u << k, mid = (cur.lo + cur.hi) / 2;
-    const bool lower = (me & bit) == 0;
-    const Range keep = lower ? Range{cur.lo, mid} : Range{mid, cur.hi};
-    const Range give = lower ? Range{mid, cur.hi} : Range{cur.lo, mid};
-    before[k] = cur;
-    const auto [gOff, gCount] = span(give);
-    const auto [kOff, kCount] = span(keep);
-    if (moved && accInScratch) see(gOff, gCount);  // the send
-    see(landing, kCount);
-    if (accInScratch) see(kOff, kCount);  // the reduction into the partial sums
-    moved = true;
-    cur = keep;
-  }
-  if (f.core == 1 && accInScratch) see(0, n);
-  const std::uint32_t rel = me ^ f.coreRank(pb.root);
-  for (std::uint32_t k = f.rounds(); k-- > 0 && accInScratch;) {
-    if (rel >= (2u << k)) break;
-    const Range parent = before[k];
-    if (rel & (1u << k)) {
-      const auto [off, count] = span(cur);
-      see(off, count);
-      break;
-    }
-    const Range theirs = cur.lo == parent.lo ? Range{cur.hi, parent.hi} : Range{parent.lo, cur.lo};
-    const auto [off, count] = span(theirs);
-    see(off, count);
-    cur = parent;
+  std::uint64_t top = f.inPart1(r) && f.active(r) && (!isRoot || pb.inPlace) ? n : 0;
+  if (f.active(r) && f.core >= 2) {
+    const Range keep = firstKeptByBit(f, f.coreRank(r));
+    if (const std::uint64_t kept = evenSpan(n, f.core, keep.lo, keep.hi); kept > 0)
+      top = std::max(top, (isRoot ? 0 : n) + kept);
   }
   return top;
 }
