@@ -37,6 +37,10 @@ RankSchedule ringGather(const Problem& pb, std::uint32_t rank);
 // (in place); Scatter's two slots of blocks in transit, and Gather's (its Scatter reversed keeps
 // the Scratch slices).
 std::uint64_t ringReduceScatterScratch(const Problem& pb, std::uint32_t rank);
+// AllReduce's landing slot in place (none out of place); Reduce's accumulator past the chain's
+// first rank.
+std::uint64_t ringAllReduceScratch(const Problem& pb, std::uint32_t rank);
+std::uint64_t ringReduceScratch(const Problem& pb, std::uint32_t rank);
 std::uint64_t ringScatterScratch(const Problem& pb, std::uint32_t rank);
 // AllReduce's cost: lockstep, or with empty blocks (fewer elements than ranks) the chain of one
 // element through every rank twice.
@@ -61,6 +65,11 @@ RankSchedule rhdReduceScatter(const Problem& pb, std::uint32_t rank);
 RankSchedule rhdAllGather(const Problem& pb, std::uint32_t rank);
 RankSchedule rhdBroadcast(const Problem& pb, std::uint32_t rank);
 RankSchedule rhdReduce(const Problem& pb, std::uint32_t rank);
+// Scratch (ScratchFn): the fold's landing and the first round's kept range (the rounds nest),
+// O(1); Reduce's non-roots land it past their partial sums at Scratch[0, n).
+std::uint64_t rhdAllReduceScratch(const Problem& pb, std::uint32_t rank);
+std::uint64_t rhdReduceScatterScratch(const Problem& pb, std::uint32_t rank);
+std::uint64_t rhdReduceScratch(const Problem& pb, std::uint32_t rank);
 // Reduce's cost: the replay's rules on every rank's per-step counts, O(p log p), no schedule.
 Metrics rhdReduceCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
                       const CostParams& params);

@@ -91,6 +91,11 @@ std::optional<std::uint64_t> Plan::scratchOf(const Layout&, const PlanKey&, cons
   return std::nullopt;
 }
 
+std::optional<std::uint64_t> Plan::scratchBound(const Layout& layout, const PlanKey& key,
+                                                const Problem& pb, std::uint32_t rank) const {
+  return scratchOf(layout, key, pb, rank);
+}
+
 bool Plan::rankOrdered(const Layout&, const PlanKey&, Collective) const {
   return false;
 }

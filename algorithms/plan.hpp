@@ -102,6 +102,11 @@ class Plan {
   // every edge rank for each candidate chunk.
   virtual std::optional<std::uint64_t> scratchOf(const Layout& layout, const PlanKey& key,
                                                  const Problem& pb, std::uint32_t rank) const;
+  // At least scratchCount(compose(layout, key, pb, rank)), where scratchOf() cannot tell it
+  // exactly but the entry can bound it (by default scratchOf()'s answer); nothing where it cannot.
+  // Chunk sizing builds such a rank's schedule only when no other rank already needs the bound.
+  virtual std::optional<std::uint64_t> scratchBound(const Layout& layout, const PlanKey& key,
+                                                    const Problem& pb, std::uint32_t rank) const;
   // True when compose() reduces in rank order for this layout, key and collective.
   virtual bool rankOrdered(const Layout& layout, const PlanKey& key, Collective c) const;
   // Empty when compose() can run on `layout` (for callers that name the level algorithms

@@ -111,13 +111,22 @@ class LevelsPlan final : public Plan {
     }
     if (pb.coll == Collective::AllToAll) return allToAllScratch(layout, key, used, pb, rank);
     if (pb.coll == Collective::AllReduce) return allReduceScratch(layout, key, used, pb, rank);
-    if (pb.coll == Collective::Reduce) return reduceScratch(layout, key, used, pb, rank);
+    if (pb.coll == Collective::Reduce) return reduceScratch(layout, key, used, pb, rank, false);
     if (pb.coll == Collective::ReduceScatter || pb.coll == Collective::AllGather)
       return stagedScratch(layout, key, used, pb, rank);
     if (pb.coll == Collective::Broadcast) return broadcastScratch(layout, key, used, pb, rank);
     if (pb.coll == Collective::Scatter || pb.coll == Collective::Gather)
       return scatterScratch(layout, key, used, pb, rank);
     return std::nullopt;
+  }
+
+  // Reduce over levels bounds the non-roots it cannot tell (reduceScratch); the others are exact.
+  std::optional<std::uint64_t> scratchBound(const Layout& layout, const PlanKey& key,
+                                            const Problem& pb, std::uint32_t rank) const override {
+    const std::vector<int> used = levelsInUse(layout);
+    if (pb.coll == Collective::Reduce && used.size() > 1 && layout.symmetric())
+      return reduceScratch(layout, key, used, pb, rank, true);
+    return scratchOf(layout, key, pb, rank);
   }
 
  private:
@@ -215,10 +224,11 @@ class LevelsPlan final : public Plan {
   // non-root's working vector is Scratch[0, n), of which its phases touch parts; every phase's own
   // scratch starts at Scratch[n]. So the largest phase scratch s gives n + s (s > 0), past
   // whatever the working vector holds; when no phase needs scratch a non-root's top is inside
-  // the working vector, which the formula does not track: nothing then (the schedule tells).
+  // the working vector, which the formula does not track: nothing then (the schedule tells), or
+  // with `bound` the working vector's end n, which the top cannot pass.
   static std::optional<std::uint64_t> reduceScratch(const Layout& layout, const PlanKey& key,
                                                     const std::vector<int>& used, const Problem& pb,
-                                                    std::uint32_t rank) {
+                                                    std::uint32_t rank, bool bound) {
     const std::uint64_t n = pb.total();
     if (n == 0) return 0;
     const bool root = rank == pb.root;
@@ -245,7 +255,7 @@ class LevelsPlan final : public Plan {
     if (!acc.ok()) return std::nullopt;
     if (acc.top() > 0) return n + acc.top();
     if (root) return pb.inPlace ? n : 0;
-    return std::nullopt;
+    return bound ? std::optional<std::uint64_t>(n) : std::nullopt;
   }
 
   // hier_broadcast.cpp's composeBroadcast(): its data stays in Output and every phase's scratch

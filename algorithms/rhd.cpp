@@ -260,6 +260,77 @@ RankSchedule rhdReduceScatter(const Problem& pb, std::uint32_t r) {
   return out;
 }
 
+namespace {
+
+// Elements of blocks [lo, hi) of Blocks::even(n, parts) (the first n % parts take one more),
+// without building the blocks: the scratch formulas below run per edge rank per tried chunk.
+std::uint64_t evenSpan(std::uint64_t n, std::uint32_t parts, std::uint64_t lo, std::uint64_t hi) {
+  const std::uint64_t base = n / parts, ext = n % parts;
+  return (hi - lo) * base + (std::min(hi, ext) - std::min(lo, ext));
+}
+
+// The core range halvingDoublingRS (round 0: bit 1) keeps first: every later round keeps a part
+// of it, so its count is the largest landing of the rounds.
+Range firstKeptByBit(const Fold& f, std::uint32_t me) {
+  const std::uint32_t mid = f.core / 2;
+  return (me & 1u) == 0 ? Range{0, mid} : Range{mid, f.core};
+}
+
+}  // namespace
+
+// scratchCount(rhdAllReduce(pb, r)): in place the fold's survivor lands its peer's vector at
+// Scratch[0, n); every round of the core's ReduceScatter lands the kept half at Scratch[0, kept),
+// the first round's half the largest. The AllGather and the unfold stay in Output.
+std::uint64_t rhdAllReduceScratch(const Problem& pb, std::uint32_t r) {
+  const std::uint64_t n = pb.total();
+  const Fold f(pb.ranks, 0);
+  std::uint64_t top = pb.inPlace && f.inPart1(r) && f.active(r) ? n : 0;
+  if (f.active(r) && f.core >= 2) {
+    const Range keep = firstKeptByBit(f, f.coreRank(r));
+    top = std::max(top, evenSpan(n, f.core, keep.lo, keep.hi));
+  }
+  return top;
+}
+
+// scratchCount(rhdReduceScatter(pb, r)): out of place the partial sums fill Scratch[0, n) (the
+// fold's survivor receives its peer's vector there) and each round lands the kept range past
+// them; in place the survivor lands at Scratch[0, n) and the rounds at Scratch[0, kept). The
+// rounds halve by distance core/2 first, so the first round's range is the largest; the final
+// move of the rank's block (through Scratch in place) fits in it, as the block is part of it.
+std::uint64_t rhdReduceScatterScratch(const Problem& pb, std::uint32_t r) {
+  const Blocks& bl = pb.blocks;
+  const std::uint64_t n = pb.total();
+  const Fold f(pb.ranks, 0);
+  std::uint64_t top = f.inPart1(r) && f.active(r) ? n : 0;
+  if (f.active(r) && f.core >= 2) {
+    const std::uint32_t d = f.core / 2;
+    const bool lower = (f.coreRank(r) & d) == 0;
+    const Range keep = lower ? Range{0, d} : Range{d, f.core};
+    const std::uint64_t kept = bl.offset(f.firstBlock(keep.hi)) - bl.offset(f.firstBlock(keep.lo));
+    if (kept > 0) top = std::max(top, (pb.inPlace ? 0 : n) + kept);
+  }
+  return top;
+}
+
+// scratchCount(rhdReduce(pb, r)): a non-root keeps its partial sums at Scratch[0, n) (the fold's
+// survivor receives its peer's vector there) and lands each round's kept range past them; the
+// root lands them at Scratch[0) (in place its fold too, the whole vector). The first round's kept
+// range is the largest landing, and the binomial gather adds nothing: a rank receives the ranges
+// it gave away after its first round and sends the range it kept last, all inside that first one,
+// inside the partial sums (scratch_formula_test holds the formula without a gather term).
+std::uint64_t rhdReduceScratch(const Problem& pb, std::uint32_t r) {
+  const std::uint64_t n = pb.total();
+  const bool isRoot = r == pb.root;
+  const Fold f(pb.ranks, pb.root % 2);
+  std::uint64_t top = f.inPart1(r) && f.active(r) && (!isRoot || pb.inPlace) ? n : 0;
+  if (f.active(r) && f.core >= 2) {
+    const Range keep = firstKeptByBit(f, f.coreRank(r));
+    if (const std::uint64_t kept = evenSpan(n, f.core, keep.lo, keep.hi); kept > 0)
+      top = std::max(top, (isRoot ? 0 : n) + kept);
+  }
+  return top;
+}
+
 RankSchedule rhdAllGather(const Problem& pb, std::uint32_t r) {
   RankSchedule out;
   const Blocks& bl = pb.blocks;

@@ -229,6 +229,27 @@ RankSchedule ringGather(const Problem& pb, std::uint32_t r) {
   return gatherByReversing(pb, r, ringScatter);
 }
 
+// scratchCount(ringAllReduce(pb, r)): out of place partial sums land in the output; in place
+// step k receives block r-2-k at Scratch[0, count), every block but r-1 once.
+std::uint64_t ringAllReduceScratch(const Problem& pb, std::uint32_t r) {
+  const std::uint32_t p = pb.ranks;
+  if (!pb.inPlace || p == 1) return 0;
+  const std::uint32_t skipped = wrap(r - 1LL, p);
+  std::uint64_t top = 0;
+  for (std::uint32_t b = 0; b < p; ++b)
+    if (b != skipped) top = std::max(top, pb.blocks.count(b));
+  return top;
+}
+
+// scratchCount(ringReduce(pb, r)): the chain's first rank sends its input; the others past it
+// accumulate at Scratch[0, n), the root in its output (in place its receive lands in Scratch).
+std::uint64_t ringReduceScratch(const Problem& pb, std::uint32_t r) {
+  const std::uint32_t p = pb.ranks;
+  const std::uint32_t v = wrap(static_cast<std::int64_t>(r) - pb.root, p);
+  if (p == 1 || v == 1) return 0;
+  return v > 0 || pb.inPlace ? pb.total() : 0;
+}
+
 // scratchCount(ringReduceScatter(pb, r)), walking the same steps without building them.
 std::uint64_t ringReduceScatterScratch(const Problem& pb, std::uint32_t r) {
   const Blocks& bl = pb.blocks;

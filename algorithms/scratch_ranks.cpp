@@ -1,6 +1,8 @@
 #include "algorithms/scratch_ranks.hpp"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "algorithms/generators.hpp"
 #include "algorithms/plan.hpp"
@@ -71,16 +73,25 @@ ScratchNeed scratchNeed(const Layout& layout, const PlanKey& key, RankGenerator 
     Problem body = pb;
     if (privateInput) body.inPlace = false;
     const std::uint64_t copied = privateInput ? pb.total() : 0;
-    const auto rankScratch = [&](std::uint32_t r) {
-      if (const auto s = plan.scratchOf(layout, key, body, r)) return *s + copied;
-      return scratchCount(gen(pb, r));
-    };
+    // A rank the plan only bounds (Plan::scratchBound) waits until every other rank is seen:
+    // its schedule is built only when its bound passes what they need, so the largest is the
+    // same as from every schedule (it needs at most its bound).
     std::uint64_t s = 0;
-    if (!scratchAtEdges(layout, key, pb.coll)) {
-      for (std::uint32_t r = 0; r < pb.ranks; ++r) s = std::max(s, rankScratch(r));
-      return s;
-    }
-    for (std::uint32_t r : edgeRanks(layout, pb.root)) s = std::max(s, rankScratch(r));
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> bounded;
+    const auto see = [&](std::uint32_t r) {
+      if (const auto x = plan.scratchOf(layout, key, body, r))
+        s = std::max(s, *x + copied);
+      else if (const auto b = plan.scratchBound(layout, key, body, r))
+        bounded.emplace_back(r, *b + copied);
+      else
+        s = std::max(s, scratchCount(gen(pb, r)));
+    };
+    if (!scratchAtEdges(layout, key, pb.coll))
+      for (std::uint32_t r = 0; r < pb.ranks; ++r) see(r);
+    else
+      for (std::uint32_t r : edgeRanks(layout, pb.root)) see(r);
+    for (const auto& [r, b] : bounded)
+      if (b > s) s = std::max(s, scratchCount(gen(pb, r)));
     return s;
   };
 }
