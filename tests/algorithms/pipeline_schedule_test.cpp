@@ -9,7 +9,8 @@
 //     place; counts 0, 1, 7, fewer than the ranks, uneven, ragged with empty blocks, rising
 //     1, 2, 3, 4 (in place a result half-covering its own block), one large block;
 //   - segments 1, 2, 3, 4 and 8;
-// and a spread of larger layouts (64x8, 32x16, 128x2) unsegmented, as the plan runs them there.
+// and a spread of larger layouts (64x8, 32x16, 128x2) unsegmented, as the plan runs them there;
+// and 2x2048 in 8 segments (issue 14), where the reserved lists must also be what they fill.
 // Layouts the pipeline refuses (servers of different sizes, several supernodes) and zero
 // segments are refused by both alike.
 #include <fmt/format.h>
@@ -362,6 +363,36 @@ TEST(PipelineSchedule, EqualsTheReferenceOnLargerLayouts) {
   }
   compared += compareEveryRank(interleaved(24, 8), {1}, 3);
   EXPECT_GT(compared, 20000) << compared;
+}
+
+// Issue 14's shape: 2 servers of 2048 ranks, 16384 elements a rank (64 KiB of floats), which the
+// plan runs in 8 segments. Rank 0's ReduceScatter is 65520 transfers and 32760 ops (3 MB), and
+// its first touch of that fresh memory (~700 page faults) was nearly all of its 10 ms: the lists
+// must hold what the reference builds and reserve no more than they fill (growing them by
+// doubling would touch up to twice the pages). Each stage reserves its bound, two transfers and
+// one op more than a first reduce stage posts, hence the 1% margin.
+TEST(PipelineSchedule, EqualsTheReferenceAndReservesWhatItFillsAt2x2048) {
+  const Layout lay = Layout::servers(2, 2048);
+  const std::uint32_t p = lay.ranks();
+  int compared = 0;
+  for (Collective c : kColls) {
+    const std::uint64_t count = c == Collective::AllReduce ? std::uint64_t{16384} * p : 16384;
+    const Problem pb = Problem::fromMpiCount(c, p, count, false);
+    for (std::uint32_t r : {0u, 2047u, 2048u, p - 1}) {
+      const RankSchedule got = pipelineSchedule(lay, pb, r, 8);
+      const std::string diff = firstDifference(got, reference::pipelineSchedule(lay, pb, r, 8));
+      ASSERT_TRUE(diff.empty()) << "rank " << r << " " << toString(pb) << ": " << diff;
+      std::size_t used = 0, reserved = 0;
+      for (const Step& st : got.steps) {
+        used += st.xfers.size() * sizeof(Transfer) + st.ops.size() * sizeof(LocalOp);
+        reserved += st.xfers.capacity() * sizeof(Transfer) + st.ops.capacity() * sizeof(LocalOp);
+      }
+      EXPECT_GT(used, std::size_t{700000}) << "rank " << r << " " << toString(pb);
+      EXPECT_LE(reserved, used + used / 100) << "rank " << r << " " << toString(pb);
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 12);
 }
 
 TEST(PipelineSchedule, RefusesWhatTheReferenceRefuses) {
