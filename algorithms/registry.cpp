@@ -115,7 +115,7 @@ constexpr std::array kSpecs = {
     GeneratorSpec{A::Mesh, C::AllToAllV, meshAllToAllV, true, true, true},
     GeneratorSpec{A::MeshOneShot, C::AllReduce, meshOneShotAllReduce, true, true, false},
     GeneratorSpec{A::MeshOneShot, C::Broadcast, meshOneShotBroadcast, true, true, false,
-                  meshOneShotBroadcastCost},
+                  meshOneShotBroadcastCost, nullptr, true, noScratch},
     GeneratorSpec{A::MeshPush, C::AllReduce, meshPushAllReduce, true, true, false},
     GeneratorSpec{A::NHR, C::AllReduce, nhrAllReduce, false, true, false, nhrAllReduceCost,
                   nhrAllReducePath, false},
