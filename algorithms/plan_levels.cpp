@@ -96,8 +96,8 @@ class LevelsPlan final : public Plan {
 
   // Where composeLevels() runs one generator over every rank (one level in use, or servers of
   // unequal size: composeFlat), that generator's formula; the AllToAll, AllReduce, Reduce,
-  // ReduceScatter and AllGather over levels by their own (from their phases' generators'
-  // formulas). Nothing for the other compositions.
+  // ReduceScatter, AllGather, Broadcast, Scatter, Gather, Scan and Exscan over levels by their own
+  // (from their phases' generators' formulas). Nothing for the other compositions (Barrier).
   std::optional<std::uint64_t> scratchOf(const Layout& layout, const PlanKey& key,
                                          const Problem& pb, std::uint32_t rank) const override {
     const std::vector<int> used = levelsInUse(layout);
