@@ -81,6 +81,10 @@ Metrics rhdBroadcastCost(const GeneratorSpec& g, const Problem& pb, std::size_t 
 // rhd_scan.cpp
 RankSchedule rhdScan(const Problem& pb, std::uint32_t rank);
 RankSchedule rhdExscan(const Problem& pb, std::uint32_t rank);
+// Their scratch (ScratchFn): every rank but 0 receives at step 0 into its landing slot, Scan's
+// Scratch[0, n), Exscan's Scratch[n, 2n) (past x_r's copy); O(1).
+std::uint64_t rhdScanScratch(const Problem& pb, std::uint32_t rank);
+std::uint64_t rhdExscanScratch(const Problem& pb, std::uint32_t rank);
 // rhdExscan's critical path by the replay's rules from every rank's per-step counts, O(p log p)
 // with no schedule built.
 Metrics rhdExscanCost(const GeneratorSpec& g, const Problem& pb, std::size_t elemSize,
@@ -99,6 +103,9 @@ RankSchedule meshBarrier(const Problem& pb, std::uint32_t rank);
 RankSchedule gatheredBarrier(const Problem& pb, std::uint32_t rank);
 RankSchedule meshScan(const Problem& pb, std::uint32_t rank);
 RankSchedule meshExscan(const Problem& pb, std::uint32_t rank);
+// Their scratch (ScratchFn, both): rank r receives each lower rank's vector into its own slot,
+// Scratch[0, r n); O(1).
+std::uint64_t meshScanScratch(const Problem& pb, std::uint32_t rank);
 RankSchedule meshAllToAll(const Problem& pb, std::uint32_t rank);
 // Rank path (PathFn): its one step of p-1 blocks each way, no schedule built.
 Metrics meshAllToAllPath(const Problem& pb, std::uint32_t rank, std::size_t elemSize,

@@ -280,6 +280,10 @@ RankSchedule meshPrefix(const Problem& pb, std::uint32_t r, bool exclusive) {
 
 }  // namespace
 
+std::uint64_t meshScanScratch(const Problem& pb, std::uint32_t r) {
+  return std::uint64_t{r} * pb.total();
+}
+
 RankSchedule meshScan(const Problem& pb, std::uint32_t r) {
   return meshPrefix(pb, r, false);
 }

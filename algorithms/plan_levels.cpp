@@ -96,8 +96,8 @@ class LevelsPlan final : public Plan {
 
   // Where composeLevels() runs one generator over every rank (one level in use, or servers of
   // unequal size: composeFlat), that generator's formula; the AllToAll, AllReduce, Reduce,
-  // ReduceScatter and AllGather over levels by their own (from their phases' generators'
-  // formulas). Nothing for the other compositions.
+  // ReduceScatter, AllGather, Broadcast, Scatter, Gather, Scan and Exscan over levels by their own
+  // (from their phases' generators' formulas). Nothing for the other compositions (Barrier).
   std::optional<std::uint64_t> scratchOf(const Layout& layout, const PlanKey& key,
                                          const Problem& pb, std::uint32_t rank) const override {
     const std::vector<int> used = levelsInUse(layout);
@@ -117,6 +117,8 @@ class LevelsPlan final : public Plan {
     if (pb.coll == Collective::Broadcast) return broadcastScratch(layout, key, used, pb, rank);
     if (pb.coll == Collective::Scatter || pb.coll == Collective::Gather)
       return scatterScratch(layout, key, used, pb, rank);
+    if (pb.coll == Collective::Scan || pb.coll == Collective::Exscan)
+      return scanScratch(layout, key, used, pb, rank);
     return std::nullopt;
   }
 
@@ -287,6 +289,51 @@ class LevelsPlan final : public Plan {
                  : Problem{Collective::AllGather, m[i].size, 0, true,
                            Blocks::even(region[i], m[i].size)};
       acc.phase(phaseScratch(key, used[i], q, m[i].index));
+    }
+    return acc.value();
+  }
+
+  // hier_scan.cpp's composeScan(); on interleaved servers the top level's generator runs flat
+  // (composeFlat numbers the ranks as they are).
+  // Scratch holds slot 0 (an in-place Exscan's input copy), then per inner depth i the total T
+  // (slot 1+2i) and the exclusive prefix E (slot 2+2i), n elements each; every phase's scratch
+  // starts past them. A rank reaches depth i when its indices at the levels below are their
+  // groups' last. There it runs its level's Scan (Exscan from depth 1 on, or for an Exscan); the
+  // last member of an Exscan forms T; a rank not in the first group of every level above gets E
+  // by a Broadcast from its group's last member. In the first group of every level above, no E:
+  // the Exscan there writes none into it at index 0 (MPI leaves rank 0's Output undefined).
+  static std::optional<std::uint64_t> scanScratch(const Layout& layout, const PlanKey& key,
+                                                  const std::vector<int>& used, const Problem& pb,
+                                                  std::uint32_t rank) {
+    if (!layout.blockOrder()) {
+      const GeneratorSpec* g =
+          findGenerator(key.algorithms[static_cast<std::size_t>(used.back())], pb.coll);
+      if (!g || !g->scratch) return std::nullopt;
+      return g->scratch(pb, rank);
+    }
+    const std::uint64_t n = pb.total();
+    if (n == 0) return 0;
+    const std::size_t k = used.size();
+    const bool exclusive = pb.coll == Collective::Exscan;
+    const std::uint64_t tmp = (1 + 2 * (k - 1)) * n;
+    Largest acc;
+    if (pb.inPlace && exclusive) acc.held(n);
+    for (std::size_t i = 0; i < k && acc.ok(); ++i) {
+      const Member m = memberAt(layout, used[i], rank);
+      const bool excl = exclusive || i > 0, inPlace = i == 0 && pb.inPlace && !exclusive;
+      const Problem q =
+          excl ? Problem::exscan(m.size, n, inPlace) : Problem::scan(m.size, n, inPlace);
+      acc.phase(phaseScratch(key, used[i], q, m.index), tmp);
+      if (i + 1 == k) break;
+      bool first = true;
+      for (std::size_t j = i + 1; j < k; ++j) first = first && layout.indexIn(used[j], rank) == 0;
+      if (!first) {
+        acc.held((3 + 2 * i) * n);  // E
+        acc.phase(phaseScratch(key, used[i], Problem::broadcast(m.size, n, m.size - 1), m.index),
+                  tmp);
+      }
+      if (m.index != m.size - 1) break;     // deeper depths are the group's last member's
+      if (excl) acc.held((2 + 2 * i) * n);  // T
     }
     return acc.value();
   }

@@ -10,7 +10,8 @@
 //   ...   the same one level down, rooted at the rank that received it;
 //   L0    Broadcast of the whole vector inside every server from its rank at R's local index.
 // The root only sends; every other rank receives the vector once, at one level.
-// Buffers: Output only (the root's is read). No scratch of its own.
+// Buffers: Output only (the root's is read). No scratch of its own: a rank's is the largest of
+// its levels' Broadcasts' (scratchOf).
 // Cost: sum over levels of Bc_Li(n); two levels with H-D_R outside and fullmesh inside
 //   ceil(log2 S)(a1 + n b1) + 2a0 + (2/g)n b0,
 // against the level order's Bc_L0(n) + Bc_L1(n/g) + AG_L0(n): one phase fewer (the intra
@@ -18,6 +19,9 @@
 // on the server links: the model weighs the two, and the tree wins for tiny messages.
 // Rank order: nothing is reduced.
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
 
 #include "algorithms/generators.hpp"
 #include "algorithms/hierarchical.hpp"
@@ -65,10 +69,7 @@ class TreePlan final : public Plan {
     RankSchedule out;
     const BufferRegion whole{Buf::Output, 0}, tmp{Buf::Scratch, 0};
     for (std::size_t i = used.size(); i-- > 0;) {
-      bool takesPart = true;
-      for (std::size_t j = 0; j < i; ++j)
-        takesPart = takesPart && layout.indexIn(used[j], rank) == layout.indexIn(used[j], pb.root);
-      if (!takesPart || pb.total() == 0) continue;
+      if (!takesPart(layout, used, i, rank, pb.root) || pb.total() == 0) continue;
       const int lvl = used[i];
       Embedding e;
       e.members = layout.groupOf(lvl, rank);
@@ -86,7 +87,42 @@ class TreePlan final : public Plan {
     return out;
   }
 
+  // compose()'s scratch without building it: each level's Broadcast embeds its generator's
+  // scratch at Scratch[0], so a rank needs the largest of its levels' generators' formulas
+  // (GeneratorSpec::scratch). The formula never builds the level's Problem where the generator
+  // uses no scratch (noScratch: every Broadcast generator today): that Problem's blocks are O(g),
+  // and chunk sizing asks every rank (4096 at 2x2048) for each chunk it tries. Servers of unequal
+  // size run composeLevels, which keeps building its schedules here.
+  std::optional<std::uint64_t> scratchOf(const Layout& layout, const PlanKey& key,
+                                         const Problem& pb, std::uint32_t rank) const override {
+    if (pb.coll != Collective::Broadcast || !layout.symmetric()) return std::nullopt;
+    const std::vector<int> used = levelsInUse(layout);
+    std::uint64_t top = 0;
+    for (std::size_t i = used.size(); i-- > 0;) {
+      if (!takesPart(layout, used, i, rank, pb.root) || pb.total() == 0) continue;
+      const int lvl = used[i];
+      const GeneratorSpec* spec =
+          findGenerator(key.algorithms[static_cast<std::size_t>(lvl)], Collective::Broadcast);
+      if (!spec || !spec->scratch) return std::nullopt;
+      if (spec->scratch == noScratch) continue;
+      const auto g = static_cast<std::uint32_t>(layout.groupOf(lvl, rank).size());
+      top = std::max(top,
+                     spec->scratch(Problem::broadcast(g, pb.total(), layout.indexIn(lvl, pb.root)),
+                                   layout.indexIn(lvl, rank)));
+    }
+    return top;
+  }
+
   bool rankOrdered(const Layout&, const PlanKey&, Collective) const override { return true; }
+
+ private:
+  // Level used[i]'s Broadcast includes `rank` when its indices at every inner level are the root's.
+  static bool takesPart(const Layout& layout, const std::vector<int>& used, std::size_t i,
+                        std::uint32_t rank, std::uint32_t root) {
+    for (std::size_t j = 0; j < i; ++j)
+      if (layout.indexIn(used[j], rank) != layout.indexIn(used[j], root)) return false;
+    return true;
+  }
 };
 
 }  // namespace

@@ -73,6 +73,14 @@ RankSchedule prefix(const Problem& pb, std::uint32_t r, bool exclusive) {
 
 }  // namespace
 
+std::uint64_t rhdScanScratch(const Problem& pb, std::uint32_t r) {
+  return r == 0 ? 0 : pb.total();
+}
+
+std::uint64_t rhdExscanScratch(const Problem& pb, std::uint32_t r) {
+  return r == 0 ? 0 : 2 * pb.total();
+}
+
 RankSchedule rhdScan(const Problem& pb, std::uint32_t r) {
   return prefix(pb, r, false);
 }
