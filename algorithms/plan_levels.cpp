@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "algorithms/generators.hpp"
 #include "algorithms/hierarchical.hpp"
@@ -109,16 +110,17 @@ class LevelsPlan final : public Plan {
       // composeFlat numbers the ranks as they are; one level's one group by its index there.
       return g->scratch(pb, layout.symmetric() ? layout.indexIn(top, rank) : rank);
     }
-    if (pb.coll == Collective::AllToAll) return allToAllScratch(layout, key, used, pb, rank);
-    if (pb.coll == Collective::AllReduce) return allReduceScratch(layout, key, used, pb, rank);
-    if (pb.coll == Collective::Reduce) return reduceScratch(layout, key, used, pb, rank, false);
-    if (pb.coll == Collective::ReduceScatter || pb.coll == Collective::AllGather)
-      return stagedScratch(layout, key, used, pb, rank);
-    if (pb.coll == Collective::Broadcast) return broadcastScratch(layout, key, used, pb, rank);
-    if (pb.coll == Collective::Scatter || pb.coll == Collective::Gather)
-      return scatterScratch(layout, key, used, pb, rank);
-    if (pb.coll == Collective::Scan || pb.coll == Collective::Exscan)
-      return scanScratch(layout, key, used, pb, rank);
+    using Formula = std::optional<std::uint64_t> (*)(
+        const Layout&, const PlanKey&, const std::vector<int>&, const Problem&, std::uint32_t);
+    static constexpr std::pair<Collective, Formula> kFormulas[] = {
+        {Collective::AllReduce, allReduceScratch}, {Collective::ReduceScatter, stagedScratch},
+        {Collective::AllGather, stagedScratch},    {Collective::Broadcast, broadcastScratch},
+        {Collective::Reduce, reduceExactScratch},  {Collective::Scatter, scatterScratch},
+        {Collective::Gather, scatterScratch},      {Collective::AllToAll, allToAllScratch},
+        {Collective::Scan, scanScratch},           {Collective::Exscan, scanScratch},
+    };
+    for (const auto& [coll, formula] : kFormulas)
+      if (coll == pb.coll) return formula(layout, key, used, pb, rank);
     return std::nullopt;
   }
 
@@ -228,6 +230,11 @@ class LevelsPlan final : public Plan {
   // whatever the working vector holds; when no phase needs scratch a non-root's top is inside
   // the working vector, which the formula does not track: nothing then (the schedule tells), or
   // with `bound` the working vector's end n, which the top cannot pass.
+  static std::optional<std::uint64_t> reduceExactScratch(const Layout& layout, const PlanKey& key,
+                                                         const std::vector<int>& used,
+                                                         const Problem& pb, std::uint32_t rank) {
+    return reduceScratch(layout, key, used, pb, rank, false);
+  }
   static std::optional<std::uint64_t> reduceScratch(const Layout& layout, const PlanKey& key,
                                                     const std::vector<int>& used, const Problem& pb,
                                                     std::uint32_t rank, bool bound) {

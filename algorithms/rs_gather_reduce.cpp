@@ -159,19 +159,7 @@ Metrics meshReduceCost(const GeneratorSpec&, const Problem& pb, std::size_t elem
   if (p <= 1 || n == 0) return {};
   const Blocks& bl = pb.blocks;
   const std::uint32_t root = pb.root;
-  // The two largest blocks, for the largest block other than r's.
-  std::uint32_t top = 0;
-  std::uint64_t second = 0;
-  for (std::uint32_t j = 1; j < p; ++j) {
-    const std::uint64_t c = bl.count(j);
-    if (c > bl.count(top)) {
-      second = bl.count(top);
-      top = j;
-    } else {
-      second = std::max(second, c);
-    }
-  }
-  const auto largestBut = [&](std::uint32_t r) { return r == top ? second : bl.count(top); };
+  const LargestOther largestBut(bl);
   struct Timed {
     double t = 0;
     Metrics path;

@@ -21,6 +21,7 @@
 //    buffer regions, and every transfer is tagged with the level whose links carry it.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -246,6 +247,31 @@ class Blocks {
   // largest() of complete blocks, kept by the factories (a function of offsets_, so comparisons
   // order Blocks as before); 0 for rank-local ones, whose largest() throws.
   std::uint64_t largest_ = 0;
+};
+
+// The largest block other than block r, for every r in O(1) after one O(p) pass over complete
+// blocks: the largest block and the second largest (equal to it when two blocks tie). Mesh
+// Broadcast and Reduce price a rank's busiest receive or send by it.
+class LargestOther {
+ public:
+  explicit LargestOther(const Blocks& bl) {
+    const std::uint32_t p = bl.parts();
+    for (std::uint32_t j = 1; j < p; ++j) {
+      const std::uint64_t c = bl.count(j);
+      if (c > bl.count(top_)) {
+        second_ = bl.count(top_);
+        top_ = j;
+      } else {
+        second_ = std::max(second_, c);
+      }
+    }
+    topCount_ = p == 0 ? 0 : bl.count(top_);
+  }
+  std::uint64_t operator()(std::uint32_t r) const { return r == top_ ? second_ : topCount_; }
+
+ private:
+  std::uint32_t top_ = 0;
+  std::uint64_t second_ = 0, topCount_ = 0;
 };
 
 // AllToAllV's counts: count(i, j) elements go from rank i to rank j. Rank i's Input is its row,

@@ -105,21 +105,27 @@ TEST(ClosedCost, MeshReduceEqualsTheReplay) {
   EXPECT_GT(cases, 2000u);
 }
 
+// Counts 0..9, often 0 (empty blocks); every third trial one block of 100, far larger than the
+// rest; trial 1 no elements at all, trial 2 a single non-empty block.
+std::vector<std::uint64_t> arbitraryCounts(std::mt19937& rng, std::uint32_t p, int trial) {
+  std::vector<std::uint64_t> counts(p);
+  for (std::uint64_t& c : counts) c = rng() % 3 == 0 ? 0 : rng() % 10;
+  if (trial % 3 == 0) counts[rng() % p] = 100;
+  if (trial == 1) std::fill(counts.begin(), counts.end(), 0);
+  if (trial == 2) {
+    std::fill(counts.begin(), counts.end(), 0);
+    counts[rng() % p] = 5;
+  }
+  return counts;
+}
+
 TEST(ClosedCost, MeshReduceWithArbitraryBlocksEqualsTheReplay) {
   const GeneratorSpec& g = spec(Algorithm::Mesh, Collective::Reduce);
   std::mt19937 rng(14);
   std::size_t cases = 0;
   for (std::uint32_t p : {2u, 3u, 5u, 8u, 13u, 31u, 64u, 100u})
     for (int trial = 0; trial < 12; ++trial) {
-      // Counts 0..9, often 0 (empty blocks), sometimes one block far larger than the rest.
-      std::vector<std::uint64_t> counts(p);
-      for (std::uint64_t& c : counts) c = rng() % 3 == 0 ? 0 : rng() % 10;
-      if (trial % 3 == 0) counts[rng() % p] = 100;
-      if (trial == 1) std::fill(counts.begin(), counts.end(), 0);
-      if (trial == 2) {
-        std::fill(counts.begin(), counts.end(), 0);
-        counts[rng() % p] = 5;
-      }
+      const std::vector<std::uint64_t> counts = arbitraryCounts(rng, p, trial);
       for (bool inPlace : {false, true}) {
         Problem pb = test::problemFor(Collective::Reduce, p, 1, inPlace,
                                       static_cast<std::uint32_t>(rng() % p));
@@ -231,14 +237,7 @@ TEST(BroadcastCost, MeshWithArbitraryBlocksEqualsTheReplay) {
   std::size_t cases = 0;
   for (std::uint32_t p : {2u, 3u, 4u, 5u, 8u, 13u, 31u, 64u, 100u})
     for (int trial = 0; trial < 10; ++trial) {
-      std::vector<std::uint64_t> counts(p);
-      for (std::uint64_t& c : counts) c = rng() % 3 == 0 ? 0 : rng() % 10;
-      if (trial % 3 == 0) counts[rng() % p] = 100;
-      if (trial == 1) std::fill(counts.begin(), counts.end(), 0);
-      if (trial == 2) {
-        std::fill(counts.begin(), counts.end(), 0);
-        counts[rng() % p] = 5;
-      }
+      const std::vector<std::uint64_t> counts = arbitraryCounts(rng, p, trial);
       std::vector<std::uint32_t> roots;
       for (std::uint32_t root = 0; root < p; ++root)
         if (p <= 16 || root % 7 == static_cast<std::uint32_t>(trial) % 7 || counts[root] == 100)
