@@ -57,6 +57,10 @@ ClassWorker::ClassWorker(LinkClass cls, const UcxClassOptions& options, const Wo
       modify(config, cls, "RNDV_THRESH", kOversubscribedEagerLimit);
       tuning_ = fmt::format("eager up to {} (ranks outnumber cores)", kOversubscribedEagerLimit);
     }
+    if (cls == LinkClass::Roce && tls_ == "tcp" && !rndvSet) {
+      modify(config, cls, "RNDV_THRESH", kTcpEagerLimit);
+      tuning_ = "eager at every size (TCP alone between servers)";
+    }
     for (const auto& [key, value] : options.ucxConfig) modify(config, cls, key, value);
 
     ucp_params_t params{};

@@ -86,25 +86,29 @@ TEST(UcxConfig, LoopbackOnlyHccsListCannotReachPeers) {
   expectSetupError({0, 0}, [&](int) { return o; }, {"no other rank can be reached"});
 }
 
-// Ranks that outnumber cores send eagerly up to kOversubscribedEagerLimit on both classes that
-// carry peers (a rendezvous waits for its receiver to be scheduled; between servers too: the 2x2
-// rig measured it), and keep UCX's threshold otherwise. Read from UCX's own endpoint report
-// (its tag_send protocol ranges), so a setting UCX did not take fails too.
-TEST(UcxConfig, OversubscribedRanksSendEagerlyOnBothClasses) {
+// Ranks that outnumber cores send eagerly up to kOversubscribedEagerLimit on the HCCS class (a
+// rendezvous waits for its receiver to be scheduled) and keep UCX's threshold otherwise; the
+// RoCE class, TCP alone on this machine, sends eagerly at every size either way (a rendezvous
+// only adds a handshake there: kTcpEagerLimit). Read from UCX's own endpoint report (its
+// tag_send protocol ranges), so a setting UCX did not take fails too.
+TEST(UcxConfig, EagerLimitsFollowOversubscriptionAndTcp) {
   for (const bool oversubscribed : {false, true}) {
     const auto r = runGroup(3, 30s, [&](Child& child) {
-      unsetenv("UCX_RNDV_THRESH");  // the rule yields to a user's threshold
+      unsetenv("UCX_RNDV_THRESH");  // the rules yield to a user's threshold
       tl::UcxOptions o;
       o.oversubscribed = oversubscribed;
-      tl::UcxTransport t(child.rank(), {0, 0, 1}, child.allGather(), o);
+      const std::vector<int> servers{0, 0, 1};
+      tl::UcxTransport t(child.rank(), servers, child.allGather(), o);
       const std::string described = t.describe();
       child.report(described);
-      for (const std::string cls : {"HCCS class", "RoCE class"}) {
+      const auto classLine = [&](const std::string& cls) {
         const auto at = described.find(cls);
         CHILD_CHECK(at != std::string::npos, described);
-        const std::string line = described.substr(at, described.find('\n', at) - at);
-        CHILD_CHECK(contains(line, "eager up to 1m") == oversubscribed, line);
-      }
+        return described.substr(at, described.find('\n', at) - at);
+      };
+      const std::string hccs = classLine("HCCS class"), roce = classLine("RoCE class");
+      CHILD_CHECK(contains(hccs, "eager up to 1m") == oversubscribed, hccs);
+      CHILD_CHECK(contains(roce, "eager at every size (TCP alone between servers)"), roce);
       for (const int peer : {0, 1, 2}) {
         if (peer == child.rank()) continue;
         const tl::LinkReport rep = t.linkReport(peer);
@@ -113,7 +117,11 @@ TEST(UcxConfig, OversubscribedRanksSendEagerlyOnBothClasses) {
         const auto tag = rep.ucxText.find("tag_send:");
         CHILD_CHECK(tag != std::string::npos, rep.ucxText);
         const std::string line = rep.ucxText.substr(tag, rep.ucxText.find('\n', tag) - tag);
-        CHILD_CHECK(contains(line, "..1048576..<rndv>") == oversubscribed, line);
+        if (servers[static_cast<std::size_t>(peer)] ==
+            servers[static_cast<std::size_t>(child.rank())])
+          CHILD_CHECK(contains(line, "..1048576..<rndv>") == oversubscribed, line);
+        else
+          CHILD_CHECK(!contains(line, "<rndv>"), line);
       }
     });
     EXPECT_TRUE(r.ok()) << "oversubscribed " << oversubscribed << ": " << r.summary();
