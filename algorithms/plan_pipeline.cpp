@@ -18,9 +18,13 @@ namespace {
 
 // The segment counts the pipeline is costed with (pipeline.hpp): the model picks the fastest.
 // More segments hide the intra-server-only stages behind the inter-server ring (on 2 servers half
-// the stages) for one step cost each. Beyond kSegmentedMaxServers servers those stages are at
-// most 2 of 32 and the candidates would only lengthen the first decision.
-constexpr std::uint32_t kSegmentCounts[] = {1, 2, 4, 8};
+// the stages) for one step cost each. 16 and 32 pay where a slow inter-server link makes each
+// segment's intra-server stages long against a step: on the 2x2 rig at 1 Gbit/s a 64 MiB
+// AllReduce in 16 segments (the model's choice) took 0.562-0.567 s against 0.566-0.572 s in 8,
+// the pipeline's fill and drain (the first segment's intra-server ReduceScatter, the last one's
+// AllGather) half as long. Beyond kSegmentedMaxServers servers those stages are at most 2 of 32
+// and the candidates would only lengthen the first decision.
+constexpr std::uint32_t kSegmentCounts[] = {1, 2, 4, 8, 16, 32};
 constexpr std::uint32_t kSegmentedMaxServers = 16;
 
 class PipelinePlan final : public Plan {

@@ -13,7 +13,7 @@
 //   - StopsOnlyOnceItCannotWin: with the model's bound (Choice::toBeat) a path stops at a time
 //     between the bound and the whole path's, and above the whole time it is the whole path, bit
 //     for bit.
-//   - Segments: the segmented pipeline (m = 2, 3, 4, 8 segments whose stages overlap) on 2 to 6
+//   - Segments: the segmented pipeline (m = 2, 3, 4, 8, 16, 32 segments whose stages overlap) on 2 to 6
 //     servers of up to 4 ranks, every kind of block as above: every schedule passes the symbolic
 //     verifier (results, races, scratch), has stages + m - 1 steps where no block is empty, and
 //     its closed form equals rankPath() bit for bit and the plan's cost the replay; on 2x2 with
@@ -219,7 +219,7 @@ TEST(PipelineCost, EqualsTheReplay) {
 
 TEST(PipelineCost, Segments) {
   const std::vector<CostParams> params = paramSets();
-  for (std::uint32_t m : {2u, 3u, 4u, 8u})
+  for (std::uint32_t m : {2u, 3u, 4u, 8u, 16u, 32u})
     // From 2 servers: the plan needs several (on one server an in-place AllReduce of 3+ ranks
     // overwrites its own contribution before adding it, segmented or not).
     for (std::uint32_t servers = 2; servers <= 6; ++servers)

@@ -342,7 +342,7 @@ TEST(PipelineSchedule, EqualsTheReferenceOnEveryRank) {
                                                             {2, 8}, {3, 5}, {4, 3},  {5, 2},
                                                             {7, 1}, {8, 8}, {13, 3}, {16, 4}};
   for (const auto& [servers, perServer] : shapes) {
-    compared += compareEveryRank(Layout::servers(servers, perServer), {1, 2, 3, 4, 8});
+    compared += compareEveryRank(Layout::servers(servers, perServer), {1, 2, 3, 4, 8, 16, 32});
     if (HasFailure()) return;
   }
   for (const auto& [servers, perServer] :

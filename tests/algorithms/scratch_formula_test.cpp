@@ -90,10 +90,10 @@ TEST(PipelineScratch, EqualsTheScheduleOfEveryRank) {
         ASSERT_EQ(pipelineScratch(lay, pb, r), scratchCount(pipelineSchedule(lay, pb, r)))
             << lay.describe() << " rank " << r << " " << toString(pb);
         ++compared;
-        // In segments each segment's pass has slots of its own (the plan uses up to 8, on up to
-        // 16 servers): every rank of the smaller layouts, and uneven segments (3).
+        // In segments each segment's pass has slots of its own (the plan uses up to 32, on up
+        // to 16 servers): every rank of the smaller layouts, and uneven segments (3).
         if (p > 64) continue;
-        for (std::uint32_t m : {2u, 3u, 8u}) {
+        for (std::uint32_t m : {2u, 3u, 8u, 32u}) {
           ASSERT_EQ(pipelineScratch(lay, pb, r, m), scratchCount(pipelineSchedule(lay, pb, r, m)))
               << lay.describe() << " rank " << r << " " << m << " segments " << toString(pb);
           ++compared;

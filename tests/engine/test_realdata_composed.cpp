@@ -7,7 +7,7 @@
 // at level1 with fullmesh inside servers. AllReduce, ReduceScatter and AllGather, in and out of
 // place, counts 0, 1, p+1 and 1000, uneven ReduceScatter/AllGather blocks (some empty), sum on
 // fp32 and int32 taking turns, plus every defined (type, op) pair spread over the compositions.
-// The Pipeline in segments (pipeline.hpp: 2, 3 and 8 segments whose stages overlap) on 2x2, 3x2
+// The Pipeline in segments (pipeline.hpp: 2, 3, 8 and 32 segments whose stages overlap) on 2x2, 3x2
 // and 2x4, each collective in and out of place, counts with full, partly empty and empty
 // segments, fp32 sum and uint16 prod.
 #include <gtest/gtest.h>
@@ -297,7 +297,7 @@ TEST(RealDataPipeline, Segments) {
   std::uint64_t k = 0;
   for (const NamedLayout& l : pipes) {
     const std::uint32_t p = l.layout.ranks();
-    for (std::uint32_t m : {2u, 3u, 8u})
+    for (std::uint32_t m : {2u, 3u, 8u, 32u})
       for (Collective c : kComposed)
         for (std::uint64_t n :
              {std::uint64_t{p} * 8 + 5, std::uint64_t{p} + 1, std::uint64_t{1000}})
