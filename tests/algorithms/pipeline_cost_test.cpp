@@ -13,11 +13,11 @@
 //   - StopsOnlyOnceItCannotWin: with the model's bound (Choice::toBeat) a path stops at a time
 //     between the bound and the whole path's, and above the whole time it is the whole path, bit
 //     for bit.
-//   - Segments: the segmented pipeline (m = 2, 3, 4, 8, 16, 32 segments whose stages overlap) on 2 to 6
-//     servers of up to 4 ranks, every kind of block as above: every schedule passes the symbolic
-//     verifier (results, races, scratch), has stages + m - 1 steps where no block is empty, and
-//     its closed form equals rankPath() bit for bit and the plan's cost the replay; on 2x2 with
-//     level0 free, m segments cut the ring's idle intra-only steps to 1/m of a pass step.
+//   - Segments: the segmented pipeline (m = 2, 3, 4, 8, 16, 32 segments whose stages overlap)
+//     on 2 to 6 servers of up to 4 ranks, every kind of block as above: every schedule passes the
+//     symbolic verifier (results, races, scratch), has stages + m - 1 steps where no block is
+//     empty, and its closed form equals rankPath() bit for bit and the plan's cost the replay; on
+//     2x2 with level0 free, m segments cut the ring's idle intra-only steps to 1/m of a pass step.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
