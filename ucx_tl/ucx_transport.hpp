@@ -111,6 +111,15 @@ inline constexpr const char* kOversubscribedEagerLimit = "1m";
 // against 0.574-0.583 s with the 1 MiB limit above (traffic_probe, alternating runs), the link
 // idle 3% of the call instead of 6-8%.
 inline constexpr const char* kTcpEagerLimit = "inf";
+// And each of its TCP connections' send buffer is capped (unless UCX_TCP_SNDBUF or the class's
+// ucxConfig sets one): the ranks of a server each have a connection to their peers and share one
+// NIC, and Linux lets every send buffer grow to 4 MB (tcp_wmem), so their bursts together
+// overflow a shallow switch queue. On the 2x2 rig (its qdisc queues 5 ms, about 1.1 MB) ten
+// 64 MiB AllReduces lost 5-537 packets, and now and then a block of calls took 3-13% longer,
+// where HAN's one connection per server lost none. Capped at 256 KiB (the kernel doubles it) none
+// were lost in 4 runs at the same speed; at 1 MiB 40-201 still were. 512 KiB in flight a
+// connection covers a 10 Gbit/s link's 400 us round trip, a 25 Gbit/s one's 160 us.
+inline constexpr const char* kTcpSendBuffer = "256k";
 
 // The class's default transport list on this machine: the shared-memory or network transports
 // the issue names, restricted to those UCX offers here (so UCX does not warn about absent ones).

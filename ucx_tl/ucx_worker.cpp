@@ -48,9 +48,12 @@ ClassWorker::ClassWorker(LinkClass cls, const UcxClassOptions& options, const Wo
     if (cls != LinkClass::Roce && hints.carriesPeers) {
       modify(config, cls, "MM_ERROR_HANDLING", "y");
     }
-    const bool rndvSet = std::getenv("UCX_RNDV_THRESH") != nullptr ||
-                         std::any_of(options.ucxConfig.begin(), options.ucxConfig.end(),
-                                     [](const auto& kv) { return kv.first == "RNDV_THRESH"; });
+    const auto userSets = [&](const char* key) {
+      return std::getenv(fmt::format("UCX_{}", key).c_str()) != nullptr ||
+             std::any_of(options.ucxConfig.begin(), options.ucxConfig.end(),
+                         [key](const auto& kv) { return kv.first == key; });
+    };
+    const bool rndvSet = userSets("RNDV_THRESH");
     // Both classes that carry peers: between servers too, a rendezvous's handshake waits for the
     // receiver to be scheduled and answer (ucx_transport.hpp, kOversubscribedEagerLimit).
     if (cls != LinkClass::Self && hints.oversubscribed && !rndvSet) {
@@ -60,6 +63,14 @@ ClassWorker::ClassWorker(LinkClass cls, const UcxClassOptions& options, const Wo
     if (cls == LinkClass::Roce && tls_ == "tcp" && !rndvSet) {
       modify(config, cls, "RNDV_THRESH", kTcpEagerLimit);
       tuning_ = "eager at every size (TCP alone between servers)";
+    }
+    if (cls == LinkClass::Roce && tls_ == "tcp" && !userSets("TCP_SNDBUF")) {
+      // A transport's key without its prefix: UCX passes keys it does not know itself on to the
+      // transports' own tables (tcp's field is SNDBUF under TCP_; "TCP_SNDBUF" matches nothing
+      // there and is dropped silently).
+      modify(config, cls, "SNDBUF", kTcpSendBuffer);
+      tuning_ += fmt::format("{}send buffers of {} a connection", tuning_.empty() ? "" : "; ",
+                             kTcpSendBuffer);
     }
     for (const auto& [key, value] : options.ucxConfig) modify(config, cls, key, value);
 

@@ -89,7 +89,8 @@ TEST(UcxConfig, LoopbackOnlyHccsListCannotReachPeers) {
 // Ranks that outnumber cores send eagerly up to kOversubscribedEagerLimit on the HCCS class (a
 // rendezvous waits for its receiver to be scheduled) and keep UCX's threshold otherwise; the
 // RoCE class, TCP alone on this machine, sends eagerly at every size either way (a rendezvous
-// only adds a handshake there: kTcpEagerLimit). Read from UCX's own endpoint report (its
+// only adds a handshake there: kTcpEagerLimit), its connections' send buffers capped
+// (kTcpSendBuffer). Read from UCX's own endpoint report (its
 // tag_send protocol ranges), so a setting UCX did not take fails too.
 TEST(UcxConfig, EagerLimitsFollowOversubscriptionAndTcp) {
   for (const bool oversubscribed : {false, true}) {
@@ -109,6 +110,8 @@ TEST(UcxConfig, EagerLimitsFollowOversubscriptionAndTcp) {
       const std::string hccs = classLine("HCCS class"), roce = classLine("RoCE class");
       CHILD_CHECK(contains(hccs, "eager up to 1m") == oversubscribed, hccs);
       CHILD_CHECK(contains(roce, "eager at every size (TCP alone between servers)"), roce);
+      CHILD_CHECK(contains(roce, "send buffers of 256k a connection"), roce);
+      CHILD_CHECK(!contains(hccs, "send buffers"), hccs);
       for (const int peer : {0, 1, 2}) {
         if (peer == child.rank()) continue;
         const tl::LinkReport rep = t.linkReport(peer);
