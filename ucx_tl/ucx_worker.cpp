@@ -64,7 +64,7 @@ ClassWorker::ClassWorker(LinkClass cls, const UcxClassOptions& options, const Wo
       modify(config, cls, "RNDV_THRESH", kTcpEagerLimit);
       tuning_ = "eager at every size (TCP alone between servers)";
     }
-    if (cls == LinkClass::Roce && tls_ == "tcp" && !userSets("TCP_SNDBUF")) {
+    if (cls == LinkClass::Roce && tls_ == "tcp" && !userSets("TCP_SNDBUF") && !userSets("SNDBUF")) {
       // A transport's key without its prefix: UCX passes keys it does not know itself on to the
       // transports' own tables (tcp's field is SNDBUF under TCP_; "TCP_SNDBUF" matches nothing
       // there and is dropped silently).
