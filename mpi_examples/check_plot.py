@@ -3,7 +3,7 @@
 
 Usage: check_plot.py PNG JSON -- COMMAND...
 
-The command must pass `--plot PNG --json JSON`. Checks: exit status 0; the run says the plot was
+The command must pass `--plot PNG --json JSON` (and may pass --memcpy). Checks: exit status 0; the run says the plot was
 written; PNG is a PNG image; the gnuplot script beside it (NAME.gp) holds, for every collective in
 the JSON, one data row per measured size whose times and bus bandwidths per side (A, B, then
 every --also) are the JSON's medians, and one titled line per side. Without gnuplot the run must
@@ -69,6 +69,19 @@ for coll in data["settings"]["collectives"]:
             want += [side["time_us"], side["busbw_GBps"]]
         check(len(g) == len(want) and all(abs(x - y) <= 1e-4 * max(abs(y), 1e-9) for x, y in zip(g, want)),
               f"{coll} {r['bytes']} B: plotted {g}, measured {want}")
+# With --memcpy every row has its copy time and a line giving A's and B's busbw as a share of it.
+if "--memcpy" in cmd:
+    shares = {(int(b), float(a_), float(b_)) for b, a_, b_ in re.findall(
+        r"^#   memcpy of (\d+) B on one core: [\d.]+ us, [\d.]+ GB/s; busbw A ([\d.]+)%, B ([\d.]+)% of it$",
+        out, re.M)}
+    for r in data["results"]:
+        us = r.get("memcpy_us")
+        if not check(isinstance(us, (int, float)) and us > 0, f"{r['bytes']} B: memcpy_us {us}"):
+            continue
+        gbps = r["bytes"] / us * 1e-3
+        want_a = 100 * r["a"]["busbw_GBps"] / gbps
+        check(any(b == r["bytes"] and abs(a_ - want_a) <= 0.051 + 1e-3 * want_a for b, a_, _ in shares),
+              f"{r['bytes']} B: no memcpy line with A's share {want_a:.1f}%")
 for f in failures:
     print("FAIL:", f)
 print(out[-3000:])

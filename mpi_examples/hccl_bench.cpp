@@ -81,11 +81,31 @@ std::size_t wrongOnRoot(const bench::Call& call, bool injectWrong, MPI_Comm comm
   return static_cast<std::size_t>(total);
 }
 
+// --memcpy: seconds per memcpy of `bytes` from `from` to `to` on rank 0, one warm copy first and
+// then enough copies for about 10 ms, while the other ranks wait at a barrier (0 on them).
+double timeMemcpy(void* to, const void* from, std::size_t bytes, int rank, MPI_Comm control) {
+  MPI_Barrier(control);
+  double seconds = 0.0;
+  if (rank == 0 && bytes > 0) {
+    std::memcpy(to, from, bytes);
+    const int copies = static_cast<int>(std::clamp<std::size_t>((10u << 20) / bytes, 3, 1000));
+    const double start = MPI_Wtime();
+    for (int k = 0; k < copies; ++k) {
+      std::memcpy(to, from, bytes);
+      // Keeps the compiler from merging the copies: each must reach memory.
+      asm volatile("" : : "r"(to) : "memory");
+    }
+    seconds = (MPI_Wtime() - start) / copies;
+  }
+  MPI_Barrier(control);
+  return seconds;
+}
+
 // sides[0] is A, sides[1] B, then Options::also. Each pair runs one block on every side, in
 // order (abab) or, in odd pairs, in reverse (abba).
 bench::Row measureSize(const bench::Call& call, const Options& o,
                        const std::vector<MPI_Comm>& sides, MPI_Comm control, int rank, int size) {
-  bench::Row row{call.coll, call.shape, o.itersFor(call.shape.bytes), 0, {}, {}, {}};
+  bench::Row row{call.coll, call.shape, o.itersFor(call.shape.bytes), 0, {}, {}, {}, {}};
   row.warmup = o.warmupFor(row.iters);
   // Only local work (refilling the inputs) between blocks; the spreads are gathered afterwards.
   std::vector<std::vector<double>> seconds(sides.size());
@@ -96,6 +116,9 @@ bench::Row measureSize(const bench::Call& call, const Options& o,
   for (int pair = 0; pair < o.pairs; ++pair) {
     const bool reverse = o.counterbalance && pair % 2 == 1;
     for (std::size_t k = 0; k < sides.size(); ++k) block(reverse ? sides.size() - 1 - k : k);
+    if (o.memcpyRef)
+      row.memcpySeconds.push_back(
+          timeMemcpy(call.recv, call.send, call.shape.bytes, rank, control));
   }
   std::vector<bench::SideResult*> results = {&row.a, &row.b};
   row.others.resize(sides.size() - 2);

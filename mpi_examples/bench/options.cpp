@@ -174,6 +174,9 @@ std::variant<Options, int> parseOptions(int argc, char** argv, bool print) {
                  "Write a PNG of time and busbw against size, one line per side (needs gnuplot; "
                  "skipped with a note when it is absent)");
   app.add_option("-J,--json", o.jsonPath, "Also write every measurement to this JSON file");
+  app.add_flag("--memcpy", o.memcpyRef,
+               "Also time, once per pair, a memcpy of each size on one core of rank 0 (the other "
+               "ranks wait): each row then says what busbw is as a share of that copy's bandwidth");
   app.add_flag("--inject-wrong", o.injectWrong,
                "Self-test of the check: spoil one output element on rank 0 before each check, so "
                "the run must report wrong values and exit 1");

@@ -36,6 +36,9 @@ struct Options {
   std::string jsonPath;      // "" = no JSON
   std::string plotPath;      // "" = no plot; else a PNG of time and busbw against size
   bool injectWrong = false;  // self-test: spoil one output element per checked call on rank 0
+  // Rank 0 also times a single-core memcpy of each size once per pair (the others wait), the
+  // memory-traffic yardstick busbw is read against.
+  bool memcpyRef = false;
 
   // OSU's counts (1000 calls up to 8 KiB, 100 above), thinned beyond 1 MiB so that one block
   // moves about 100 MiB: 50 at 2 MiB, 12 at 8 MiB, never fewer than 10.

@@ -266,6 +266,17 @@ void printRow(const Row& row, const Options& o) {
                o.check ? fmt::format("{}", other.wrong) : "-", ratioOf(row.a, other).median);
   }
   fmt::print("\n");
+  if (!row.memcpySeconds.empty()) {
+    const double us = median(row.memcpySeconds) * 1e6;
+    const double gbps = static_cast<double>(row.shape.bytes) / us * 1e-3;
+    const auto share = [&](const SideResult& s) {
+      return 100.0 * summarize(s, row.shape).busbw / gbps;
+    };
+    fmt::print(
+        "#   memcpy of {} B on one core: {:.2f} us, {:.2f} GB/s; busbw A {:.1f}%, B {:.1f}% of "
+        "it\n",
+        row.shape.bytes, us, gbps, share(row.a), share(row.b));
+  }
   std::fflush(stdout);
 }
 
@@ -357,6 +368,8 @@ nlohmann::json toJson(const RunInfo& run, const Options& o, const std::vector<Ro
         {"a", sideJson(row.a, row.shape, o.labelA, o.check)},
         {"b", sideJson(row.b, row.shape, o.labelB, o.check)},
         {"others", othersJson(row, o)},
+        {"memcpy_us", row.memcpySeconds.empty() ? nlohmann::json(nullptr)
+                                                : nlohmann::json(median(row.memcpySeconds) * 1e6)},
         {"ratio_b_over_a",
          {{"median", r.median}, {"min", r.lo}, {"max", r.hi}, {"per_pair", perPair}}},
     });

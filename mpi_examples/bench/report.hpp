@@ -33,7 +33,8 @@ struct Row {
   int warmup = 0;
   SideResult a;
   SideResult b;
-  std::vector<SideResult> others;  // Options::also, in order
+  std::vector<SideResult> others;     // Options::also, in order
+  std::vector<double> memcpySeconds;  // --memcpy: one single-core copy of the size per pair
 };
 
 // Medians over the pairs, and bandwidths from the median mean time.
