@@ -162,8 +162,16 @@ std::string SequenceRule::reason(const CallInfo& call) const {
   std::string conditions;
   // value(): the selector matched the rule on this call, so the root is there; a rule worded for
   // a call it does not match is a bug, and throws rather than print a wrong root.
-  if (afterBroadcast)
-    conditions += fmt::format("after a broadcast from rank {}, ", call.afterBroadcastFrom.value());
+  if (afterBroadcast) {
+    conditions += fmt::format("after a broadcast from rank {}", call.afterBroadcastFrom.value());
+    // The size bound, whether or not this communicator is above it: a reader of the line sees
+    // why the same Barrier after a larger Bcast goes another way.
+    if (maxBroadcastBytes > 0)
+      conditions +=
+          fmt::format(" of {} (above {} ranks at most {})", bytesText(call.afterBroadcastBytes),
+                      anySizeRanks, bytesText(maxBroadcastBytes));
+    conditions += ", ";
+  }
   return conditions + std::string(why);
 }
 

@@ -171,11 +171,13 @@ TEST(GatheredBarrierRule, ChosenRightAfterABroadcastAtTwoToEightRanksOnTheShared
         ASSERT_EQ(d.levels.size(), 1u) << d.summary();
         EXPECT_EQ(d.levels[0].algorithm, Algorithm::Gathered) << mode << ": " << d.summary();
         EXPECT_EQ(d.levels[0].reason, Reason::Sequence) << d.summary();
-        EXPECT_NE(d.summary().find(fmt::format(
-                      "level0 gathered (sequence rule: after a broadcast from rank {}, gathered at "
-                      "the broadcast's root, which leaves first",
-                      root)),
-                  std::string::npos)
+        EXPECT_NE(
+            d.summary().find(fmt::format(
+                "level0 gathered (sequence rule: after a broadcast from rank {} of 0 B (above "
+                "2 ranks at most 16 KiB), gathered at the broadcast's root, which leaves "
+                "first",
+                root)),
+            std::string::npos)
             << d.summary();
         const Problem pb = rootedAt(p, root);
         for (std::uint32_t r = 0; r < p; ++r)
