@@ -259,8 +259,8 @@ struct SequenceRule {
 
   // The whole reason, for the decision's "sequence rule: <reason>": what each condition saw in
   // this call (e.g. "after a broadcast from rank 1 of 8 B (above 2 ranks at most 16 KiB)"), then
-  // `why`. The rule words its own
-  // conditions, so the selector needs no change when a rule of another kind comes.
+  // `why`. The rule words its own conditions, so the selector needs no change when a rule of
+  // another kind comes.
   std::string reason(const CallInfo& call) const;
 };
 

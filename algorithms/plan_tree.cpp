@@ -96,10 +96,11 @@ class TreePlan final : public Plan {
   std::optional<std::uint64_t> scratchOf(const Layout& layout, const PlanKey& key,
                                          const Problem& pb, std::uint32_t rank) const override {
     if (pb.coll != Collective::Broadcast || !layout.symmetric()) return std::nullopt;
+    if (pb.total() == 0) return 0;
     const std::vector<int> used = levelsInUse(layout);
     std::uint64_t top = 0;
     for (std::size_t i = used.size(); i-- > 0;) {
-      if (!takesPart(layout, used, i, rank, pb.root) || pb.total() == 0) continue;
+      if (!takesPart(layout, used, i, rank, pb.root)) continue;
       const int lvl = used[i];
       const GeneratorSpec* spec =
           findGenerator(key.algorithms[static_cast<std::size_t>(lvl)], Collective::Broadcast);

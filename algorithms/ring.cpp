@@ -234,11 +234,7 @@ RankSchedule ringGather(const Problem& pb, std::uint32_t r) {
 std::uint64_t ringAllReduceScratch(const Problem& pb, std::uint32_t r) {
   const std::uint32_t p = pb.ranks;
   if (!pb.inPlace || p == 1) return 0;
-  const std::uint32_t skipped = wrap(r - 1LL, p);
-  std::uint64_t top = 0;
-  for (std::uint32_t b = 0; b < p; ++b)
-    if (b != skipped) top = std::max(top, pb.blocks.count(b));
-  return top;
+  return LargestOther(pb.blocks)(wrap(r - 1LL, p));
 }
 
 // scratchCount(ringReduce(pb, r)): the chain's first rank sends its input; the others past it
