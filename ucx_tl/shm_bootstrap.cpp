@@ -75,6 +75,8 @@ std::vector<std::byte> encode(const Record& r) {
   w.put(r.segmentBase);
   w.put(r.segmentBytes);
   w.bytes(r.rkey);
+  w.put(r.cmaNanos);
+  w.put(r.copyNanos);
   return w.out;
 }
 
@@ -99,6 +101,8 @@ Record decode(std::span<const std::byte> bytes, int rank) {
   r.segmentBase = in.get<std::uint64_t>();
   r.segmentBytes = in.get<std::uint64_t>();
   r.rkey = in.bytes();
+  r.cmaNanos = in.get<std::uint64_t>();
+  r.copyNanos = in.get<std::uint64_t>();
   return r;
 }
 

@@ -26,6 +26,8 @@ struct Record {
   std::uint64_t segmentBase = 0;  // in the leader's address space
   std::uint64_t segmentBytes = 0;
   std::vector<std::byte> rkey;  // UcxPosix: the packed rkey; Memfd: the file descriptor
+  // The set-up status round only: this rank's timeCopies (shm_cma.hpp); 0: not measured.
+  std::uint64_t cmaNanos = 0, copyNanos = 0;
 };
 
 std::vector<std::byte> encode(const Record& r);

@@ -69,6 +69,9 @@ std::size_t ShmLink::slotsPerChannel() const {
 SingleCopy ShmLink::singleCopy() const {
   return impl_->singleCopy;
 }
+double ShmLink::copyRatio() const {
+  return impl_->copyRatio;
+}
 std::size_t ShmLink::segmentBytes() const {
   return impl_->base == nullptr ? 0 : impl_->layout.bytes();
 }
@@ -88,10 +91,13 @@ std::string ShmLink::describe() const {
     return fmt::format("shared-memory link: rank {} has no peer on its server\n", s.rank);
   return fmt::format(
       "shared-memory link: ranks {} on one segment of {} bytes ({} slots of {} bytes per "
-      "channel; {}: {}), single copy: {}\n",
+      "channel; {}: {}), single copy: {}{}\n",
       fmt::join(s.localRanks, ","), s.layout.bytes(), s.layout.slotsPerChannel, s.layout.slotBytes,
       s.options.segment == SegmentSource::Memfd ? "memfd" : "UCX posix", segmentPath(),
-      name(s.singleCopy));
+      name(s.singleCopy),
+      s.copyRatio > 0 ? fmt::format(" ({:.2f} times a memcpy's time at {} KiB)", s.copyRatio,
+                                    kCopyProbeBytes >> 10)
+                      : std::string());
 }
 
 void ShmLink::progress() {

@@ -161,6 +161,12 @@ class ShmLink {
   std::size_t slotBytes() const;
   std::size_t slotsPerChannel() const;
   SingleCopy singleCopy() const;  // what Auto resolved to
+  // How many times a memcpy's time the single copy (CMA) took on this server, as the link timed
+  // it at set-up (shm::timeCopies of kCopyProbeBytes on every local rank; the fastest CMA read
+  // over the fastest memcpy of them all, so every rank of the server reads the same number).
+  // 0: not timed (no CMA, no peer on the server, or the link yields: ranks outnumber cores).
+  double copyRatio() const;
+  static constexpr std::size_t kCopyProbeBytes = std::size_t{256} << 10;
   std::size_t segmentBytes() const;
   void setYield(bool yield);
   // The segment's file as /proc/self/maps names it ("/memfd:hccl-shm (deleted)",

@@ -79,6 +79,7 @@ struct ShmLink::Impl {
   shm::MemfdSegment memfd;  // the leader's, until every peer has mapped it
   SingleCopy singleCopy = SingleCopy::None;
   std::uint64_t probe = 0;  // read by peers over CMA at set-up
+  double copyRatio = 0;     // ShmLink::copyRatio
 
   // This rank's channels as a writer (index: reader's local index; me: broadcast) and as a
   // reader (index: writer's local index, twice: pair then broadcast).

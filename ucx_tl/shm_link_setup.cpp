@@ -163,19 +163,37 @@ void ShmLink::Impl::setUp(const std::vector<int>& serverOf, const AllGather& all
     }
   }
 
-  // Round 2: who failed, and whether CMA works everywhere; every rank decides alike.
+  // Round 2: who failed, whether CMA works everywhere and how fast; every rank decides alike.
   shm::Record status;
   status.error = !mine.error.empty() ? mine.error : failure;
   status.probeValue = cmaWorks ? 1 : 0;
+  // Not where ranks outnumber cores: there the link's copies take blocks from a slot up anyway,
+  // and ranks taking turns on a core would time each other.
+  if (L > 1 && status.error.empty() && cmaWorks && !options.yield &&
+      options.singleCopy != SingleCopy::None) {
+    constexpr int kReps = 8;
+    const shm::CopySpeed speed = shm::timeCopies(ShmLink::kCopyProbeBytes, kReps);
+    status.cmaNanos = speed.cmaNanos;
+    status.copyNanos = speed.copyNanos;
+  }
   const auto statusBlobs = shm::gatherBlobs(allGather, size, shm::encode(status), "set-up status");
   // Every peer has mapped the segment (or failed): its file descriptor is no longer needed.
   shm::closeFd(memfd);
   std::vector<std::string> failed;
   bool serverCma = true;
+  std::uint64_t fastestCma = UINT64_MAX, fastestCopy = UINT64_MAX;
+  std::size_t timed = 0;
   for (std::size_t q = 0; q < statusBlobs.size(); ++q) {
     const shm::Record r = shm::decode(statusBlobs[q], static_cast<int>(q));
     if (!r.error.empty()) failed.push_back(fmt::format("rank {}: {}", q, r.error));
-    if (localIndexOf[q] >= 0 && r.error.empty()) serverCma = serverCma && r.probeValue == 1;
+    if (localIndexOf[q] >= 0 && r.error.empty()) {
+      serverCma = serverCma && r.probeValue == 1;
+      if (r.cmaNanos > 0 && r.copyNanos > 0) {
+        fastestCma = std::min(fastestCma, r.cmaNanos);
+        fastestCopy = std::min(fastestCopy, r.copyNanos);
+        ++timed;
+      }
+    }
   }
   if (!failed.empty()) {
     throw UcxError(fmt::format("shared-memory link set-up failed on {} of {} ranks: {}",
@@ -199,6 +217,9 @@ void ShmLink::Impl::setUp(const std::vector<int>& serverOf, const AllGather& all
       singleCopy = options.singleCopy;
       break;
   }
+  // Only when every local rank timed it: otherwise ranks of the server could disagree.
+  if (singleCopy == SingleCopy::Cma && timed == L)
+    copyRatio = static_cast<double>(fastestCma) / static_cast<double>(fastestCopy);
   writing.resize(L);
   readingPair.assign(L, {});
   readingBroadcast.assign(L, {});

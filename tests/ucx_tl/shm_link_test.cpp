@@ -405,6 +405,47 @@ TEST(ShmLink, AHeldWithdrawnBlockStaysWithdrawnThroughLaterPosts) {
   EXPECT_TRUE(g.ok()) << g.summary();
 }
 
+// ---- the copy speed probe -----------------------------------------------------------------------
+
+// Both ranks must compile the same slot program from copyRatio (engine: fast_single_copy), so
+// it is one number per server: each rank reports it in full precision, and they must match. It
+// is timed only where CMA carries single copies and the link does not yield.
+std::vector<std::string> reportedRatios(const tl::ShmOptions& o) {
+  const GroupResult g = onLinkPair(
+      o, [](Child& c, ShmLink& link) { c.report(fmt::format("{:a}", link.copyRatio())); });
+  EXPECT_TRUE(g.ok()) << g.summary();
+  std::vector<std::string> ratios;
+  for (const ChildResult& r : g.ranks)
+    for (const std::string& line : r.reports) ratios.push_back(line);
+  return ratios;
+}
+
+TEST(ShmLink, CopyRatioIsOneNumberPerServer) {
+  tl::ShmOptions o;
+  o.singleCopy = tl::SingleCopy::Cma;
+  const std::vector<std::string> ratios = reportedRatios(o);
+  ASSERT_EQ(ratios.size(), 2u);
+  EXPECT_EQ(ratios[0], ratios[1]);
+  // A CMA read pins and copies; a memcpy only copies: not faster than it, and not absurd.
+  const double ratio = std::stod(ratios[0]);
+  EXPECT_GE(ratio, 0.5) << ratios[0];
+  EXPECT_LT(ratio, 1000.0) << ratios[0];
+}
+
+TEST(ShmLink, CopyRatioIsNotTimedWhereItIsNotUsed) {
+  tl::ShmOptions yielding;
+  yielding.singleCopy = tl::SingleCopy::Cma;
+  yielding.yield = true;
+  tl::ShmOptions none;
+  none.singleCopy = tl::SingleCopy::None;
+  for (const tl::ShmOptions& o : {yielding, none}) {
+    const std::vector<std::string> ratios = reportedRatios(o);
+    ASSERT_EQ(ratios.size(), 2u);
+    EXPECT_EQ(std::stod(ratios[0]), 0.0);
+    EXPECT_EQ(std::stod(ratios[1]), 0.0);
+  }
+}
+
 // ---- single copy against the tagged transport ---------------------------------------------------
 
 // Rank 0 sends each buffer over the tagged transport and posts it as a block on a CMA link and
