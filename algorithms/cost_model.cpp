@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "common/file_text.hpp"
@@ -40,6 +41,62 @@ struct Reader {
   }
 };
 
+// single_copy's object of collective: [from, below] bytes; `put` takes each known collective's.
+std::optional<ConfigError> readRanges(
+    const json& v, const std::string& where, Reader& rd,
+    const std::function<void(Collective, LinkParams::ByteRange)>& put) {
+  if (!v.is_object())
+    return rd.error(where, fmt::format("expected an object of collective: [from, below] bytes, "
+                                       "found {}",
+                                       v.dump()));
+  for (const auto& [key, range] : v.items()) {
+    const std::string at = where + "." + key;
+    if (!range.is_array() || range.size() != 2 || !range[0].is_number_unsigned() ||
+        !range[1].is_number_unsigned() ||
+        range[0].get<std::uint64_t>() > range[1].get<std::uint64_t>())
+      return rd.error(at, fmt::format("expected [from, below] byte counts (integers, from <= "
+                                      "below), found {}",
+                                      range.dump()));
+    const auto coll = parseCollective(key);
+    if (!coll) {
+      rd.warnings.push_back(
+          fmt::format("{}: {}: unknown collective \"{}\"; skipped", rd.origin, at, key));
+      continue;
+    }
+    put(*coll, LinkParams::ByteRange{range[0].get<std::uint64_t>(), range[1].get<std::uint64_t>()});
+  }
+  return std::nullopt;
+}
+
+std::optional<std::uint64_t> byteCount(const json& v) {
+  if (!v.is_number_unsigned()) return std::nullopt;
+  return v.get<std::uint64_t>();
+}
+
+std::optional<ConfigError> readFastSingleCopy(const json& v, const std::string& where, Reader& rd,
+                                              LinkParams::FastSingleCopy& f) {
+  if (!v.is_object()) return rd.error(where, fmt::format("expected an object, found {}", v.dump()));
+  for (const auto& [field, x] : v.items()) {
+    if (field == "below_ratio") {
+      if (auto e = rd.positive(x, where + ".below_ratio", f.belowRatio, true)) return e;
+    } else if (field == "stream_from_bytes") {
+      f.streamFrom = byteCount(x);
+      if (!f.streamFrom)
+        return rd.error(where + ".stream_from_bytes",
+                        fmt::format("expected a byte count (an integer >= 0), found {}", x.dump()));
+    } else if (field == "single_copy") {
+      if (auto e =
+              readRanges(x, where + ".single_copy", rd, [&](Collective c, LinkParams::ByteRange r) {
+                f.singleCopy[static_cast<std::size_t>(c)] = r;
+              }))
+        return e;
+    } else {
+      rd.unknown(where, field, "below_ratio, stream_from_bytes, single_copy");
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<ConfigError> readLinkParams(const json& val, const std::string& where, Reader& rd,
                                           LinkParams& lp) {
   if (!val.is_object()) return rd.error(where, "expected an object");
@@ -77,39 +134,32 @@ std::optional<ConfigError> readLinkParams(const json& val, const std::string& wh
         return rd.error(where + ".stream_from_bytes",
                         fmt::format("expected a byte count (an integer >= 0), found {}", v.dump()));
       lp.streamFrom = v.get<std::uint64_t>();
+      // A value given here holds on every machine: not replaced by the built-in guess for a
+      // fast single copy (fast_single_copy, below, may give its own again).
+      lp.fastSingleCopy.streamFrom.reset();
     } else if (field == "memory_GBps") {
       // 0 turns the term off (a calibration that measured no saving writes it).
       if (auto e = rd.positive(v, where + ".memory_GBps", x, true)) return e;
       lp.memory = x > 0 ? 1.0 / (x * 1e9) : 0.0;
     } else if (field == "single_copy") {
-      if (!v.is_object())
-        return rd.error(where + ".single_copy",
-                        fmt::format("expected an object of collective: [from, below] bytes, "
-                                    "found {}",
-                                    v.dump()));
-      for (const auto& [key, range] : v.items()) {
-        const std::string at = where + ".single_copy." + key;
-        if (!range.is_array() || range.size() != 2 || !range[0].is_number_unsigned() ||
-            !range[1].is_number_unsigned() ||
-            range[0].get<std::uint64_t>() > range[1].get<std::uint64_t>())
-          return rd.error(at, fmt::format("expected [from, below] byte counts (integers, from <= "
-                                          "below), found {}",
-                                          range.dump()));
-        const auto coll = parseCollective(key);
-        if (!coll) {
-          rd.warnings.push_back(
-              fmt::format("{}: {}: unknown collective \"{}\"; skipped", rd.origin, at, key));
-          continue;
-        }
-        lp.singleCopy[static_cast<std::size_t>(*coll)] = {range[0].get<std::uint64_t>(),
-                                                          range[1].get<std::uint64_t>()};
-      }
+      if (auto e =
+              readRanges(v, where + ".single_copy", rd, [&](Collective c, LinkParams::ByteRange r) {
+                lp.singleCopy[static_cast<std::size_t>(c)] = r;
+                lp.fastSingleCopy.singleCopy[static_cast<std::size_t>(c)].reset();
+              }))
+        return e;
+    } else if (field == "fast_single_copy") {
+      continue;  // after the class's own fields, which reset the parts they give
     } else {
       rd.unknown(where, field,
                  "alpha_us, bandwidth_GBps, links, step_us, step_from_bytes, half_duplex, "
-                 "memory_GBps, stream_from_bytes, single_copy, post_step_us");
+                 "memory_GBps, stream_from_bytes, single_copy, fast_single_copy, post_step_us");
     }
   }
+  if (val.contains("fast_single_copy"))
+    if (auto e = readFastSingleCopy(val.at("fast_single_copy"), where + ".fast_single_copy", rd,
+                                    lp.fastSingleCopy))
+      return e;
   return std::nullopt;
 }
 
@@ -131,6 +181,16 @@ json linkJson(const LinkParams& lp) {
     if (!r.empty())
       j["single_copy"][std::string(name(static_cast<Collective>(c)))] =
           json::array({r.from, r.below});
+  }
+  const LinkParams::FastSingleCopy& f = lp.fastSingleCopy;
+  if (f.belowRatio > 0) {
+    json& fj = j["fast_single_copy"];
+    fj["below_ratio"] = f.belowRatio;
+    if (f.streamFrom) fj["stream_from_bytes"] = *f.streamFrom;
+    for (int c = 0; c < kNumCollectives; ++c)
+      if (const auto& r = f.singleCopy[static_cast<std::size_t>(c)])
+        fj["single_copy"][std::string(name(static_cast<Collective>(c)))] =
+            json::array({r->from, r->below});
   }
   return j;
 }
@@ -307,6 +367,17 @@ std::string CostModel::toJson() const {
   doc["rules"] = rs;
   doc["hccl_rules"] = hcclRulesJson(hcclRules);
   return doc.dump(2);
+}
+
+LinkParams::Paths LinkParams::pathsFor(double copyRatio) const {
+  Paths p{streamFrom, singleCopy, false};
+  const FastSingleCopy& f = fastSingleCopy;
+  if (!(copyRatio > 0 && copyRatio <= f.belowRatio)) return p;
+  p.fast = true;
+  if (f.streamFrom) p.streamFrom = *f.streamFrom;
+  for (std::size_t c = 0; c < p.singleCopy.size(); ++c)
+    if (f.singleCopy[c]) p.singleCopy[c] = *f.singleCopy[c];
+  return p;
 }
 
 CostModel CostModel::withLevel0OnSharedMemory() const {

@@ -126,6 +126,29 @@ struct LinkParams {
     bool empty() const { return below <= from; }
   };
   std::array<ByteRange, kNumCollectives> singleCopy{};
+  // streamFrom and singleCopy for a machine whose single copy is fast: the defaults above are
+  // one VM's, where CMA took 3.5 times a memcpy's time (16 MiB); on another 2-core VM it took
+  // 1.4-1.8 times (256 KiB-16 MiB), and there one copy beat the slots' two for AllGather from
+  // 16 KiB and Bcast from 16 KiB to 1 MiB (a Bcast stream overlaps its two copies on two cores),
+  // and a two-rank AllReduce streamed only from 4 MiB (hccl_calibrate). The shared-memory link
+  // times a CMA read against a memcpy as it is set up (tl::ShmLink::copyRatio, the same on every
+  // rank of a server); at most belowRatio, these fields replace the class's, the ones not given
+  // keep it. belowRatio 0 (a calibrated tuning file, which measured the machine, writes that):
+  // never. Schema: "fast_single_copy": {"below_ratio": 2.5, "stream_from_bytes": ...,
+  // "single_copy": {...}}.
+  struct FastSingleCopy {
+    double belowRatio = 0;
+    std::optional<std::uint64_t> streamFrom;
+    std::array<std::optional<ByteRange>, kNumCollectives> singleCopy{};
+  } fastSingleCopy{};
+  // Where posts travel on a link whose single copy took copyRatio times a memcpy (0: not
+  // measured): the class's streamFrom and singleCopy, or fastSingleCopy's.
+  struct Paths {
+    std::uint64_t streamFrom = 0;
+    std::array<ByteRange, kNumCollectives> singleCopy{};
+    bool fast = false;  // fastSingleCopy's
+  };
+  Paths pathsFor(double copyRatio) const;
   // The shared-memory link only: its broadcast slots write a post (Transfer::post: one slice to
   // several peers, Mesh one-shot Broadcast at more than two ranks) once, every reader copying it
   // from the writer's slot or, above a slot, from the writer's memory (a descriptor, one CMA

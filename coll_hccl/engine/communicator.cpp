@@ -145,6 +145,9 @@ hccl_status_t Communicator::create(EngineState& engine, const hccl_comm_params_t
                  fmt::format("{} rank {} level0: {}", c->label_, c->rank_, shm->link().describe()));
       t = &shm->base();
     }
+    if (c->fastLink_)
+      engine.log(2,
+                 fmt::format("{} rank {} level0 slots: {}", c->label_, c->rank_, c->slotPaths()));
     if (auto* ucx = dynamic_cast<tl::UcxTransport*>(t))
       engine.log(2, fmt::format("{} rank {} transport: {}", c->label_, c->rank_, ucx->describe()));
     if (c->rank_ == 0) engine.log(2, c->decisionTable());

@@ -193,6 +193,9 @@ class Communicator {
   hccl_status_t describe(const hccl_coll_desc_t& desc, CallShape& shape, std::string& why) const;
   std::shared_ptr<const Plan> planFor(const CallShape& shape, std::string& err);
   std::string decisionTable();
+  // Where the slots' posts travel on this communicator (fastBuild's choice of paths): blocks
+  // per collective, streaming, and whether the link's copy speed chose fast_single_copy.
+  std::string slotPaths() const;
 
   // A call shape's verdict for the slots, and its compiled program.
   struct FastEntry {

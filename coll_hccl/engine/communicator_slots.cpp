@@ -109,14 +109,20 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
   const bool copies = !reduces(s.info.coll);
   const std::size_t window = copies ? fastLink_->slotsPerChannel() : 1;
   const algo::CostModel& model = selector_->model();
-  algo::LinkParams::ByteRange single{1, UINT64_MAX};  // blocks from a slot up
+  // Where ranks outnumber cores: blocks from a slot up.
+  algo::LinkParams::ByteRange single{payload + 1, UINT64_MAX};
   std::size_t streamFrom = 0;
   if (!fastLink_->options().yield && model.sharedMemory) {
-    single = model.sharedMemory->singleCopy[static_cast<std::size_t>(s.info.coll)];
-    streamFrom = model.sharedMemory->streamFrom;
+    // The class's, or its fast_single_copy's where the link timed its CMA fast: the same on
+    // every rank of the server, as every rank must compile the same program.
+    const algo::LinkParams::Paths paths = model.sharedMemory->pathsFor(fastLink_->copyRatio());
+    single = paths.singleCopy[static_cast<std::size_t>(s.info.coll)];
+    streamFrom = paths.streamFrom;
   }
   const bool blocks = copies && !single.empty() && fastLink_->singleCopy() != tl::SingleCopy::None;
-  const std::size_t blockFrom = blocks ? std::max<std::size_t>(single.from, payload + 1) : 0;
+  // A block below a slot's payload too: one CMA read of 16-64 KiB beat the slot's two copies
+  // (AllGather, Bcast at np=2 where CMA is fast).
+  const std::size_t blockFrom = blocks ? std::max<std::size_t>(single.from, 1) : 0;
   const std::size_t blockBelow = single.below >= SIZE_MAX ? SIZE_MAX : single.below;
   if (!SlotProgram::compile(all, static_cast<std::uint32_t>(rank_), members_, s.info.elemSize,
                             payload, e.program, why, window, blockFrom, streamFrom, blockBelow))
@@ -299,6 +305,36 @@ hccl_status_t Communicator::fastPoll(unsigned spins, std::string& err) {
     }
   }
   return HCCL_PENDING;
+}
+
+std::string Communicator::slotPaths() const {
+  const algo::CostModel& model = selector_->model();
+  const tl::ShmLink& link = *fastLink_;
+  if (link.options().yield)
+    return "ranks outnumber cores: copies above a slot as blocks, nothing streams";
+  if (!model.sharedMemory) return "no shared-memory link class in the cost model";
+  const double ratio = link.copyRatio();
+  const algo::LinkParams::Paths paths = model.sharedMemory->pathsFor(ratio);
+  std::vector<std::string> blocks;
+  if (link.singleCopy() != tl::SingleCopy::None)
+    for (int c = 0; c < kNumCollectives; ++c) {
+      const algo::LinkParams::ByteRange& r = paths.singleCopy[static_cast<std::size_t>(c)];
+      if (!r.empty())
+        blocks.push_back(
+            fmt::format("{} [{}, {})", name(static_cast<Collective>(c)), r.from, r.below));
+    }
+  const double below = model.sharedMemory->fastSingleCopy.belowRatio;
+  return fmt::format(
+      "posts as blocks (one {} read) for {}; streamed from {} B posts; {}",
+      tl::name(link.singleCopy()),
+      blocks.empty() ? "none" : fmt::format("{}", fmt::join(blocks, ", ")), paths.streamFrom,
+      ratio <= 0   ? "the link did not time its single copy (the class's paths)"
+      : paths.fast ? fmt::format("fast_single_copy: the link's single copy took {:.2f} times a "
+                                 "memcpy, at most {}",
+                                 ratio, below)
+                   : fmt::format("the class's paths: the link's single copy took {:.2f} times a "
+                                 "memcpy, fast_single_copy needs at most {}",
+                                 ratio, below));
 }
 
 }  // namespace hccl::engine

@@ -202,6 +202,94 @@ TEST(CostModel, SingleCopyRangesAreReadAndRoundTripped) {
   }
 }
 
+// fast_single_copy: the built-in alternative for a machine whose CMA is fast, chosen by the
+// link's measured ratio against below_ratio; a tuning file's fields merge into it, its ranges
+// replace the class's only for the collectives it names, it round-trips, and bad values name
+// their path.
+TEST(CostModel, FastSingleCopyFollowsTheMeasuredRatio) {
+  const CostModel& d = defaultCostModel();
+  ASSERT_TRUE(d.sharedMemory.has_value());
+  const LinkParams& shm = *d.sharedMemory;
+  const double below = shm.fastSingleCopy.belowRatio;
+  ASSERT_GT(below, 1.0) << "the defaults ship link_classes.shm.fast_single_copy.below_ratio";
+  const auto at = [](const LinkParams::Paths& p, Collective c) {
+    return p.singleCopy[static_cast<std::size_t>(c)];
+  };
+  // Not measured, or slower than below_ratio: the class's own.
+  for (double ratio : {0.0, below * 1.01, 1e9}) {
+    const LinkParams::Paths p = shm.pathsFor(ratio);
+    EXPECT_FALSE(p.fast) << ratio;
+    EXPECT_EQ(p.streamFrom, shm.streamFrom) << ratio;
+    EXPECT_TRUE(at(p, Collective::AllGather).empty()) << ratio;
+    EXPECT_TRUE(at(p, Collective::AllToAll).contains(512u << 10)) << ratio;
+  }
+  // Fast: AllGather and Bcast from 16 KiB (Bcast below 1 MiB), streaming from 4 MiB posts,
+  // AllToAll's range kept.
+  const LinkParams::Paths f = shm.pathsFor(below);
+  EXPECT_TRUE(f.fast);
+  EXPECT_EQ(f.streamFrom, 4u << 20);
+  EXPECT_EQ(shm.streamFrom, 64u << 10);
+  EXPECT_FALSE(at(f, Collective::AllGather).contains(16383));
+  EXPECT_TRUE(at(f, Collective::AllGather).contains(16384));
+  EXPECT_TRUE(at(f, Collective::AllGather).contains(std::uint64_t{1} << 36));
+  EXPECT_TRUE(at(f, Collective::Broadcast).contains(16384));
+  EXPECT_FALSE(at(f, Collective::Broadcast).contains(1u << 20));
+  EXPECT_EQ(at(f, Collective::AllToAll).from, at(shm.pathsFor(0), Collective::AllToAll).from);
+
+  std::vector<std::string> warnings;
+  auto r = tune(R"({"link_classes": {"shm": {"fast_single_copy": {"stream_from_bytes": 4096,
+                      "single_copy": {"broadcast": [7, 9]}}}}})",
+                warnings);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(warnings.empty());
+  const LinkParams& t = *r.value().sharedMemory;
+  EXPECT_EQ(t.fastSingleCopy.belowRatio, below) << "merged into the built-in one";
+  const LinkParams::Paths tf = t.pathsFor(1.0);
+  EXPECT_EQ(tf.streamFrom, 4096u);
+  EXPECT_EQ(at(tf, Collective::Broadcast).from, 7u);
+  EXPECT_EQ(at(tf, Collective::Broadcast).below, 9u);
+  EXPECT_TRUE(at(tf, Collective::AllGather).contains(16384)) << "the built-in one's, kept";
+  auto back = applyTuning(CostModel{}, r.value().toJson(), "round trip", warnings);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  const LinkParams::Paths bf = back.value().sharedMemory->pathsFor(1.0);
+  EXPECT_TRUE(bf.fast);
+  EXPECT_EQ(bf.streamFrom, 4096u);
+  EXPECT_EQ(at(bf, Collective::Broadcast).below, 9u);
+
+  // The class's own stream_from_bytes and single_copy, given in a file, hold on every machine:
+  // the built-in fast alternative no longer replaces them (it keeps the rest).
+  auto own = tune(R"({"link_classes": {"shm": {"stream_from_bytes": 0,
+                      "single_copy": {"allgather": [1, 2]}}}})",
+                  warnings);
+  ASSERT_TRUE(own.ok()) << own.error().message;
+  const LinkParams::Paths of = own.value().sharedMemory->pathsFor(1.0);
+  EXPECT_TRUE(of.fast);
+  EXPECT_EQ(of.streamFrom, 0u);
+  EXPECT_EQ(at(of, Collective::AllGather).from, 1u);
+  EXPECT_EQ(at(of, Collective::AllGather).below, 2u);
+  EXPECT_TRUE(at(of, Collective::Broadcast).contains(16384));
+
+  // below_ratio 0: never (what hccl_calibrate writes).
+  auto off =
+      tune(R"({"link_classes": {"shm": {"fast_single_copy": {"below_ratio": 0}}}})", warnings);
+  ASSERT_TRUE(off.ok()) << off.error().message;
+  EXPECT_FALSE(off.value().sharedMemory->pathsFor(1.0).fast);
+
+  for (const char* v : {R"({"below_ratio": -1})", R"({"stream_from_bytes": "4K"})",
+                        R"({"single_copy": {"allgather": [9, 1]}})", "[]"}) {
+    auto bad = tune(std::string(R"({"link_classes": {"shm": {"fast_single_copy": )") + v + "}}}",
+                    warnings);
+    ASSERT_FALSE(bad.ok()) << v;
+    EXPECT_NE(bad.error().message.find("link_classes.shm.fast_single_copy"), std::string::npos)
+        << bad.error().message;
+  }
+  warnings.clear();
+  auto unknown = tune(R"({"link_classes": {"shm": {"fast_single_copy": {"ratio": 2}}}})", warnings);
+  ASSERT_TRUE(unknown.ok());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("below_ratio"), std::string::npos) << warnings[0];
+}
+
 // A half-duplex link: read, round-tripped, and a step that sends and receives priced at the sum
 // of both directions (over one link), against the sums computed here; full duplex at the larger.
 TEST(CostModel, HalfDuplexAddsBothDirections) {
