@@ -52,4 +52,21 @@ LineFit fitLine(std::span<const double> bytes, std::span<const double> seconds) 
   return f;
 }
 
+SizeRange longestWinningRun(std::span<const std::uint64_t> sizes, std::span<const double> a,
+                            std::span<const double> b, std::uint64_t end) {
+  if (a.size() != sizes.size() || b.size() != sizes.size())
+    throw std::invalid_argument("longestWinningRun: sizes and times differ in length");
+  std::size_t first = 0, length = 0;
+  for (std::size_t i = 0, run = 0; i < sizes.size(); ++i) {
+    run = a[i] <= b[i] ? run + 1 : 0;
+    if (run > length) {
+      length = run;
+      first = i + 1 - run;
+    }
+  }
+  if (length == 0) return {};
+  const std::size_t next = first + length;
+  return {sizes[first], next < sizes.size() ? sizes[next] : end};
+}
+
 }  // namespace hccl::calib

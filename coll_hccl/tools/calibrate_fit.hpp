@@ -11,6 +11,7 @@
 // beta > 0.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -28,5 +29,15 @@ struct LineFit {
 // bytes and seconds of equal length, at least two distinct byte counts, every time > 0.
 // Throws std::invalid_argument otherwise.
 LineFit fitLine(std::span<const double> bytes, std::span<const double> seconds);
+
+// Where one path beats another (single_copy): at sizes[i] (ascending) the path took `a[i]`
+// seconds and the other `b[i]`; the longest run of consecutive sizes where a <= b, as [its first
+// size, the size after its last) or [first, `end`) when it runs to the largest; [0, 0] when a
+// never wins. The earliest of equally long runs.
+struct SizeRange {
+  std::uint64_t from = 0, below = 0;
+};
+SizeRange longestWinningRun(std::span<const std::uint64_t> sizes, std::span<const double> a,
+                            std::span<const double> b, std::uint64_t end);
 
 }  // namespace hccl::calib

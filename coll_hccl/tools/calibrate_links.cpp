@@ -273,43 +273,88 @@ PairTiming timePair(tl::Transport& transport, Sync& sync, const SchedulePair& pa
   return {bytes, a, b};
 }
 
+namespace {
+
+// Calls of one two-rank schedule pair on the link's slots, compiled with the given paths.
+class SlotCalls {
+ public:
+  SlotCalls(tl::ShmLink& link, const algo::Problem& pb, algo::RankGenerator gen, std::uint32_t rank,
+            std::size_t window, std::size_t blockFrom, std::size_t streamFrom)
+      : link_(link), pb_(pb), rank_(rank) {
+    const algo::RankSchedule mine = gen(pb, rank), peer = gen(pb, 1 - rank);
+    const algo::RankSchedule* all[2] = {rank == 0 ? &mine : &peer, rank == 0 ? &peer : &mine};
+    const int linkRank[2] = {0, 1};
+    std::string why;
+    if (!engine::SlotProgram::compile(all, rank, linkRank, sizeof(float),
+                                      engine::SlotProgram::payloadOf(link.slotBytes()), program_,
+                                      why, window, blockFrom, streamFrom))
+      throw std::runtime_error(fmt::format("rank {}: no slot program for a {} of {} elements: {}",
+                                           rank, name(pb.coll), pb.blocks.total(), why));
+    const std::uint64_t n = pb.blocks.total();
+    in_.assign(n, 1.0f);
+    out_.assign(n, 0.0f);
+    scratch_.assign(algo::scratchCount(mine) + 1, 0.0f);
+  }
+  void operator()() {
+    std::byte* const bufs[3] = {reinterpret_cast<std::byte*>(in_.data()),
+                                reinterpret_cast<std::byte*>(out_.data()),
+                                reinterpret_cast<std::byte*>(scratch_.data())};
+    run_.begin(program_, link_, bufs, sizeof(float), reduces(pb_.coll) ? &sum_ : nullptr, ++seq_);
+    engine::SlotRun::Result res = run_.spin(64);
+    for (auto until = Clock::now() + std::chrono::seconds(60);
+         res == engine::SlotRun::Result::Pending; res = run_.spin(64))
+      if (Clock::now() > until)
+        throw std::runtime_error(fmt::format("rank {}: no progress", rank_));
+    if (res == engine::SlotRun::Result::Failed)
+      throw std::runtime_error(fmt::format("rank {}: a {} of {} bytes on the slots failed: {}",
+                                           rank_, name(pb_.coll),
+                                           pb_.blocks.total() * sizeof(float), run_.error()));
+  }
+
+ private:
+  tl::ShmLink& link_;
+  algo::Problem pb_;
+  std::uint32_t rank_;
+  engine::SlotProgram program_;
+  std::vector<float> in_, out_, scratch_;
+  engine::Reduction sum_ = engine::Reduction::predefined(DataType::Float32, ReduceOp::Sum);
+  engine::SlotRun run_;
+  std::uint64_t seq_ = 0;
+};
+
+}  // namespace
+
 StreamTiming timeStream(tl::Transport& transport, tl::ShmLink& link, Sync& sync, std::size_t bytes,
                         int repeat, double sampleSeconds) {
   const auto r = static_cast<std::uint32_t>(transport.rank());
   const algo::Problem pb = twoRanks(Collective::AllReduce, bytes);
-  const algo::RankSchedule mine = algo::meshPushAllReduce(pb, r);
-  const algo::RankSchedule peer = algo::meshPushAllReduce(pb, 1 - r);
-  const algo::RankSchedule* all[2] = {r == 0 ? &mine : &peer, r == 0 ? &peer : &mine};
-  const int linkRank[2] = {0, 1};
-  engine::SlotProgram program;
-  std::string why;
   // Every post above a slot streams (stream_from_bytes 1), as the engine compiles it.
-  if (!engine::SlotProgram::compile(all, r, linkRank, sizeof(float),
-                                    engine::SlotProgram::payloadOf(link.slotBytes()), program, why,
-                                    1, 0, 1))
-    throw std::runtime_error(fmt::format("rank {}: no slot program: {}", r, why));
-  const std::uint64_t n = pb.blocks.total();
-  std::vector<float> in(n, 1.0f), out(n, 0.0f), scratch(algo::scratchCount(mine) + 1);
-  std::byte* const bufs[3] = {reinterpret_cast<std::byte*>(in.data()),
-                              reinterpret_cast<std::byte*>(out.data()),
-                              reinterpret_cast<std::byte*>(scratch.data())};
-  engine::Reduction sum = engine::Reduction::predefined(DataType::Float32, ReduceOp::Sum);
-  engine::SlotRun run;
-  std::uint64_t seq = 0;
-  const auto slots = [&] {
-    run.begin(program, link, bufs, sizeof(float), &sum, ++seq);
-    engine::SlotRun::Result res = run.spin(64);
-    for (auto until = Clock::now() + std::chrono::seconds(60);
-         res == engine::SlotRun::Result::Pending; res = run.spin(64))
-      if (Clock::now() > until) throw std::runtime_error(fmt::format("rank {}: no progress", r));
-    if (res == engine::SlotRun::Result::Failed)
-      throw std::runtime_error(fmt::format("rank {}: a streamed AllReduce of {} bytes failed: {}",
-                                           r, bytes, run.error()));
-  };
-  ExecutorCalls executor(transport, pb, algo::scratchCount(mine));
+  SlotCalls slots(link, pb, algo::meshPushAllReduce, r, 1, 0, 1);
+  ExecutorCalls executor(transport, pb, algo::scratchCount(algo::meshPushAllReduce(pb, r)));
+  const algo::RankSchedule mine = algo::meshPushAllReduce(pb, r);
   const auto [viaExecutor, viaSlots] = timeTwoCalls(
-      sync, bytes, [&] { executor(mine); }, slots, repeat, sampleSeconds);
+      sync, bytes, [&] { executor(mine); }, [&] { slots(); }, repeat, sampleSeconds);
   return {bytes, viaExecutor, viaSlots};
+}
+
+CopyPathTiming timeCopyPaths(tl::ShmLink& link, Sync& sync, Collective coll, std::size_t postBytes,
+                             int repeat, double sampleSeconds) {
+  const auto r = static_cast<std::uint32_t>(link.rank());
+  const bool gather = coll == Collective::AllGather;
+  if (!gather && coll != Collective::Broadcast)
+    throw std::invalid_argument(
+        fmt::format("timeCopyPaths: {} is not AllGather or Broadcast", name(coll)));
+  const std::size_t bytes = gather ? 2 * postBytes : postBytes;
+  const algo::Problem pb = twoRanks(coll, bytes);
+  const algo::RankGenerator gen =
+      gather ? algo::RankGenerator(algo::meshAllGather) : algo::RankGenerator(algo::meshBroadcast);
+  // As the engine compiles a copy: a window of the channel's slots, then streamed or a block.
+  const std::size_t window = link.slotsPerChannel();
+  SlotCalls streamed(link, pb, gen, r, window, 0, 1);
+  SlotCalls block(link, pb, gen, r, window, 1, 0);
+  const auto [s, b] = timeTwoCalls(
+      sync, bytes, [&] { streamed(); }, [&] { block(); }, repeat, sampleSeconds);
+  return {postBytes, s, b};
 }
 
 }  // namespace hccl::calib

@@ -116,6 +116,18 @@ struct StreamTiming {
 StreamTiming timeStream(tl::Transport& transport, tl::ShmLink& link, Sync& sync, std::size_t bytes,
                         int repeat, double sampleSeconds);
 
+// Where a copy-only call's posts travel as a block (cost_model.hpp's single_copy): a two-rank
+// call of `coll` (AllGather by Mesh, or Bcast from rank 0 by Mesh) whose posts are `postBytes`
+// each, on the link's slots as the engine compiles it, once with every post above the window
+// streamed through the slots (two copies in user space) and once with every post a block its
+// reader copies once (CMA), timed alike.
+struct CopyPathTiming {
+  std::size_t postBytes = 0;
+  double streamed = 0, block = 0;  // seconds per call
+};
+CopyPathTiming timeCopyPaths(tl::ShmLink& link, Sync& sync, Collective coll, std::size_t postBytes,
+                             int repeat, double sampleSeconds);
+
 double median(std::vector<double> v);
 double lowerQuartile(std::vector<double> v);
 

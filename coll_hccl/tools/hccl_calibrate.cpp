@@ -37,6 +37,17 @@
 //   (n/2 a rank), median over the sizes: the rate of the memory read the model credits a
 //   streamed push (cost_model.hpp, LinkParams::memory). No saving measured: 0, the term off.
 //   Not with --quick (seconds of memory-sized calls).
+//   stream_from_bytes (link_classes.shm, two processes with single copy only): fp32 sum
+//   AllReduce at two ranks, fullmesh_push on the executor against the same schedule streamed on
+//   the slots, 32 KiB to 16 MiB; written as the post (half the AllReduce) of the smallest size
+//   from which the stream wins at every larger one. single_copy for allgather and broadcast:
+//   two-rank AllGather and Bcast on the slots, each post streamed against each post a block its
+//   reader copies once (CMA), posts of 16 KiB to 16 MiB; written as the longest run of sizes the
+//   block wins. Calls back to back, as a training loop issues them: a Bcast stream lets the root
+//   go while its reader still copies, which OSU's barrier after every call hides, so OSU can
+//   favour the block at sizes where this favours the stream. With any of these measured the file
+//   also writes fast_single_copy.below_ratio 0: the set-up's guess from the copy speed
+//   (cost_model.hpp) must not replace what was measured. Not with --quick.
 //   gamma: engine::kernel(type, op) over --gamma-size bytes (dst = a (+) dst, as the executor
 //   reduces), median of --repeat runs, for every pair MPI defines (--quick: the common ones), in
 //   GB/s of output; "<type>": {"*"} is the median of the type's ops and "*": {"*"} of all.
@@ -90,6 +101,7 @@ using namespace hccl;
 using namespace hccl::calib;
 using nlohmann::json;
 using namespace std::chrono_literals;
+using LinkParamsRange = algo::LinkParams::ByteRange;
 
 struct Plan {
   std::vector<std::size_t> sizes;
@@ -108,7 +120,14 @@ struct Plan {
   std::vector<std::size_t> streamSizes{std::size_t{32} << 10,  std::size_t{64} << 10,
                                        std::size_t{256} << 10, std::size_t{1} << 20,
                                        std::size_t{4} << 20,   std::size_t{16} << 20};
+  // Post sizes of AllGather and Bcast, streamed against blocks (single_copy).
+  std::vector<std::size_t> copySizes{std::size_t{16} << 10,  std::size_t{64} << 10,
+                                     std::size_t{256} << 10, std::size_t{1} << 20,
+                                     std::size_t{4} << 20,   std::size_t{16} << 20};
 };
+
+// The collectives whose single_copy range the calibration measures.
+constexpr std::array kCopyCollectives{Collective::AllGather, Collective::Broadcast};
 
 // One link class's timings, as rank 0 saw them.
 struct ClassTimings {
@@ -130,8 +149,10 @@ struct Measurements {
   std::vector<PairTiming> shmRounds;    // kReduceRounds: Reduce by one round and by two (step_us)
   std::vector<PairTiming> shmPush;      // kPushes: AllReduce by Mesh and by push (memory_GBps)
   std::vector<StreamTiming> shmStream;  // AllReduce on the executor and streamed on the slots
-  std::size_t shmInline = 0;            // the largest message it carries inline
-  std::string shmWhy;                   // why not, when it could not be set up
+  // Per kCopyCollectives entry: posts streamed against blocks.
+  std::array<std::vector<CopyPathTiming>, kCopyCollectives.size()> shmCopyPaths;
+  std::size_t shmInline = 0;  // the largest message it carries inline
+  std::string shmWhy;         // why not, when it could not be set up
   std::optional<LinksTimings> links;
 };
 
@@ -255,6 +276,17 @@ std::string ucxMember(MeshMember& m, const Plan& plan) {
       }
     }
     out["shm_stream"] = streams;
+    for (Collective coll : kCopyCollectives) {
+      json rows = json::array();
+      for (std::size_t post : pairs ? plan.copySizes : std::vector<std::size_t>{}) {
+        if (post > plan.maxBytes) continue;
+        const CopyPathTiming ct =
+            timeCopyPaths(*link, m, coll, post, plan.repeat, plan.sampleSeconds);
+        rows.push_back(
+            {{"post_bytes", ct.postBytes}, {"streamed", ct.streamed}, {"block", ct.block}});
+      }
+      out["shm_copy_paths"][std::string(name(coll))] = rows;
+    }
     m.barrier();
   } catch (const tl::UcxError& e) {  // every rank alike: ShmLink agrees on its outcome
     out["shm_error"] = e.what();
@@ -283,6 +315,13 @@ Measurements measureOverUcx(const Plan& plan, std::chrono::milliseconds deadline
     for (const json& sj : j.value("shm_stream", json::array()))
       ms.shmStream.push_back({sj.at("bytes").get<std::size_t>(), sj.at("executor").get<double>(),
                               sj.at("slots").get<double>()});
+    for (std::size_t c = 0; c < kCopyCollectives.size(); ++c) {
+      const json paths = j.value("shm_copy_paths", json::object());
+      for (const json& row : paths.value(std::string(name(kCopyCollectives[c])), json::array()))
+        ms.shmCopyPaths[c].push_back({row.at("post_bytes").get<std::size_t>(),
+                                      row.at("streamed").get<double>(),
+                                      row.at("block").get<double>()});
+    }
   } else
     ms.shmWhy = j.value("shm_error", std::string("not measured"));
   if (j.contains("links")) {
@@ -427,9 +466,10 @@ double estimateMemory(const std::vector<PairTiming>& pushes) {
   return m;
 }
 
-// stream_from_bytes of the shared-memory link: the smallest measured size from which the slots'
-// streamed AllReduce is at least as fast as the executor's at every larger measured size; 0 (off)
-// where the slots never win at the largest.
+// stream_from_bytes of the shared-memory link: the post of the smallest measured size from which
+// the slots' streamed AllReduce is at least as fast as the executor's at every larger measured
+// size (a two-rank AllReduce's posts are halves: stream_from_bytes compares a post's bytes); 0
+// (off) where the slots never win at the largest.
 std::uint64_t estimateStreamFrom(const std::vector<StreamTiming>& streams) {
   fmt::print(stderr,
              "shared-memory link streaming: fp32 sum AllReduce at two ranks, fullmesh_push on the "
@@ -442,10 +482,32 @@ std::uint64_t estimateStreamFrom(const std::vector<StreamTiming>& streams) {
     if (s.slots > s.executor)
       from = 0;
     else if (from == 0)
-      from = s.bytes;
+      from = s.bytes / 2;
   }
-  fmt::print(stderr, "  -> stream_from_bytes {} (0: off)\n\n", from);
+  fmt::print(stderr, "  -> stream_from_bytes {} (0: off; posts of half the AllReduce)\n\n", from);
   return from;
+}
+
+// single_copy of one collective: the longest run of measured post sizes at which the block was at
+// least as fast as the stream (calibrate_fit.hpp), up to 2^40 when it runs to the largest.
+LinkParamsRange estimateSingleCopy(Collective coll, const std::vector<CopyPathTiming>& rows) {
+  fmt::print(stderr,
+             "shared-memory link single copy: two-rank {} on the slots, posts streamed and as "
+             "blocks (CMA)\n  {:>9} {:>12} {:>12}\n",
+             name(coll), "post", "streamed", "block");
+  std::vector<std::uint64_t> posts;
+  std::vector<double> block, streamed;
+  for (const CopyPathTiming& r : rows) {
+    fmt::print(stderr, "  {:>9} {:>12} {:>12}\n", bytesText(r.postBytes), timeText(r.streamed),
+               timeText(r.block));
+    posts.push_back(r.postBytes);
+    block.push_back(r.block);
+    streamed.push_back(r.streamed);
+  }
+  const SizeRange run = longestWinningRun(posts, block, streamed, std::uint64_t{1} << 40);
+  fmt::print(stderr, "  -> single_copy.{} [{}, {}) ([0, 0]: never)\n\n", name(coll), run.from,
+             run.below);
+  return {run.from, run.below};
 }
 
 // links for level0 from the one-peer and two-peer step times (see the top of the file). alpha is
@@ -600,6 +662,8 @@ int main(int argc, char** argv) {
     // The streamed AllReduces' pairs too (seconds under load): the quick run writes no
     // stream_from_bytes.
     if (quick) plan.streamSizes.clear();
+    // Nor AllGather's and Bcast's paths: the quick run writes no single_copy.
+    if (quick) plan.copySizes.clear();
     const unsigned cpus = std::thread::hardware_concurrency();
     plan.links = linksMode == "measure" || (linksMode == "auto" && cpus >= 3);
     const std::size_t gammaBytes =
@@ -682,6 +746,21 @@ int main(int argc, char** argv) {
       else
         fmt::print(stderr,
                    "shared-memory link streaming: not measured{}; stream_from_bytes not "
+                   "written\n\n",
+                   quick ? " (--quick)" : "");
+      bool copies = false;
+      for (std::size_t c = 0; c < kCopyCollectives.size(); ++c) {
+        if (ms.shmCopyPaths[c].empty()) continue;
+        const LinkParamsRange r = estimateSingleCopy(kCopyCollectives[c], ms.shmCopyPaths[c]);
+        shm["single_copy"][std::string(name(kCopyCollectives[c]))] = {r.from, r.below};
+        copies = true;
+      }
+      // Measured here: the set-up's guess from the copy speed (fast_single_copy) must not
+      // override it.
+      if (copies || !ms.shmStream.empty()) shm["fast_single_copy"] = {{"below_ratio", 0}};
+      if (!copies)
+        fmt::print(stderr,
+                   "shared-memory link single copy: not measured{}; single_copy not "
                    "written\n\n",
                    quick ? " (--quick)" : "");
       if (!ms.shmPush.empty())

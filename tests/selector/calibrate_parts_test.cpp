@@ -92,6 +92,25 @@ bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
+// single_copy's range from measured times: the longest run where the block was at least as
+// fast, ending at the next measured size or at `end`; none when it never won.
+TEST(CalibrateFit, LongestWinningRunGivesTheRange) {
+  const std::vector<std::uint64_t> sizes = {16, 64, 256, 1024, 4096};
+  const auto run = [&](std::vector<double> a, std::vector<double> b) {
+    const SizeRange r = longestWinningRun(sizes, a, b, 99999);
+    return std::pair{r.from, r.below};
+  };
+  using R = std::pair<std::uint64_t, std::uint64_t>;
+  EXPECT_EQ(run({1, 1, 1, 1, 1}, {2, 2, 2, 2, 2}), R(16, 99999));
+  EXPECT_EQ(run({3, 3, 3, 3, 3}, {2, 2, 2, 2, 2}), R(0, 0));
+  EXPECT_EQ(run({3, 1, 1, 3, 3}, {2, 2, 2, 2, 2}), R(64, 1024));    // ends before 1024
+  EXPECT_EQ(run({1, 3, 1, 1, 1}, {2, 2, 2, 2, 2}), R(256, 99999));  // the longer of two runs
+  EXPECT_EQ(run({1, 3, 1, 3, 3}, {2, 2, 2, 2, 2}), R(16, 64));      // the earlier of equal ones
+  EXPECT_EQ(run({2, 2, 5, 5, 5}, {2, 2, 2, 2, 2}), R(16, 256));     // a tie counts as a win
+  EXPECT_THROW(longestWinningRun(sizes, std::vector<double>{1}, std::vector<double>{1}, 1),
+               std::invalid_argument);
+}
+
 TEST(CalibrateGroup, AllGatherAndMaxOfAcrossThreeProcesses) {
   const ForkedRun run = runForked(3, 20s, [](MeshMember& m) {
     // Uneven payload sizes per round, so stale bytes from an earlier round would show.

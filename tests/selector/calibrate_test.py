@@ -76,6 +76,13 @@ with tempfile.TemporaryDirectory() as tmp:
                   "the report shows the rounds behind step_us:\n" + p.stderr)
             check("memory_GBps" not in shm and "pushes: not measured (--quick)" in p.stderr,
                   "--quick leaves memory_GBps to the defaults and says so:\n" + p.stderr)
+            # Nor the paths of copies and streams: the defaults, and the set-up's guess from
+            # the copy speed (fast_single_copy), stay in force.
+            check("single_copy" not in shm and "fast_single_copy" not in shm
+                  and "stream_from_bytes" not in shm
+                  and "single copy: not measured (--quick)" in p.stderr,
+                  "--quick leaves single_copy and fast_single_copy alone and says so:\n"
+                  + p.stderr)
         gamma = doc["gamma"]
         check(gamma["fp32"]["sum"] > 0 and "*" in gamma["*"], f"gamma: {gamma}")
         for t, ops in gamma.items():
