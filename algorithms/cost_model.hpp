@@ -24,7 +24,10 @@
 //               "stream_from_bytes": 65536,        //   stream_from_bytes: LinkParams::streamFrom
 //               "post_step_us": 4.0,               //   post_step_us: LinkParams::postStep
 //               "single_copy": {                   //   single_copy: per collective, the posts
-//                 "allgather": [524288, 4194304]}} //   [from, below) bytes: see LinkParams
+//                 "allgather": [524288, 4194304]}, //   [from, below) bytes: see LinkParams
+//               "fast_single_copy": {              //   fast_single_copy: stream_from_bytes and
+//                 "below_ratio": 2.5,              //   single_copy where the link's CMA took at
+//                 "single_copy": {...}}}           //   most below_ratio times a memcpy
 //     },                                           //   half_duplex: sends and receives share
 //                                                  //   the bandwidth (default false);
 //                                                  //   memory_GBps: the memory-traffic term

@@ -196,6 +196,9 @@ class Communicator {
   // Where the slots' posts travel on this communicator (fastBuild's choice of paths): blocks
   // per collective, streaming, and whether the link's copy speed chose fast_single_copy.
   std::string slotPaths() const;
+  // The shared-memory class's paths for the link's copy speed; none where the link yields (then
+  // copies above a slot travel as blocks and nothing streams) or the model has no such class.
+  std::optional<algo::LinkParams::Paths> linkPaths() const;
 
   // A call shape's verdict for the slots, and its compiled program.
   struct FastEntry {

@@ -108,16 +108,12 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
   // the peer's memory in one pass: AllReduce of 64-128 KiB measured 0.84-0.89x with blocks).
   const bool copies = !reduces(s.info.coll);
   const std::size_t window = copies ? fastLink_->slotsPerChannel() : 1;
-  const algo::CostModel& model = selector_->model();
   // Where ranks outnumber cores: blocks from a slot up.
   algo::LinkParams::ByteRange single{payload + 1, UINT64_MAX};
   std::size_t streamFrom = 0;
-  if (!fastLink_->options().yield && model.sharedMemory) {
-    // The class's, or its fast_single_copy's where the link timed its CMA fast: the same on
-    // every rank of the server, as every rank must compile the same program.
-    const algo::LinkParams::Paths paths = model.sharedMemory->pathsFor(fastLink_->copyRatio());
-    single = paths.singleCopy[static_cast<std::size_t>(s.info.coll)];
-    streamFrom = paths.streamFrom;
+  if (const auto paths = linkPaths()) {
+    single = paths->singleCopy[static_cast<std::size_t>(s.info.coll)];
+    streamFrom = paths->streamFrom;
   }
   const bool blocks = copies && !single.empty() && fastLink_->singleCopy() != tl::SingleCopy::None;
   // A block below a slot's payload too: one CMA read of 16-64 KiB beat the slot's two copies
@@ -307,34 +303,42 @@ hccl_status_t Communicator::fastPoll(unsigned spins, std::string& err) {
   return HCCL_PENDING;
 }
 
-std::string Communicator::slotPaths() const {
+std::optional<algo::LinkParams::Paths> Communicator::linkPaths() const {
   const algo::CostModel& model = selector_->model();
+  if (fastLink_->options().yield || !model.sharedMemory) return std::nullopt;
+  // The class's, or its fast_single_copy's where the link timed its CMA fast: the same on every
+  // rank of the server, as every rank must compile the same program.
+  return model.sharedMemory->pathsFor(fastLink_->copyRatio());
+}
+
+std::string Communicator::slotPaths() const {
   const tl::ShmLink& link = *fastLink_;
-  if (link.options().yield)
-    return "ranks outnumber cores: copies above a slot as blocks, nothing streams";
-  if (!model.sharedMemory) return "no shared-memory link class in the cost model";
-  const double ratio = link.copyRatio();
-  const algo::LinkParams::Paths paths = model.sharedMemory->pathsFor(ratio);
+  const auto paths = linkPaths();
+  if (!paths)
+    return link.options().yield
+               ? "ranks outnumber cores: copies above a slot as blocks, nothing streams"
+               : "no shared-memory link class in the cost model: copies above a slot as blocks";
   std::vector<std::string> blocks;
   if (link.singleCopy() != tl::SingleCopy::None)
     for (int c = 0; c < kNumCollectives; ++c) {
-      const algo::LinkParams::ByteRange& r = paths.singleCopy[static_cast<std::size_t>(c)];
+      const algo::LinkParams::ByteRange& r = paths->singleCopy[static_cast<std::size_t>(c)];
       if (!r.empty())
         blocks.push_back(
             fmt::format("{} [{}, {})", name(static_cast<Collective>(c)), r.from, r.below));
     }
-  const double below = model.sharedMemory->fastSingleCopy.belowRatio;
+  const double ratio = link.copyRatio();
+  const double below = selector_->model().sharedMemory->fastSingleCopy.belowRatio;
   return fmt::format(
       "posts as blocks (one {} read) for {}; streamed from {} B posts; {}",
       tl::name(link.singleCopy()),
-      blocks.empty() ? "none" : fmt::format("{}", fmt::join(blocks, ", ")), paths.streamFrom,
-      ratio <= 0   ? "the link did not time its single copy (the class's paths)"
-      : paths.fast ? fmt::format("fast_single_copy: the link's single copy took {:.2f} times a "
-                                 "memcpy, at most {}",
-                                 ratio, below)
-                   : fmt::format("the class's paths: the link's single copy took {:.2f} times a "
-                                 "memcpy, fast_single_copy needs at most {}",
-                                 ratio, below));
+      blocks.empty() ? "none" : fmt::format("{}", fmt::join(blocks, ", ")), paths->streamFrom,
+      ratio <= 0    ? "the link did not time its single copy (the class's paths)"
+      : paths->fast ? fmt::format("fast_single_copy: the link's single copy took {:.2f} times a "
+                                  "memcpy, at most {}",
+                                  ratio, below)
+                    : fmt::format("the class's paths: the link's single copy took {:.2f} times a "
+                                  "memcpy, fast_single_copy needs at most {}",
+                                  ratio, below));
 }
 
 }  // namespace hccl::engine
