@@ -163,7 +163,10 @@ std::optional<ConfigError> readLinkParams(const json& val, const std::string& wh
   return std::nullopt;
 }
 
-json linkJson(const LinkParams& lp) {
+// pathsToo: the shared-memory class, whose stream_from_bytes and single_copy are written even when
+// off (0, empty) and fast_single_copy with its below_ratio even when 0: read back over the
+// built-in defaults, an omitted "off" would turn them on again.
+json linkJson(const LinkParams& lp, bool pathsToo) {
   json j;
   j["alpha_us"] = lp.alpha * 1e6;
   j["bandwidth_GBps"] = lp.beta > 0 ? 1.0 / lp.beta / 1e9 : 0.0;
@@ -175,15 +178,15 @@ json linkJson(const LinkParams& lp) {
   if (lp.halfDuplex) j["half_duplex"] = true;
   if (lp.posts) j["post_step_us"] = lp.postStep * 1e6;
   if (lp.memory > 0) j["memory_GBps"] = 1.0 / lp.memory / 1e9;
-  if (lp.streamFrom > 0) j["stream_from_bytes"] = lp.streamFrom;
+  if (lp.streamFrom > 0 || pathsToo) j["stream_from_bytes"] = lp.streamFrom;
   for (int c = 0; c < kNumCollectives; ++c) {
     const LinkParams::ByteRange& r = lp.singleCopy[static_cast<std::size_t>(c)];
-    if (!r.empty())
+    if (!r.empty() || pathsToo)
       j["single_copy"][std::string(name(static_cast<Collective>(c)))] =
-          json::array({r.from, r.below});
+          json::array({r.empty() ? 0 : r.from, r.empty() ? 0 : r.below});
   }
   const LinkParams::FastSingleCopy& f = lp.fastSingleCopy;
-  if (f.belowRatio > 0) {
+  if (f.belowRatio > 0 || pathsToo) {
     json& fj = j["fast_single_copy"];
     fj["below_ratio"] = f.belowRatio;
     if (f.streamFrom) fj["stream_from_bytes"] = *f.streamFrom;
@@ -345,8 +348,8 @@ std::string CostModel::toJson() const {
   doc["version"] = 1;
   doc["description"] = source;
   for (int l = 0; l < kNumLevels; ++l)
-    doc["levels"][levelName(l)] = linkJson(level[static_cast<std::size_t>(l)]);
-  if (sharedMemory) doc["link_classes"][kSharedMemoryClass] = linkJson(*sharedMemory);
+    doc["levels"][levelName(l)] = linkJson(level[static_cast<std::size_t>(l)], false);
+  if (sharedMemory) doc["link_classes"][kSharedMemoryClass] = linkJson(*sharedMemory, true);
   json g = json::object();
   for (std::size_t t = 0; t <= kNumDataTypes; ++t) {
     for (std::size_t o = 0; o <= kNumReduceOps; ++o) {

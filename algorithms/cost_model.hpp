@@ -112,8 +112,8 @@ struct LinkParams {
   // Per collective, the sizes [from, below) of a post of a copy-only call on the shared-memory
   // slots (Bcast, AllGather, Gather, Scatter, AllToAll: engine/slot_executor.hpp) that travel
   // as a descriptor of the writer's buffer that readers copy once (CMA) instead of a stream
-  // through the slots (two copies in user space, the slot in cache); an empty range (the
-  // default): always streamed. An execution choice, not a term of the selection's costs.
+  // through the slots (two copies in user space, the slot in cache); an empty range: never (the
+  // slots, streamed from streamFrom). An execution choice, not a term of the selection's costs.
   // Which is faster is the kernel's CMA against two memcpys, and how much of the copying the
   // ranks share. On this VM's kernel CMA moved 16 MiB in 2.4-2.6 ms where memcpy took 0.6-0.8
   // (pinning 4 KiB pages: follow_page_pte and the copy per page in the profile) but 512 KiB at
@@ -121,8 +121,10 @@ struct LinkParams {
   // beat the block at every size (OSU np=2, 64 KiB-64 MiB: 16 MiB 3x). In an AllGather every
   // rank posts and receives, so a stream is three copies a rank against the block's CMA and
   // one memcpy: the block was faster from 512 KiB to 2 MiB (OSU np=2, 6 rounds: 0.52-0.84x for
-  // the stream), the stream below (1.1-1.3x) and from 4 MiB (1.1-1.6x). The defaults: AllGather
-  // and AllToAll (the same exchange at two ranks, not measured apart) [512 KiB, 4 MiB).
+  // the stream), the stream below (1.1-1.3x) and from 4 MiB (1.1-1.6x). With 16 slots of 64 KiB
+  // a channel (since) the AllGather stream won at every size there, so the class's defaults
+  // give AllToAll [512 KiB, 4 MiB) (measured with 64 slots of 16 KiB) and nothing else; a machine
+  // whose CMA is fast takes fastSingleCopy's (below).
   struct ByteRange {
     std::uint64_t from = 0, below = 0;
     bool contains(std::uint64_t n) const { return n >= from && n < below; }
@@ -133,7 +135,11 @@ struct LinkParams {
   // one VM's, where CMA took 3.5 times a memcpy's time (16 MiB); on another 2-core VM it took
   // 1.4-1.8 times (256 KiB-16 MiB), and there one copy beat the slots' two for AllGather from
   // 16 KiB and Bcast from 16 KiB to 1 MiB (a Bcast stream overlaps its two copies on two cores),
-  // and a two-rank AllReduce streamed only from 4 MiB (hccl_calibrate). The shared-memory link
+  // and reductions beat the executor's single copy on the slots' stream only from posts of 2-4
+  // MiB (hccl_calibrate: AllReduce 4 MiB, 2 MiB posts, 0.97 of the executor's time; np=2
+  // hccl_bench with posts streamed from 4 MiB against 64 KiB: ReduceScatter 256 KiB-4 MiB 1.4-1.6x
+  // faster, AllReduce 256 KiB 1.6x, 4 MiB 0.92x; 4 MiB kept). Copies between a full window (1 MiB
+  // at two ranks) and 4 MiB then run on the executor's single copy. The shared-memory link
   // times a CMA read against a memcpy as it is set up (tl::ShmLink::copyRatio, the same on every
   // rank of a server); at most belowRatio, these fields replace the class's, the ones not given
   // keep it. belowRatio 0 (a calibrated tuning file, which measured the machine, writes that):

@@ -77,6 +77,7 @@ std::vector<std::byte> encode(const Record& r) {
   w.bytes(r.rkey);
   w.put(r.cmaNanos);
   w.put(r.copyNanos);
+  w.put(r.yields);
   return w.out;
 }
 
@@ -103,6 +104,7 @@ Record decode(std::span<const std::byte> bytes, int rank) {
   r.rkey = in.bytes();
   r.cmaNanos = in.get<std::uint64_t>();
   r.copyNanos = in.get<std::uint64_t>();
+  r.yields = in.get<std::uint8_t>();
   return r;
 }
 

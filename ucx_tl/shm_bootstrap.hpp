@@ -26,8 +26,10 @@ struct Record {
   std::uint64_t segmentBase = 0;  // in the leader's address space
   std::uint64_t segmentBytes = 0;
   std::vector<std::byte> rkey;  // UcxPosix: the packed rkey; Memfd: the file descriptor
-  // The set-up status round only: this rank's timeCopies (shm_cma.hpp); 0: not measured.
+  // The set-up status round only: this rank's timeCopies (shm_cma.hpp; 0: not measured), and
+  // whether it yields (ShmOptions::yield).
   std::uint64_t cmaNanos = 0, copyNanos = 0;
+  std::uint8_t yields = 0;
 };
 
 std::vector<std::byte> encode(const Record& r);

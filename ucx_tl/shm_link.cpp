@@ -95,8 +95,8 @@ std::string ShmLink::describe() const {
       fmt::join(s.localRanks, ","), s.layout.bytes(), s.layout.slotsPerChannel, s.layout.slotBytes,
       s.options.segment == SegmentSource::Memfd ? "memfd" : "UCX posix", segmentPath(),
       name(s.singleCopy),
-      s.copyRatio > 0 ? fmt::format(" ({:.2f} times a memcpy's time at {} KiB)", s.copyRatio,
-                                    kCopyProbeBytes >> 10)
+      s.copyRatio > 0 ? fmt::format(" ({:.2f} times a memcpy's time at {} MiB)", s.copyRatio,
+                                    kCopyProbeBytes >> 20)
                       : std::string());
 }
 

@@ -119,7 +119,8 @@ struct ShmOptions {
   std::size_t slotsPerChannel = 4;
   SingleCopy singleCopy = SingleCopy::Auto;
   SegmentSource segment = SegmentSource::Memfd;
-  // Waits give the core away between polls (ranks outnumber cores).
+  // Waits give the core away between polls (ranks outnumber cores). Any rank of a server asking
+  // for it sets it on every rank of the server (options().yield after set-up).
   bool yield = false;
   // A wait with no progress for this long fails (0: never); a peer's process is checked every
   // `liveness` while a wait lasts. The defaults follow UcxOptions.
@@ -162,11 +163,14 @@ class ShmLink {
   std::size_t slotsPerChannel() const;
   SingleCopy singleCopy() const;  // what Auto resolved to
   // How many times a memcpy's time the single copy (CMA) took on this server, as the link timed
-  // it at set-up (shm::timeCopies of kCopyProbeBytes on every local rank; the fastest CMA read
-  // over the fastest memcpy of them all, so every rank of the server reads the same number).
-  // 0: not timed (no CMA, no peer on the server, or the link yields: ranks outnumber cores).
+  // it at set-up: shm::timeCopies of kCopyProbeBytes by the server's leader (its first local
+  // rank), handed to every rank of the server in the set-up's status round, so every rank reads
+  // the same number. 16 MiB, not a cache-sized block: the VM whose defaults the cost model
+  // carries read 512 KiB by CMA at about memcpy's speed but 16 MiB at 3.5 times its time; this
+  // one 1.4-1.8 times at 16 MiB. 0: not timed (no CMA, no peer on the server, or the link yields
+  // because ranks outnumber cores).
   double copyRatio() const;
-  static constexpr std::size_t kCopyProbeBytes = std::size_t{256} << 10;
+  static constexpr std::size_t kCopyProbeBytes = std::size_t{16} << 20;
   std::size_t segmentBytes() const;
   void setYield(bool yield);
   // The segment's file as /proc/self/maps names it ("/memfd:hccl-shm (deleted)",

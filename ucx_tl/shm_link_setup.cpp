@@ -167,11 +167,14 @@ void ShmLink::Impl::setUp(const std::vector<int>& serverOf, const AllGather& all
   shm::Record status;
   status.error = !mine.error.empty() ? mine.error : failure;
   status.probeValue = cmaWorks ? 1 : 0;
-  // Not where ranks outnumber cores: there the link's copies take blocks from a slot up anyway,
-  // and ranks taking turns on a core would time each other.
-  if (L > 1 && status.error.empty() && cmaWorks && !options.yield &&
-      options.singleCopy != SingleCopy::None) {
-    constexpr int kReps = 8;
+  status.yields = options.yield ? 1 : 0;
+  // The server's leader alone times the copies, while its peers wait in the all-gather below: a
+  // clean measurement, and no 32 MiB on every rank of a large server. Not where ranks outnumber
+  // cores (there copies above a slot are blocks whatever it says, and ranks taking turns on a
+  // core would time each other), nor where UCX RMA or nothing carries the single copy.
+  if (L > 1 && me == 0 && status.error.empty() && cmaWorks && !options.yield &&
+      (options.singleCopy == SingleCopy::Auto || options.singleCopy == SingleCopy::Cma)) {
+    constexpr int kReps = 6;
     const shm::CopySpeed speed = shm::timeCopies(ShmLink::kCopyProbeBytes, kReps);
     status.cmaNanos = speed.cmaNanos;
     status.copyNanos = speed.copyNanos;
@@ -180,18 +183,17 @@ void ShmLink::Impl::setUp(const std::vector<int>& serverOf, const AllGather& all
   // Every peer has mapped the segment (or failed): its file descriptor is no longer needed.
   shm::closeFd(memfd);
   std::vector<std::string> failed;
-  bool serverCma = true;
-  std::uint64_t fastestCma = UINT64_MAX, fastestCopy = UINT64_MAX;
-  std::size_t timed = 0;
+  bool serverCma = true, serverYields = options.yield;
+  std::uint64_t leaderCma = 0, leaderCopy = 0;
   for (std::size_t q = 0; q < statusBlobs.size(); ++q) {
     const shm::Record r = shm::decode(statusBlobs[q], static_cast<int>(q));
     if (!r.error.empty()) failed.push_back(fmt::format("rank {}: {}", q, r.error));
     if (localIndexOf[q] >= 0 && r.error.empty()) {
       serverCma = serverCma && r.probeValue == 1;
-      if (r.cmaNanos > 0 && r.copyNanos > 0) {
-        fastestCma = std::min(fastestCma, r.cmaNanos);
-        fastestCopy = std::min(fastestCopy, r.copyNanos);
-        ++timed;
+      serverYields = serverYields || r.yields != 0;
+      if (localIndexOf[q] == 0) {
+        leaderCma = r.cmaNanos;
+        leaderCopy = r.copyNanos;
       }
     }
   }
@@ -217,9 +219,11 @@ void ShmLink::Impl::setUp(const std::vector<int>& serverOf, const AllGather& all
       singleCopy = options.singleCopy;
       break;
   }
-  // Only when every local rank timed it: otherwise ranks of the server could disagree.
-  if (singleCopy == SingleCopy::Cma && timed == L)
-    copyRatio = static_cast<double>(fastestCma) / static_cast<double>(fastestCopy);
+  // Every rank of the server from the same records: one ratio, and one yield setting (which
+  // decides the slots' paths too), so that every rank compiles the same programs.
+  options.yield = serverYields;
+  if (singleCopy == SingleCopy::Cma && !serverYields && leaderCma > 0 && leaderCopy > 0)
+    copyRatio = static_cast<double>(leaderCma) / static_cast<double>(leaderCopy);
   writing.resize(L);
   readingPair.assign(L, {});
   readingBroadcast.assign(L, {});

@@ -95,16 +95,17 @@ void Communicator::fastBuild(FastEntry& e, const hccl_coll_desc_t& d) {
     others[r] = algo::withPrivateInput(chunks[0].problem, r, compose);
     all[r] = &others[r];
   }
-  // A post larger than a slot travels through up to slotsPerChannel slots, or from the
-  // shared-memory class's stream_from_bytes streams through them, chunk by chunk (a reduction
-  // reducing each chunk straight from the slot), or, in a call that only copies (Bcast,
-  // AllGather, ...) at the sizes the class's single_copy gives the collective (where the link has
-  // single copy), travels as a block its readers copy once (CMA). Which is faster is the kernel's
-  // CMA against two user copies, a property of the machine (cost_model.hpp, LinkParams::
-  // streamFrom and singleCopy). Nothing streams where ranks outnumber cores (the link yields): a
-  // stream hands every slot from a running writer to a running reader, where a block needs its
-  // reader to run once; there copies keep blocks from a slot up, as before streaming, and a
-  // reduction keeps to posts of one slot (above them the general executor reduces straight from
+  // A post larger than a slot travels through up to slotsPerChannel slots, or from
+  // stream_from_bytes streams through them, chunk by chunk (a reduction reducing each chunk
+  // straight from the slot), or, in a call that only copies (Bcast, AllGather, ...) at the sizes
+  // single_copy gives the collective (where the link has single copy), travels as a block its
+  // readers copy once (CMA); a post no path takes leaves the call to the general executor.
+  // Which is faster is the kernel's CMA against two user copies, a property of the machine: the
+  // shared-memory class's paths or its fast_single_copy's, by the link's copy speed (linkPaths;
+  // cost_model.hpp, LinkParams::pathsFor). Nothing streams where ranks outnumber cores (the link
+  // yields): a stream hands every slot from a running writer to a running reader, where a block
+  // needs its reader to run once; there copies keep blocks from a slot up, as before streaming, and
+  // a reduction keeps to posts of one slot (above them the general executor reduces straight from
   // the peer's memory in one pass: AllReduce of 64-128 KiB measured 0.84-0.89x with blocks).
   const bool copies = !reduces(s.info.coll);
   const std::size_t window = copies ? fastLink_->slotsPerChannel() : 1;

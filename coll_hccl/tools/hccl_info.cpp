@@ -375,8 +375,14 @@ void printTable(const ConfigOptions& co, const TableOptions& to) {
     fmt::print(
         "on the shared-memory slots (blocking calls whose every step sends one slice to every "
         "peer), posts from {} (stream_from_bytes) stream through them instead of the executor's "
-        "single copy\n",
-        bytesText(shm->streamFrom));
+        "single copy{}\n",
+        bytesText(shm->streamFrom),
+        shm->fastSingleCopy.belowRatio > 0 && shm->fastSingleCopy.streamFrom
+            ? fmt::format("; from {} where the link finds its single copy at most {} times a "
+                          "memcpy (fast_single_copy)",
+                          bytesText(*shm->fastSingleCopy.streamFrom),
+                          shm->fastSingleCopy.belowRatio)
+            : std::string());
   // Why the one-shot Broadcast wins at more than two ranks: its post is not p-1 sends.
   if (!to.json && shm && shm->posts && shape.levels.size() == 1)
     fmt::print(

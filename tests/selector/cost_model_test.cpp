@@ -275,6 +275,42 @@ TEST(CostModel, FastSingleCopyFollowsTheMeasuredRatio) {
   ASSERT_TRUE(off.ok()) << off.error().message;
   EXPECT_FALSE(off.value().sharedMemory->pathsFor(1.0).fast);
 
+  // What turns paths off survives printing and reading back over the built-in defaults (as
+  // `hccl_info tuning`'s output used as a tuning file is read): below_ratio 0, streaming 0, an
+  // empty single_copy range.
+  auto calibrated = tune(R"({"link_classes": {"shm": {"stream_from_bytes": 0,
+                             "single_copy": {"broadcast": [0, 0]},
+                             "fast_single_copy": {"below_ratio": 0}}}})",
+                         warnings);
+  ASSERT_TRUE(calibrated.ok()) << calibrated.error().message;
+  warnings.clear();
+  auto reread = applyTuning(defaultCostModel(), calibrated.value().toJson(), "reread", warnings);
+  ASSERT_TRUE(reread.ok()) << reread.error().message;
+  EXPECT_TRUE(warnings.empty());
+  for (double ratio : {0.0, 1.0}) {
+    const LinkParams::Paths p = reread.value().sharedMemory->pathsFor(ratio);
+    EXPECT_FALSE(p.fast) << ratio;
+    EXPECT_EQ(p.streamFrom, 0u) << ratio;
+    EXPECT_TRUE(at(p, Collective::Broadcast).empty()) << ratio;
+    EXPECT_TRUE(at(p, Collective::AllGather).empty()) << ratio;
+    EXPECT_TRUE(at(p, Collective::AllToAll).contains(512u << 10)) << ratio;
+  }
+  // And a fast alternative the file left as the defaults' is the same after the trip.
+  auto same = applyTuning(defaultCostModel(), defaultCostModel().toJson(), "defaults", warnings);
+  ASSERT_TRUE(same.ok()) << same.error().message;
+  for (double ratio : {0.0, 1.0}) {
+    const LinkParams::Paths a = shm.pathsFor(ratio), b = same.value().sharedMemory->pathsFor(ratio);
+    EXPECT_EQ(a.fast, b.fast) << ratio;
+    EXPECT_EQ(a.streamFrom, b.streamFrom) << ratio;
+    for (std::size_t c = 0; c < a.singleCopy.size(); ++c) {
+      EXPECT_EQ(a.singleCopy[c].empty(), b.singleCopy[c].empty()) << ratio << " " << c;
+      if (!a.singleCopy[c].empty()) {
+        EXPECT_EQ(a.singleCopy[c].from, b.singleCopy[c].from) << ratio << " " << c;
+        EXPECT_EQ(a.singleCopy[c].below, b.singleCopy[c].below) << ratio << " " << c;
+      }
+    }
+  }
+
   for (const char* v : {R"({"below_ratio": -1})", R"({"stream_from_bytes": "4K"})",
                         R"({"single_copy": {"allgather": [9, 1]}})", "[]"}) {
     auto bad = tune(std::string(R"({"link_classes": {"shm": {"fast_single_copy": )") + v + "}}}",
