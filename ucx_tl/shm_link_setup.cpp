@@ -29,6 +29,15 @@ std::size_t roundUp(std::size_t n, std::size_t to) {
   return (n + to - 1) / to * to;
 }
 
+// Once per process: the machine's copy speed does not change while it runs, and a process that
+// sets up many links (the engine's tests: one per run of rank threads) pays ~30 ms once, not per
+// link. Thread-safe: rank threads of one process set up links at once.
+shm::CopySpeed processCopySpeed() {
+  constexpr int kReps = 6;
+  static const shm::CopySpeed speed = shm::timeCopies(ShmLink::kCopyProbeBytes, kReps);
+  return speed;
+}
+
 }  // namespace
 
 ShmLink::ShmLink(int rank, std::vector<int> serverOf, const AllGather& allGather,
@@ -174,8 +183,7 @@ void ShmLink::Impl::setUp(const std::vector<int>& serverOf, const AllGather& all
   // core would time each other), nor where UCX RMA or nothing carries the single copy.
   if (L > 1 && me == 0 && status.error.empty() && cmaWorks && !options.yield &&
       (options.singleCopy == SingleCopy::Auto || options.singleCopy == SingleCopy::Cma)) {
-    constexpr int kReps = 6;
-    const shm::CopySpeed speed = shm::timeCopies(ShmLink::kCopyProbeBytes, kReps);
+    const shm::CopySpeed speed = processCopySpeed();
     status.cmaNanos = speed.cmaNanos;
     status.copyNanos = speed.copyNanos;
   }
