@@ -126,6 +126,10 @@ TEST(UcxConfig, EagerLimitsFollowOversubscriptionAndTcp) {
         else
           CHILD_CHECK(!contains(line, "<rndv>"), line);
       }
+      // A rank that reported must not tear its worker down while a peer still connects to it
+      // for its own report (CI: "cannot reach rank 0 over the HCCS class ... Shared memory
+      // error", rank 0 having exited).
+      child.barrier();
     });
     EXPECT_TRUE(r.ok()) << "oversubscribed " << oversubscribed << ": " << r.summary();
   }
