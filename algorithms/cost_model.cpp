@@ -35,6 +35,14 @@ struct Reader {
       return error(where, fmt::format("expected a positive number, found {}", j.dump()));
     return std::nullopt;
   }
+  std::optional<ConfigError> byteCount(const json& j, const std::string& where,
+                                       std::uint64_t& out) const {
+    if (!j.is_number_unsigned())
+      return error(where,
+                   fmt::format("expected a byte count (an integer >= 0), found {}", j.dump()));
+    out = j.get<std::uint64_t>();
+    return std::nullopt;
+  }
   void unknown(const std::string& where, const std::string& key, const std::string& valid) {
     warnings.push_back(fmt::format("{}: {}: unknown member {} skipped (valid: {}){}", origin, where,
                                    text::quoted(key), valid, text::nonAsciiHint(key, 1)));
@@ -68,11 +76,6 @@ std::optional<ConfigError> readRanges(
   return std::nullopt;
 }
 
-std::optional<std::uint64_t> byteCount(const json& v) {
-  if (!v.is_number_unsigned()) return std::nullopt;
-  return v.get<std::uint64_t>();
-}
-
 std::optional<ConfigError> readFastSingleCopy(const json& v, const std::string& where, Reader& rd,
                                               LinkParams::FastSingleCopy& f) {
   if (!v.is_object()) return rd.error(where, fmt::format("expected an object, found {}", v.dump()));
@@ -80,10 +83,9 @@ std::optional<ConfigError> readFastSingleCopy(const json& v, const std::string& 
     if (field == "below_ratio") {
       if (auto e = rd.positive(x, where + ".below_ratio", f.belowRatio, true)) return e;
     } else if (field == "stream_from_bytes") {
-      f.streamFrom = byteCount(x);
-      if (!f.streamFrom)
-        return rd.error(where + ".stream_from_bytes",
-                        fmt::format("expected a byte count (an integer >= 0), found {}", x.dump()));
+      std::uint64_t n = 0;
+      if (auto e = rd.byteCount(x, where + ".stream_from_bytes", n)) return e;
+      f.streamFrom = n;
     } else if (field == "single_copy") {
       if (auto e =
               readRanges(x, where + ".single_copy", rd, [&](Collective c, LinkParams::ByteRange r) {
@@ -115,10 +117,7 @@ std::optional<ConfigError> readLinkParams(const json& val, const std::string& wh
       if (auto e = rd.positive(v, where + ".step_us", x, true)) return e;
       lp.step = x * 1e-6;
     } else if (field == "step_from_bytes") {
-      if (!v.is_number_unsigned())
-        return rd.error(where + ".step_from_bytes",
-                        fmt::format("expected a byte count (an integer >= 0), found {}", v.dump()));
-      lp.stepFrom = v.get<std::uint64_t>();
+      if (auto e = rd.byteCount(v, where + ".step_from_bytes", lp.stepFrom)) return e;
     } else if (field == "post_step_us") {
       if (auto e = rd.positive(v, where + ".post_step_us", x, true)) return e;
       lp.posts = true;
@@ -130,10 +129,7 @@ std::optional<ConfigError> readLinkParams(const json& val, const std::string& wh
       lp.halfDuplex = v.get<bool>();
     } else if (field == "stream_from_bytes") {
       // 0 turns streaming off.
-      if (!v.is_number_unsigned())
-        return rd.error(where + ".stream_from_bytes",
-                        fmt::format("expected a byte count (an integer >= 0), found {}", v.dump()));
-      lp.streamFrom = v.get<std::uint64_t>();
+      if (auto e = rd.byteCount(v, where + ".stream_from_bytes", lp.streamFrom)) return e;
       // A value given here holds on every machine: not replaced by the built-in guess for a
       // fast single copy (fast_single_copy, below, may give its own again).
       lp.fastSingleCopy.streamFrom.reset();

@@ -330,8 +330,8 @@ StreamTiming timeStream(tl::Transport& transport, tl::ShmLink& link, Sync& sync,
   const algo::Problem pb = twoRanks(Collective::AllReduce, bytes);
   // Every post above a slot streams (stream_from_bytes 1), as the engine compiles it.
   SlotCalls slots(link, pb, algo::meshPushAllReduce, r, 1, 0, 1);
-  ExecutorCalls executor(transport, pb, algo::scratchCount(algo::meshPushAllReduce(pb, r)));
   const algo::RankSchedule mine = algo::meshPushAllReduce(pb, r);
+  ExecutorCalls executor(transport, pb, algo::scratchCount(mine));
   const auto [viaExecutor, viaSlots] = timeTwoCalls(
       sync, bytes, [&] { executor(mine); }, [&] { slots(); }, repeat, sampleSeconds);
   return {bytes, viaExecutor, viaSlots};
